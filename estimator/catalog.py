@@ -1,0 +1,227 @@
+"""The catalog: GPU, model, number-format and profile specs loaded from YAML, with alias resolution.
+
+The packaged ``specs/`` folder is the default; ``Catalog.load(path)`` reads another folder with the same layout.
+Models can also come from a local ``config.json`` (or a folder holding one) or a bare size (``70b``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from estimator.architecture import ModelSpec
+from estimator.errors import SpecInvalid, SpecNotFound
+from estimator.hf_config import architecture_from_config
+from estimator.profiles import EfficiencyProfile
+from estimator.specs import GpuSpec, NumberFormat
+from estimator.units import parse_count
+
+T = TypeVar("T")
+
+_GENERIC_SIZE = re.compile(r"^\s*[0-9]*\.?[0-9]+(e[+-]?[0-9]+)?\s*[kmbgt]?\s*$", re.IGNORECASE)
+
+
+def default_specs_dir() -> Path:
+    """The specs folder shipped with the package (inside the wheel), or the repository's when run from source."""
+    packaged = Path(__file__).resolve().parent / "specs"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "specs"
+
+
+def normalize(name: str) -> str:
+    """Alias key: lower case without spaces, dashes, underscores, dots or slashes ('RTX-4090' == 'rtx4090')."""
+    return re.sub(r"[\s\-_./]", "", name.lower())
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse one YAML file with safe_load; a syntax error becomes SpecInvalid naming the file."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise SpecInvalid(f"{path}: cannot read: {error}") from None
+    except yaml.YAMLError as error:
+        raise SpecInvalid(f"{path}: malformed YAML: {str(error).splitlines()[0]}") from None
+
+
+def validation_message(error: ValidationError) -> str:
+    """All of a pydantic error's failures on one line."""
+    parts = []
+    for item in error.errors():
+        location = ".".join(str(p) for p in item["loc"])
+        message = str(item["msg"]).removeprefix("Value error, ")
+        parts.append(f"{location}: {message}" if location else message)
+    return "; ".join(parts)
+
+
+def _validated(kind: type[BaseModel], data: Any, path: Path) -> Any:
+    if not isinstance(data, Mapping):
+        raise SpecInvalid(f"{path}: expected a mapping of keys, got {type(data).__name__}")
+    try:
+        return kind.model_validate(data)
+    except ValidationError as error:
+        raise SpecInvalid(f"{path}: {validation_message(error)}") from None
+
+
+def model_from_mapping(data: Mapping[str, Any], path: Path) -> ModelSpec:
+    """A catalog model file: metadata plus a Hugging Face config under ``config:``."""
+    known = {"name", "aliases", "hf_params", "notes", "config", "sources"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise SpecInvalid(f"{path}: unknown keys {', '.join(unknown)}")
+    if not isinstance(data.get("config"), Mapping):
+        raise SpecInvalid(f"{path}: 'config' must be the model's config.json mapping")
+    try:
+        arch = architecture_from_config(data["config"])
+    except SpecInvalid as error:
+        raise SpecInvalid(f"{path}: {error}") from None
+    try:
+        return ModelSpec(
+            name=data.get("name", path.stem),
+            aliases=tuple(data.get("aliases") or ()),
+            arch=arch,
+            hf_params=data.get("hf_params"),
+            notes=data.get("notes"),
+            sources=tuple(data.get("sources") or ()),
+        )
+    except ValidationError as error:
+        raise SpecInvalid(f"{path}: {validation_message(error)}") from None
+
+
+@dataclass(frozen=True)
+class Registry(Generic[T]):
+    """Named specs of one kind, found by name or alias (normalised), with close-match suggestions."""
+
+    kind: str
+    items: tuple[T, ...]
+    names: Callable[[T], Iterable[str]]
+    _index: dict[str, T] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        for item in self.items:
+            for name in self.names(item):
+                key = normalize(name)
+                other = self._index.get(key)
+                if other is not None and other is not item:
+                    raise SpecInvalid(f"{self.kind} name or alias {name!r} is used twice")
+                self._index[key] = item
+
+    def get(self, name: str) -> T:
+        found = self._index.get(normalize(name))
+        if found is None:
+            raise SpecNotFound(self.kind, name, self.suggest(name))
+        return found
+
+    def suggest(self, name: str) -> list[str]:
+        spelled = {normalize(n): n for item in self.items for n in self.names(item)}
+        close = difflib.get_close_matches(normalize(name), list(spelled), n=3, cutoff=0.5)
+        return [spelled[c] for c in close]
+
+    def __iter__(self) -> Any:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def _gpu_names(gpu: GpuSpec) -> Iterable[str]:
+    return (gpu.name, *gpu.aliases)
+
+
+def _model_names(model: ModelSpec) -> Iterable[str]:
+    return (model.name, *model.aliases)
+
+
+def _format_names(fmt: NumberFormat) -> Iterable[str]:
+    return (fmt.name, *fmt.aliases)
+
+
+def _profile_names(profile: EfficiencyProfile) -> Iterable[str]:
+    return (profile.name,)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every spec the estimator knows, validated."""
+
+    gpus: Registry[GpuSpec]
+    models: Registry[ModelSpec]
+    formats: Registry[NumberFormat]
+    profiles: Registry[EfficiencyProfile]
+    root: Path
+
+    @classmethod
+    def load(cls, root: Path | None = None) -> Catalog:
+        """Read and validate every spec under ``root`` (default: the packaged specs); errors name the file."""
+        root = default_specs_dir() if root is None else root
+        if not root.is_dir():
+            raise SpecInvalid(f"specs folder not found: {root}")
+
+        def files(sub: str) -> list[Path]:
+            return sorted((root / sub).glob("*.yaml"))
+
+        gpus = tuple(_validated(GpuSpec, read_yaml(p), p) for p in files("gpus"))
+        models = tuple(_model_file(p) for p in files("models"))
+        formats = tuple(_validated(NumberFormat, read_yaml(p), p) for p in files("quant"))
+        profiles = tuple(_validated(EfficiencyProfile, read_yaml(p), p) for p in files("profiles"))
+        return cls(
+            gpus=Registry("GPU", gpus, _gpu_names),
+            models=Registry("model", models, _model_names),
+            formats=Registry("dtype", formats, _format_names),
+            profiles=Registry("profile", profiles, _profile_names),
+            root=root,
+        )
+
+    def model(self, text: str) -> ModelSpec:
+        """A catalog name or alias, a config.json path (or folder holding one), or a size such as ``70b``."""
+        path = Path(text).expanduser()
+        if text.endswith(".json") or path.is_dir() or path.is_file():
+            return model_from_config_file(path)
+        if _GENERIC_SIZE.match(text):
+            params = parse_count(text)
+            if params <= 0:
+                raise SpecInvalid(f"a model needs a positive parameter count, got {text!r}")
+            return ModelSpec(name=f"generic-{text.strip().lower()}", generic_params=params,
+                             notes="generic dense model given by its parameter count alone")
+        return self.models.get(text)
+
+
+def _model_file(path: Path) -> ModelSpec:
+    data = read_yaml(path)
+    if not isinstance(data, Mapping):
+        raise SpecInvalid(f"{path}: expected a mapping of keys, got {type(data).__name__}")
+    return model_from_mapping(data, path)
+
+
+def model_from_config_file(path: Path) -> ModelSpec:
+    """A model from a local Hugging Face config.json, or a folder that holds one."""
+    file = path / "config.json" if path.is_dir() else path
+    if not file.is_file():
+        raise SpecInvalid(f"config file not found: {file}")
+    try:
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise SpecInvalid(f"{file}: cannot read: {error}") from None
+    except json.JSONDecodeError as error:
+        raise SpecInvalid(f"{file}: malformed JSON: {error}") from None
+    try:
+        arch = architecture_from_config(config)
+    except SpecInvalid as error:
+        raise SpecInvalid(f"{file}: {error}") from None
+    name = config.get("_name_or_path") or (file.resolve().parent.name if file.name == "config.json" else file.stem)
+    return ModelSpec(name=str(name) or file.stem, arch=arch, sources=(str(file),))
+
+
+@cache
+def default_catalog() -> Catalog:
+    """The packaged catalog, loaded once per process."""
+    return Catalog.load()

@@ -1,0 +1,332 @@
+"""`estimate`: model + GPU + workload → Report. Orchestration only; every formula lives in memory, compute, timing."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from estimator.architecture import Architecture, ModelSpec
+from estimator.compute import (
+    attention_flops,
+    decode_matmul_flops,
+    decode_weight_bytes,
+    prefill_matmul_flops,
+)
+from estimator.errors import WorkloadInvalid
+from estimator.inventory import active_param_count, param_count
+from estimator.memory import (
+    generic_weights_bytes,
+    kv_cache_bytes,
+    kv_cache_layers,
+    kv_heads_divisor,
+    prefill_activation_peak,
+    runtime_overhead_bytes,
+    sharded_weights_bytes,
+    weight_shares,
+    weights_bytes,
+)
+from estimator.report import (
+    GpuInfo,
+    KvPart,
+    MemoryReport,
+    ModelInfo,
+    Report,
+    TimeReport,
+    WeightPart,
+    WorkloadInfo,
+)
+from estimator.specs import ComputeDType, GpuSpec
+from estimator.timing import Hardware, PhaseCost, PhaseTime, phase_time
+from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
+from estimator.workload import InferenceWorkload
+
+# When a card lacks the kernel precision, what kernels fall back to (e.g. FP8 weights on an A100 are dequantized
+# to fp16 by weight-only kernels such as Marlin; V100 has no bf16 tensor cores and runs bf16 models in fp16).
+_FALLBACK: dict[ComputeDType, tuple[ComputeDType, ...]] = {
+    "fp4": ("fp8", "fp16", "bf16"),
+    "fp8": ("fp16", "bf16"),
+    "int8": ("fp16", "bf16"),
+    "bf16": ("fp16",),
+    "fp16": ("bf16",),
+    "tf32": ("fp32",),
+    "fp32": ("tf32",),
+    "fp64": ("fp32",),
+}
+_GENERIC_TP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def peak_for(gpu: GpuSpec, dtype: ComputeDType) -> tuple[ComputeDType, float]:
+    """The card's dense peak at ``dtype``, or at the precision kernels fall back to where it lacks it."""
+    for candidate in (dtype, *_FALLBACK.get(dtype, ())):
+        peak = gpu.peak_flop_per_s(candidate)
+        if peak is not None:
+            return candidate, peak
+    raise WorkloadInvalid(f"{gpu.name} lists no {dtype} (or fallback) FLOP/s in its spec")
+
+
+def valid_tensor_parallel(arch: Architecture | None, tp: int) -> str | None:
+    """Why ``tp`` cannot split ``arch`` (None when it can): heads must divide evenly over ranks."""
+    if arch is None:
+        return None
+    heads, kv = arch.attention.num_heads, arch.attention.num_kv_heads
+    if heads % tp:
+        return f"tensor parallel {tp} does not divide {heads} attention heads"
+    if kv % tp and tp % kv:
+        return f"tensor parallel {tp} neither divides nor is a multiple of {kv} KV heads"
+    return None
+
+
+@dataclass(frozen=True)
+class _Memory:
+    weights: int
+    kv: int | None
+    activation: int | None
+    overhead: int
+    per_gpu: int
+
+
+def _memory_per_gpu(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: int) -> _Memory:
+    arch = model.arch
+    decompressed = w.mla_cache == "decompressed"
+    if arch is None:
+        assert model.generic_params is not None
+        weights = math.ceil(generic_weights_bytes(model.generic_params, w.weight_format) / tp)
+        kv = activation = None
+    else:
+        weights = sharded_weights_bytes(arch, w.weight_format, tp)
+        kv = kv_cache_bytes(arch, w.context_tokens, w.batch, w.kv_format, decompressed_mla=decompressed,
+                            kv_heads_divisor=kv_heads_divisor(arch, tp)) if arch.causal else 0
+        activation = prefill_activation_peak(
+            arch, w.batch, w.prompt_tokens, element_bytes=w.activation_bytes_per_element,
+            logits_all=w.logits == "all", logits_fp32=w.profile.logits_fp32_upcast, tensor_parallel=tp,
+        ).bytes
+    dynamic = (kv or 0) + (activation or 0)
+    overhead = runtime_overhead_bytes(gpu.memory_bytes, w.profile, tensor_parallel=tp, dynamic_bytes=dynamic)
+    return _Memory(weights, kv, activation, overhead, weights + dynamic + overhead)
+
+
+def gpus_required(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> int | None:
+    """Fewest GPUs (a valid tensor-parallel degree) whose per-GPU memory fits the card; None if none does."""
+    arch = model.arch
+    candidates = _GENERIC_TP if arch is None else [
+        t for t in range(1, arch.attention.num_heads + 1) if valid_tensor_parallel(arch, t) is None
+    ]
+    for tp in candidates:
+        if _memory_per_gpu(model, gpu, w, tp).per_gpu <= gpu.memory_bytes:
+            return tp
+    return None
+
+
+def _phase_costs(arch: Architecture, w: InferenceWorkload, context: int, weights_read: int,
+                 kv_bytes: int) -> tuple[PhaseCost, PhaseCost]:
+    tp = w.tensor_parallel
+    act = w.activation_bytes_per_element
+    h, layers = arch.hidden_size, arch.num_layers
+    ffn = arch.mlp.intermediate_size
+    if arch.moe is not None and arch.num_moe_layers:
+        ffn = arch.moe.experts_per_token * arch.moe.expert_intermediate_size + arch.moe.shared_intermediate_size
+    per_token_elementwise = (w.profile.elementwise_hidden_passes * h
+                             + w.profile.elementwise_ffn_passes * ffn / tp) * act * layers
+    prompt_tokens = w.batch * w.prompt_tokens
+    positions = w.prompt_tokens if w.logits == "all" else 1
+    prefill_kv = kv_bytes * w.prompt_tokens / max(context, 1)
+    prefill = PhaseCost(
+        matmul_flops=prefill_matmul_flops(arch, w.batch, w.prompt_tokens, logits_positions=positions) / tp,
+        attention_flops=attention_flops(arch, w.batch, w.prompt_tokens) / tp,
+        weight_bytes=sharded_weights_bytes(arch, w.weight_format, tp),
+        kv_bytes=prefill_kv,
+        elementwise_bytes=prompt_tokens * per_token_elementwise,
+        layers=layers,
+        allreduce_bytes=2 * layers * prompt_tokens * h * act,
+        allreduces=2 * layers if tp > 1 else 0,
+    )
+    decode = PhaseCost(
+        matmul_flops=decode_matmul_flops(arch, w.batch) / tp,
+        attention_flops=attention_flops(arch, w.batch, 1, past=context - 1) / tp,
+        weight_bytes=weights_read / tp,
+        kv_bytes=kv_bytes,
+        elementwise_bytes=w.batch * per_token_elementwise,
+        layers=layers,
+        allreduce_bytes=2 * layers * w.batch * h * act,
+        allreduces=2 * layers if tp > 1 else 0,
+    )
+    return prefill, decode
+
+
+def _generic_costs(params: int, w: InferenceWorkload) -> tuple[PhaseCost, PhaseCost]:
+    tp = w.tensor_parallel
+    weights = generic_weights_bytes(params, w.weight_format) / tp
+    prefill = PhaseCost(2 * params * w.batch * w.prompt_tokens / tp, 0, weights, 0, 0, 0)
+    decode = PhaseCost(2 * params * w.batch / tp, 0, weights, 0, 0, 0)
+    return prefill, decode
+
+
+def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, requested_gpu: str = "") -> Report:
+    """Memory and time of ``workload`` running ``model`` on ``workload.tensor_parallel`` × ``gpu``."""
+    w = workload
+    arch = model.arch
+    tp = w.tensor_parallel
+    reason = valid_tensor_parallel(arch, tp)
+    if reason:
+        raise WorkloadInvalid(reason)
+    warnings: list[str] = []
+    assumptions: list[str] = []
+    explain: list[str] = []
+
+    dtype, peak = peak_for(gpu, w.weight_format.compute_dtype)
+    if dtype != w.weight_format.compute_dtype:
+        warnings.append(f"{gpu.name} has no {w.weight_format.compute_dtype} tensor rate; compute uses its {dtype}"
+                        " peak (kernels dequantize or cast)")
+    if w.kv_format.name not in ("fp32", "fp16", "bf16", "fp8", "int8"):
+        raise WorkloadInvalid(f"--kv-dtype {w.kv_format.name} is not a KV-cache format; use bf16, fp16, fp8 or int8")
+
+    mem = _memory_per_gpu(model, gpu, w, tp)
+    capacity = gpu.memory_bytes
+    required = gpus_required(model, gpu, w)
+    if required is None:
+        warnings.append(f"does not fit on any tensor-parallel group of {gpu.name} cards up to the model's head count")
+    elif mem.per_gpu > capacity:
+        warnings.append(f"does not fit on {tp} × {gpu.name}: needs {required}")
+
+    if arch is None:
+        assert model.generic_params is not None
+        params = active = model.generic_params
+        total_weights = generic_weights_bytes(params, w.weight_format)
+        shares: tuple[WeightPart, ...] = (
+            WeightPart(role="all", params=params, bits_per_weight=w.weight_format.bits_per_weight,
+                       bytes=total_weights),)
+        kv_parts: tuple[KvPart, ...] = ()
+        kv_per_token = None
+        prefill_cost, decode_cost = _generic_costs(params, w)
+        step_cost = decode_cost
+        warnings.append("KV cache and activations not computed: a model given only by its size has no "
+                        "architecture (pass a catalog name or a config.json)")
+        warnings.append("prefill time counts 2 × params FLOPs per token without attention; decode reads weights only")
+    else:
+        params, active = param_count(arch), active_param_count(arch)
+        total_weights = weights_bytes(arch, w.weight_format)
+        shares = tuple(WeightPart(role=s.role.value, params=s.numel, bits_per_weight=float(s.bits), bytes=s.bytes)
+                       for s in weight_shares(arch, w.weight_format))
+        decompressed = w.mla_cache == "decompressed"
+        divisor = kv_heads_divisor(arch, tp)
+        layers_kv = kv_cache_layers(arch, w.context_tokens, w.batch, w.kv_format, decompressed_mla=decompressed,
+                                    kv_heads_divisor=divisor) if arch.causal else []
+        kv_parts = tuple(KvPart(window=g.window, layers=g.layers, tokens=g.tokens, bytes=g.bytes) for g in layers_kv)
+        kv_per_token = kv_cache_bytes(arch, 1, 1, w.kv_format, decompressed_mla=decompressed) if arch.causal else 0
+        mean_context = w.prompt_tokens + max(w.output_tokens, 1) // 2
+        read_full = decode_weight_bytes(arch, w.weight_format, w.batch)
+        prefill_cost, decode_cost = _phase_costs(arch, w, w.context_tokens, read_full, mem.kv or 0)
+        mean_kv = kv_cache_bytes(arch, mean_context, w.batch, w.kv_format, decompressed_mla=decompressed,
+                                 kv_heads_divisor=divisor) if arch.causal else 0
+        _, step_cost = _phase_costs(arch, w, mean_context, read_full, mean_kv)
+        if not arch.causal:
+            warnings.append(f"{model.name} is an encoder: no KV cache and no token-by-token decoding")
+        if arch.attention.latent is not None:
+            assumptions.append(
+                "multi-head latent attention: KV cache holds " + (
+                    "decompressed K and V per head (Hugging Face transformers' layout)" if decompressed else
+                    "the compressed latent + RoPE key (kv_lora_rank + qk_rope_head_dim), as serving engines do"))
+        if arch.max_position_embeddings and w.context_tokens > arch.max_position_embeddings:
+            warnings.append(f"context {w.context_tokens:,} tokens exceeds the model's max_position_embeddings "
+                            f"{arch.max_position_embeddings:,}")
+
+    hw = Hardware(peak, gpu.bandwidth_bytes_per_s, gpu.memory_type, gpu.interconnect_bytes_per_s, tp)
+    prefill = phase_time(prefill_cost, hw, w.profile)
+    decoding = arch is None or arch.causal
+    decode: PhaseTime | None = phase_time(decode_cost, hw, w.profile) if decoding else None
+    step: PhaseTime | None = phase_time(step_cost, hw, w.profile) if decoding else None
+
+    assumptions += [
+        f"efficiency profile '{w.profile.name}': {w.profile.description}",
+        f"capacity is what the device reports: {format_bytes(capacity, binary=True)} per GPU"
+        if gpu.reported_memory_mib else f"capacity is the marketed {gpu.memory_gb:g} GB (reported figure unknown)",
+        "KV cache holds prompt + output tokens for every sequence; decode_step_s is the last (longest) step",
+        f"logits computed for {'every prompt position' if w.logits == 'all' else 'the last position only'}",
+    ]
+    if tp > 1:
+        assumptions.append(f"tensor parallel over {tp} GPUs: linear layers and vocabulary split, norms replicated")
+
+    memory = MemoryReport(
+        weights_bytes=total_weights,
+        kv_cache_bytes=None if mem.kv is None else mem.kv * (1 if tp == 1 else tp),
+        activation_bytes=None if mem.activation is None else mem.activation * tp,
+        overhead_bytes=mem.overhead * tp,
+        total_bytes=mem.per_gpu * tp,
+        per_gpu_bytes=mem.per_gpu,
+        capacity_bytes=capacity,
+        gpus_required=required,
+        fits=mem.per_gpu <= capacity,
+        headroom_bytes=capacity - mem.per_gpu,
+        kv_cache_per_token_bytes=kv_per_token,
+        weights_by_role=shares,
+        kv_by_window=kv_parts,
+    )
+    tokens_per_s = None
+    if step is not None and w.output_tokens > 0:
+        tokens_per_s = w.batch / step.expected_s
+    time = TimeReport(
+        prefill_s=prefill.expected_s,
+        prefill_bound_s=prefill.bound_s,
+        prefill_bound=prefill.bound,
+        decode_step_s=None if decode is None else decode.expected_s,
+        decode_step_bound_s=None if decode is None else decode.bound_s,
+        bound=None if decode is None else decode.bound,
+        time_to_first_token_s=prefill.expected_s,
+        tokens_per_s=tokens_per_s,
+        tokens_per_s_per_sequence=None if tokens_per_s is None else tokens_per_s / w.batch,
+        prefill_flops=prefill_cost.flops * tp,
+        decode_bytes=None if decode is None else decode_cost.bytes * tp,
+        decode_flops=None if decode is None else decode_cost.flops * tp,
+        communication_s=prefill.communication_s + (0.0 if decode is None else decode.communication_s),
+    )
+    explain += _explain(memory, prefill_cost, decode_cost, hw, decode, prefill, w, gpu)
+    return Report(
+        model=ModelInfo(
+            name=model.name, params=params, active_params=active,
+            architecture=None if arch is None else arch.model_type,
+            layers=None if arch is None else arch.num_layers,
+            hidden_size=None if arch is None else arch.hidden_size,
+            kv_cache_kind=None if arch is None else arch.kv_cache_kind,
+        ),
+        gpu=GpuInfo(name=gpu.name, requested_as=requested_gpu or gpu.name, memory_type=gpu.memory_type,
+                    memory_bytes=capacity, bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s, peak_flop_per_s=peak,
+                    compute_dtype=dtype),
+        workload=WorkloadInfo(batch=w.batch, prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens,
+                              dtype=w.weight_format.name, kv_dtype=w.kv_format.name, gpus=tp, logits=w.logits,
+                              profile=w.profile.name,
+                              mla_cache=w.mla_cache if arch is not None and arch.attention.latent else None),
+        memory=memory,
+        time=time,
+        assumptions=tuple(assumptions),
+        warnings=tuple(warnings),
+        explain=tuple(explain),
+    )
+
+
+def _explain(memory: MemoryReport, prefill_cost: PhaseCost, decode_cost: PhaseCost, hw: Hardware,
+             decode: PhaseTime | None, prefill: PhaseTime, w: InferenceWorkload, gpu: GpuSpec) -> list[str]:
+    """The arithmetic behind the headline numbers, with the numbers in it."""
+    def gb(n: float) -> str:
+        return format_bytes(n, binary=False)
+
+    lines = []
+    for part in memory.weights_by_role:
+        lines.append(f"weights[{part.role}]: {part.params:,} params × {part.bits_per_weight:g} bits ÷ 8 = "
+                     f"{gb(part.bytes)}")
+    for kv in memory.kv_by_window:
+        span = "global" if kv.window is None else f"window {kv.window:,}"
+        lines.append(f"KV cache[{span}]: {kv.layers} layers × {kv.tokens:,} tokens × {w.batch} sequences "
+                     f"({w.kv_format.name}) = {gb(kv.bytes)}")
+    lines.append(f"per GPU: weights + KV + activations + overhead = {gb(memory.per_gpu_bytes)} of "
+                 f"{gb(memory.capacity_bytes)} ({'fits' if memory.fits else 'does not fit'})")
+    tp = w.tensor_parallel
+    lines.append(f"prefill bound: {prefill_cost.flops * tp:.3e} FLOP ÷ {tp} GPU × {format_flops(hw.peak_flop_per_s)}"
+                 f" = {format_seconds(prefill.bound_s)} ({prefill.bound})")
+    if decode is not None:
+        lines.append(f"decode bound: {gb(decode_cost.bytes)} ÷ {format_rate_bytes(gpu.bandwidth_bytes_per_s)} = "
+                     f"{format_seconds(decode_cost.bytes / hw.bandwidth_bytes_per_s)} per token"
+                     + (" (per GPU)" if tp > 1 else ""))
+        lines.append(f"decode expected ({w.profile.name}): {format_seconds(decode.expected_s)} per step "
+                     f"(memory {format_seconds(decode.memory_s)}, compute {format_seconds(decode.compute_s)}, "
+                     f"communication {format_seconds(decode.communication_s)})")
+    return lines

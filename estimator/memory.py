@@ -1,0 +1,202 @@
+"""Memory terms of an inference job, each a pure function returning bytes.
+
+Sources: formulas.md (shared reference) for the formulas; the H200 measurements in
+``shared/reference/h200-measured.jsonl`` for the live-tensor accounting of the prefill peak.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from estimator.architecture import Architecture
+from estimator.inventory import Role, TensorGroup, tensor_inventory
+from estimator.profiles import EfficiencyProfile
+from estimator.specs import NumberFormat
+
+SIXTEEN_BIT = Fraction(16)
+
+
+def tensor_bits(role: Role, fmt: NumberFormat) -> Fraction:
+    """Storage bits per element of a tensor with ``role`` under ``fmt``.
+
+    Formats with scope ``linear`` (GPTQ, AWQ, NF4, FP8, int8...) pack only linear weight matrices; embeddings, the
+    LM head, norms and biases stay in 16 bit, as quantized checkpoints ship them.
+    """
+    if fmt.scope == "all" or role.is_linear:
+        return Fraction(str(fmt.bits_per_weight))
+    return SIXTEEN_BIT
+
+
+def bytes_of(numel: int, bits: Fraction) -> int:
+    """Bytes for ``numel`` elements of ``bits`` each: multiply bits first, divide by 8 last, round up."""
+    return math.ceil(numel * bits / 8)
+
+
+@dataclass(frozen=True)
+class WeightShare:
+    """Weights of one role under one format: what ``--explain`` and the report's breakdown show."""
+
+    role: Role
+    numel: int
+    bits: Fraction
+
+    @property
+    def bytes(self) -> int:
+        return bytes_of(self.numel, self.bits)
+
+
+def weight_shares(arch: Architecture, fmt: NumberFormat) -> list[WeightShare]:
+    """Weights grouped by role, each with the bits per element its format gives it."""
+    numel: dict[Role, int] = {}
+    for group in tensor_inventory(arch):
+        numel[group.role] = numel.get(group.role, 0) + group.total
+    return [WeightShare(role, n, tensor_bits(role, fmt)) for role, n in numel.items()]
+
+
+def weights_bytes(arch: Architecture, fmt: NumberFormat) -> int:
+    """Σ over tensors of numel × bits / 8 (formulas.md, Weights)."""
+    return sum(share.bytes for share in weight_shares(arch, fmt))
+
+
+def generic_weights_bytes(params: int, fmt: NumberFormat) -> int:
+    """A model known only by its parameter count: every parameter in ``fmt``."""
+    return bytes_of(params, Fraction(str(fmt.bits_per_weight)))
+
+
+def kv_elements_per_token(arch: Architecture, layer: int, *, decompressed_mla: bool) -> int:
+    """Cached elements per token in one layer.
+
+    Standard attention: K and V for every KV head, n_kv × (d_k + d_v). Multi-head latent attention in engines
+    that cache the latent: kv_lora_rank + qk_rope_head_dim (DeepSeek-V3: 512 + 64 = 576); Hugging Face
+    transformers' code caches decompressed K and V instead: n_heads × (d_qk + d_v).
+    """
+    del layer  # every supported family has the same cache width on every layer
+    attn = arch.attention
+    if arch.kv_cache_kind == "none":
+        return 0
+    if attn.latent is not None and not decompressed_mla:
+        return attn.latent.kv_lora_rank + attn.latent.qk_rope_head_dim
+    return attn.num_kv_heads * (attn.head_dim + attn.v_head_dim)
+
+
+@dataclass(frozen=True)
+class KvLayers:
+    """Layers that share one window: how many, the tokens each holds, and the bytes all of them hold."""
+
+    window: int | None
+    layers: int
+    tokens: int
+    bytes: int
+
+
+def kv_cache_layers(arch: Architecture, tokens: int, batch: int, fmt: NumberFormat, *,
+                    decompressed_mla: bool = False, kv_heads_divisor: int = 1) -> list[KvLayers]:
+    """KV cache split by window: a sliding-window layer holds min(tokens, window) tokens (formulas.md, KV cache).
+
+    bytes = layers × elements per token × held tokens × batch × bits / 8, with the elements divided over
+    ``kv_heads_divisor`` tensor-parallel ranks where the heads shard.
+    """
+    groups: dict[int | None, int] = {}
+    for layer in range(arch.num_layers):
+        window = arch.window(layer)
+        groups[window] = groups.get(window, 0) + 1
+    bits = Fraction(str(fmt.bits_per_weight))
+    out = []
+    for window, count in sorted(groups.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
+        held = tokens if window is None else min(tokens, window)
+        elements = kv_elements_per_token(arch, 0, decompressed_mla=decompressed_mla)
+        per_rank = math.ceil(elements / kv_heads_divisor)
+        out.append(KvLayers(window, count, held, bytes_of(count * per_rank * held * batch, bits)))
+    return out
+
+
+def kv_cache_bytes(arch: Architecture, tokens: int, batch: int, fmt: NumberFormat, *,
+                   decompressed_mla: bool = False, kv_heads_divisor: int = 1) -> int:
+    """Total KV cache for ``batch`` sequences of ``tokens`` each (see `kv_cache_layers`)."""
+    return sum(g.bytes for g in kv_cache_layers(arch, tokens, batch, fmt, decompressed_mla=decompressed_mla,
+                                                 kv_heads_divisor=kv_heads_divisor))
+
+
+def kv_heads_divisor(arch: Architecture, tensor_parallel: int) -> int:
+    """How many ways TP splits the KV cache: KV heads shard until each rank holds one head, then replicate.
+
+    The latent cache of multi-head latent attention has no heads to split: every rank holds all of it (vLLM).
+    """
+    if arch.attention.latent is not None:
+        return 1
+    return min(tensor_parallel, arch.attention.num_kv_heads)
+
+
+@dataclass(frozen=True)
+class ActivationPeak:
+    """The prefill transient beyond weights and KV cache: the larger of the layer and the logits stage."""
+
+    layer_bytes: int
+    logits_bytes: int
+
+    @property
+    def bytes(self) -> int:
+        return max(self.layer_bytes, self.logits_bytes)
+
+
+def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, element_bytes: int,
+                            logits_all: bool, logits_fp32: bool, tensor_parallel: int = 1,
+                            eager_attention: bool = False) -> ActivationPeak:
+    """Largest set of live tensors during one prefill forward, excluding weights and the KV cache.
+
+    Layer stage (inside the MLP, where the peak sits for every dense model measured): per token, the residual
+    stream and its normed copies (4 × h), the MLP intermediates alive together (gated: act(gate), up and their
+    product = 3 × ffn; plain: 2 × ffn), and the rotary cos/sin tables (2 × head_dim), in the activation dtype,
+    plus one int64 position id. Measured exactly on Llama-3.2-1B and Llama-3.1-8B (h200-measured.jsonl,
+    ``peak_minus_before`` − ``kept_after``). MoE layers hold the top-k experts' intermediates for every token.
+    Eager attention adds the b × a × s² fp32 score matrix and its softmax.
+
+    Logits stage: the final hidden states and rotary tables, plus b × positions × vocab logits in the activation
+    dtype (and their fp32 upcast where the runtime does it). positions = all tokens, or 1 with ``logits_to_keep=1``.
+    """
+    h = arch.hidden_size
+    if arch.moe is not None and arch.num_moe_layers:
+        moe = arch.moe
+        ffn = moe.experts_per_token * moe.expert_intermediate_size + moe.shared_intermediate_size
+        ffn = max(ffn, arch.mlp.intermediate_size if arch.num_moe_layers < arch.num_layers else 0)
+    else:
+        ffn = arch.mlp.intermediate_size
+    ffn_live = (3 if arch.mlp.gated else 2) * math.ceil(ffn / tensor_parallel)
+    rope = 2 * arch.attention.head_dim if arch.position_embeddings == 0 else 0
+    tokens_total = batch * tokens
+    layer = tokens_total * ((ffn_live + 4 * h + rope) * element_bytes + 8)
+    if eager_attention:
+        heads = math.ceil(arch.attention.num_heads / tensor_parallel)
+        layer = max(layer, tokens_total * (4 * h * element_bytes) + 2 * batch * heads * tokens * tokens * 4)
+    positions = tokens if logits_all else 1
+    logits_elements = batch * positions * arch.vocab_size if arch.lm_head else 0
+    logits = logits_elements * (element_bytes + (4 if logits_fp32 else 0))
+    logits_stage = tokens_total * (h + rope) * element_bytes + logits
+    return ActivationPeak(layer, logits_stage)
+
+
+def runtime_overhead_bytes(capacity_bytes: int, profile: EfficiencyProfile, *, tensor_parallel: int,
+                           dynamic_bytes: int) -> int:
+    """Memory beyond tensors on each GPU: driver reservation, CUDA context, library workspaces, NCCL buffers,
+    and allocator slack on the dynamic (KV + activation) memory. Each constant is in the profile with its source.
+    """
+    reserved = round(capacity_bytes * profile.driver_reserved_fraction)
+    nccl = profile.nccl_buffer_bytes if tensor_parallel > 1 else 0
+    slack = round(dynamic_bytes * profile.allocator_slack_fraction)
+    return reserved + profile.cuda_context_bytes + profile.workspace_bytes + nccl + slack
+
+
+def sharded_weights_bytes(arch: Architecture, fmt: NumberFormat, tensor_parallel: int) -> int:
+    """Weights on one of ``tensor_parallel`` ranks: linear layers and the (vocab-parallel) embedding and head
+    split evenly; norms, biases, routers and position tables are replicated on every rank (Megatron/vLLM)."""
+    total = 0
+    for group in tensor_inventory(arch):
+        group_bytes = bytes_of(group.total, tensor_bits(group.role, fmt))
+        total += math.ceil(group_bytes / tensor_parallel) if _is_sharded(group) else group_bytes
+    return total
+
+
+def _is_sharded(group: TensorGroup) -> bool:
+    return group.role.is_linear or group.role in (Role.EMBEDDING, Role.LM_HEAD)

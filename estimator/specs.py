@@ -1,0 +1,120 @@
+"""Validated specifications: GPUs, weight/KV number formats, and model architectures.
+
+Spec files use the vendor's decimal units in their key names (``memory_gb``, ``bandwidth_gb_per_s``,
+``dense_tflop_per_s``); the properties here convert once, to bytes, bytes/s and FLOP/s.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from estimator.units import GIGA, MIB, TERA
+
+MemoryType = Literal["GDDR6", "GDDR6X", "GDDR7", "HBM2", "HBM2e", "HBM3", "HBM3e"]
+ComputeDType = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4"]
+
+BANDWIDTH_TOLERANCE = 0.03  # bus × rate may differ from the vendor figure by 3% (rounding of rates)
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GpuSpec(_Spec):
+    """One accelerator, as its datasheet describes it (see specs/README.md for every key)."""
+
+    name: str = Field(min_length=1)
+    aliases: tuple[str, ...] = ()
+    vendor: Literal["nvidia", "amd", "intel"]
+    memory_type: MemoryType
+    memory_gb: float = Field(gt=0, le=10_000)
+    reported_memory_mib: int | None = Field(default=None, gt=0)
+    bus_width_bits: int = Field(gt=0)
+    data_rate_gbps: float = Field(gt=0, le=100)
+    bandwidth_gb_per_s: float = Field(gt=0, le=100_000)
+    bandwidth_mismatch_reason: str | None = None
+    dense_tflop_per_s: dict[ComputeDType, float]
+    tdp_w: float = Field(gt=0)
+    interconnect: str
+    interconnect_gb_per_s: float | None = Field(default=None, gt=0)
+    year: int | None = None
+    price_usd: float | None = Field(default=None, gt=0)
+    price_date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}$")
+    notes: str | None = None
+    sources: tuple[str, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> GpuSpec:
+        problems = []
+        derived = self.derived_bandwidth_gb_per_s
+        mismatch = abs(derived - self.bandwidth_gb_per_s) / self.bandwidth_gb_per_s
+        if mismatch > BANDWIDTH_TOLERANCE and not self.bandwidth_mismatch_reason:
+            problems.append(
+                f"bus {self.bus_width_bits} bit × {self.data_rate_gbps} Gbps = {derived:,.0f} GB/s differs from the"
+                f" vendor's {self.bandwidth_gb_per_s:,.0f} GB/s by {mismatch:.1%} (> 3%) and"
+                " bandwidth_mismatch_reason is not given"
+            )
+        if not self.dense_tflop_per_s:
+            problems.append("dense_tflop_per_s is empty")
+        if any(v <= 0 for v in self.dense_tflop_per_s.values()):
+            problems.append("dense_tflop_per_s values must be positive")
+        if self.price_usd is not None and self.price_date is None:
+            problems.append("price_usd needs price_date (YYYY-MM)")
+        if any(not s.strip() for s in self.sources):
+            problems.append("sources must not contain empty entries")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def derived_bandwidth_gb_per_s(self) -> float:
+        """Bus width / 8 × per-pin data rate, in GB/s (the rate is already the effective DDR rate)."""
+        return self.bus_width_bits / 8 * self.data_rate_gbps
+
+    @property
+    def memory_bytes(self) -> int:
+        """Capacity the device reports (nvidia-smi total) when known, else the marketed decimal capacity."""
+        if self.reported_memory_mib is not None:
+            return self.reported_memory_mib * MIB
+        return round(self.memory_gb * GIGA)
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        """The vendor's peak memory bandwidth in bytes per second."""
+        return self.bandwidth_gb_per_s * GIGA
+
+    @property
+    def interconnect_bytes_per_s(self) -> float | None:
+        """GPU-to-GPU bandwidth (bidirectional total per GPU) in bytes per second, when known."""
+        return None if self.interconnect_gb_per_s is None else self.interconnect_gb_per_s * GIGA
+
+    def peak_flop_per_s(self, dtype: ComputeDType) -> float | None:
+        """Dense peak FLOP/s for ``dtype``; bf16 falls back to fp16 only where the card lists no bf16."""
+        tflops = self.dense_tflop_per_s.get(dtype)
+        return None if tflops is None else tflops * TERA
+
+
+class NumberFormat(_Spec):
+    """A storage format for weights or KV cache: plain dtypes and quantization schemes (specs/quant/)."""
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    description: str
+    bits_per_weight: float = Field(gt=0, le=64)
+    compute_dtype: ComputeDType
+    scope: Literal["all", "linear"]
+    group_size: int | None = Field(default=None, gt=0)
+    group_overhead_bits: float | None = Field(default=None, ge=0)
+    kv_cache: bool = False
+    sources: tuple[str, ...] = Field(min_length=1)
+
+    def with_group_size(self, group_size: int) -> NumberFormat:
+        """The same grouped format with another group size: overhead bits are spread over the new group."""
+        if self.group_size is None or self.group_overhead_bits is None:
+            raise ValueError(f"format {self.name} has no group size")
+        base_bits = self.bits_per_weight - self.group_overhead_bits / self.group_size
+        return self.model_copy(
+            update={"group_size": group_size, "bits_per_weight": base_bits + self.group_overhead_bits / group_size}
+        )

@@ -1,0 +1,93 @@
+"""Units: byte and time constants, parsing of human sizes, formatting in decimal or binary units.
+
+Decimal prefixes (kB, MB, GB, TB = 10³ⁿ) are what datasheets and this tool's default output use; binary
+prefixes (KiB, MiB, GiB = 2¹⁰ⁿ) are what nvidia-smi and PyTorch print. They are never mixed: every formatter
+takes the system explicitly and its label says which.
+
+>>> parse_count("70b")
+70000000000
+>>> parse_count("7.5e9")
+7500000000
+>>> parse_count("32k")
+32000
+>>> format_bytes(140_000_000_000, binary=False)
+'140.0 GB'
+>>> format_bytes(150_754_820_096, binary=True)
+'140.4 GiB'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from estimator.errors import WorkloadInvalid
+
+KB = 10**3
+MB = 10**6
+GB = 10**9
+TB = 10**12
+KIB = 2**10
+MIB = 2**20
+GIB = 2**30
+
+GIGA = 1e9
+TERA = 1e12
+
+_SUFFIX_MULTIPLIER = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+_COUNT_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
+# "1ki" style binary token counts (1024) are accepted for contexts, which people often write as 32Ki.
+_BINARY_COUNT_RE = re.compile(r"^\s*([0-9]+)\s*ki\s*$", re.IGNORECASE)
+
+
+def parse_count(text: str) -> int:
+    """Parse a decimal count such as ``70b``, ``13B``, ``7.5e9``, ``32k``, ``2048`` into an exact integer.
+
+    Suffixes are decimal (k = 10³, m = 10⁶, b/g = 10⁹, t = 10¹²); ``32Ki`` is 32 × 1024.
+    Raises `WorkloadInvalid` for anything else, including non-integral results and non-finite values.
+    """
+    binary = _BINARY_COUNT_RE.match(text)
+    if binary:
+        return int(binary.group(1)) * 1024
+    match = _COUNT_RE.match(text)
+    if not match:
+        raise WorkloadInvalid(f"not a count: {text!r} (expected e.g. 2048, 32k, 70b, 7.5e9)")
+    mantissa, suffix = match.groups()
+    value = float(mantissa) * _SUFFIX_MULTIPLIER[suffix.lower()]
+    if not math.isfinite(value):
+        raise WorkloadInvalid(f"not a finite count: {text!r}")
+    rounded = round(value)
+    if abs(value - rounded) > 1e-6 * max(1.0, value):
+        raise WorkloadInvalid(f"not a whole number: {text!r}")
+    return int(rounded)
+
+
+def format_bytes(n: int | float, *, binary: bool) -> str:
+    """Format a byte count with one decimal: GB (10⁹) when ``binary`` is false, GiB (2³⁰) when true."""
+    units = ["B", "KiB", "MiB", "GiB", "TiB"] if binary else ["B", "kB", "MB", "GB", "TB"]
+    base = 1024.0 if binary else 1000.0
+    value = float(n)
+    for unit in units:
+        if abs(value) < base or unit == units[-1]:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= base
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def format_seconds(seconds: float) -> str:
+    """Format a duration in the unit that keeps three significant digits: µs, ms or s."""
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} µs"
+    if seconds < 1.0:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds:.2f} s"
+
+
+def format_rate_bytes(bytes_per_s: float) -> str:
+    """Format a bandwidth in decimal GB/s, as datasheets state it."""
+    return f"{bytes_per_s / GIGA:,.0f} GB/s"
+
+
+def format_flops(flop_per_s: float) -> str:
+    """Format a compute rate in decimal TFLOP/s."""
+    return f"{flop_per_s / TERA:,.1f} TFLOP/s"

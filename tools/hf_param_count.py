@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Count the parameters Hugging Face transformers instantiates for each catalog model.
+
+Run by hand, never by the package. Last run with transformers 5.24.0 and torch 2.13.0+cpu, set up outside the
+repository:
+
+    python3 -m venv /work/hfvenv && /work/hfvenv/bin/pip install torch==2.13.0 transformers pyyaml
+    /work/hfvenv/bin/python tools/hf_param_count.py            # every specs/models/*.yaml
+    /work/hfvenv/bin/python tools/hf_param_count.py --write    # ... and store hf_params in each file
+    /work/hfvenv/bin/python tools/hf_param_count.py specs/models/gpt2.yaml
+
+Each model is built from its `config:` mapping on the `meta` device: no weights, no network, no memory for tensors.
+The count is sum(p.numel() for p in model.parameters()); parameters() yields a tied weight once, so tied
+embeddings are counted once. With --write, the file gets `hf_params: <count>` (right after `aliases`) and a
+`sources` entry naming the transformers version; the rest of the file is left byte-for-byte as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+import transformers
+import yaml
+from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MODELS_DIR = REPO_ROOT / "specs" / "models"
+
+# Which Auto class builds the model for a model_type. The default is AutoModelForCausalLM: the catalog's decoders are
+# used for generation, so their count includes the LM head (once, if tied). BERT is an encoder without a causal-LM
+# head; its catalog count is the bare BertModel (embeddings + encoder + pooler), which is what `bert-base-uncased`
+# means when people quote ~110M parameters. BertForMaskedLM would add the MLM transform (dense + LayerNorm) and the
+# output bias, and BertLMHeadModel (the causal variant) would drop the pooler, so neither matches that number.
+AUTO_CLASS_BY_MODEL_TYPE: dict[str, type] = {
+    "bert": AutoModel,
+}
+DEFAULT_AUTO_CLASS: type = AutoModelForCausalLM
+
+# Keys that are not configuration fields: metadata some configs carry, which for_model must not receive.
+IGNORED_CONFIG_KEYS: frozenset[str] = frozenset({"model_type", "transformers_version", "_name_or_path", "auto_map"})
+
+SOURCES_TAG = "hf_params:"
+
+
+def load_spec(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+        raise ValueError(f"{path}: no `config:` mapping")
+    return data
+
+
+def build_config(config: dict[str, Any]) -> transformers.PretrainedConfig:
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str):
+        raise ValueError("config has no model_type")
+    fields = {k: v for k, v in config.items() if k not in IGNORED_CONFIG_KEYS}
+    return AutoConfig.for_model(model_type, **fields)
+
+
+def count_params(config: dict[str, Any]) -> int:
+    cfg = build_config(config)
+    auto_class = AUTO_CLASS_BY_MODEL_TYPE.get(cfg.model_type, DEFAULT_AUTO_CLASS)
+    with torch.device("meta"):
+        model = auto_class.from_config(cfg)
+    return sum(p.numel() for p in model.parameters())
+
+
+def sources_note() -> str:
+    return f"{SOURCES_TAG} transformers {transformers.__version__} meta-device count (tools/hf_param_count.py)"
+
+
+def _top_level_block_end(lines: list[str], start: int) -> int:
+    """Index just past the top-level key at lines[start] and its indented / list continuation lines."""
+    end = start + 1
+    while end < len(lines) and (lines[end].startswith((" ", "-", "\t")) or not lines[end].strip()):
+        end += 1
+    return end
+
+
+def write_hf_params(path: Path, count: int) -> None:
+    lines = path.read_text().splitlines(keepends=True)
+
+    # hf_params: replace in place, or insert right after the aliases block (after `name` if there are no aliases).
+    idx = next((i for i, ln in enumerate(lines) if ln.startswith("hf_params:")), None)
+    if idx is not None:
+        lines[idx] = f"hf_params: {count}\n"
+    else:
+        anchor = next((i for i, ln in enumerate(lines) if ln.startswith("aliases:")), None)
+        if anchor is None:
+            anchor = next(i for i, ln in enumerate(lines) if ln.startswith("name:"))
+        lines.insert(_top_level_block_end(lines, anchor), f"hf_params: {count}\n")
+
+    # sources: one entry naming the transformers version behind the count; replaced if present, else appended.
+    entry = f"- '{sources_note()}'\n"
+    src = next((i for i, ln in enumerate(lines) if ln.startswith("sources:")), None)
+    if src is None:
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        lines += ["sources:\n", entry]
+    else:
+        end = _top_level_block_end(lines, src)
+        old = next((i for i in range(src + 1, end) if re.match(rf"^- ['\"]?{SOURCES_TAG}", lines[i])), None)
+        if old is not None:
+            lines[old] = entry
+        else:
+            while end > src + 1 and not lines[end - 1].strip():
+                end -= 1
+            lines.insert(end, entry)
+
+    path.write_text("".join(lines))
+    check = load_spec(path)
+    if check.get("hf_params") != count:
+        raise RuntimeError(f"{path}: hf_params did not round-trip")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="*", type=Path, help="model YAMLs (default: specs/models/*.yaml)")
+    parser.add_argument("--write", action="store_true", help="store hf_params in each file")
+    args = parser.parse_args(argv)
+
+    files: list[Path] = args.files or sorted(MODELS_DIR.glob("*.yaml"))
+    print(f"# transformers {transformers.__version__}, torch {torch.__version__}", file=sys.stderr)
+    failures = 0
+    for path in files:
+        try:
+            spec = load_spec(path)
+            count = count_params(spec["config"])
+        except Exception as exc:  # report and go on: one bad config must not hide the others
+            failures += 1
+            print(f"{path.stem}  ERROR {type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
+        print(f"{spec.get('name', path.stem)}  {count}")
+        if args.write:
+            write_hf_params(path, count)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
