@@ -113,7 +113,7 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
     if explain:
         console.print("[bold]Arithmetic[/]")
         for line in report.explain:
-            console.print(f"  {line}", highlight=False)
+            console.print(f"  {line}", highlight=False, markup=False)
         console.print("[bold]Assumptions[/]")
         for line in report.assumptions:
-            console.print(f"  - {line}", highlight=False)
+            console.print(f"  - {line}", highlight=False, markup=False)
