@@ -76,6 +76,16 @@ def valid_tensor_parallel(arch: Architecture | None, tp: int) -> str | None:
     return None
 
 
+def prefill_shape(batch: int, prompt: int, chunk: int | None) -> tuple[int, int]:
+    """(sequences, tokens each) that one prefill forward holds at once: everything, or one chunk of at most
+    ``chunk`` tokens when the runtime prefills in chunks (whole sequences while they fit, else part of one)."""
+    if chunk is None or batch * prompt <= chunk:
+        return batch, prompt
+    if prompt <= chunk:
+        return chunk // prompt, prompt
+    return 1, chunk
+
+
 @dataclass(frozen=True)
 class _Memory:
     weights: int
@@ -96,8 +106,9 @@ def _memory_per_gpu(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: in
         weights = sharded_weights_bytes(arch, w.weight_format, tp)
         kv = kv_cache_bytes(arch, w.context_tokens, w.batch, w.kv_format, decompressed_mla=decompressed,
                             kv_heads_divisor=kv_heads_divisor(arch, tp)) if arch.causal else 0
+        batch, tokens = prefill_shape(w.batch, w.prompt_tokens, w.profile.prefill_chunk_tokens)
         activation = prefill_activation_peak(
-            arch, w.batch, w.prompt_tokens, element_bytes=w.activation_bytes_per_element,
+            arch, batch, tokens, element_bytes=w.activation_bytes_per_element,
             logits_all=w.logits == "all", logits_fp32=w.profile.logits_fp32_upcast, tensor_parallel=tp,
         ).bytes
     dynamic = (kv or 0) + (activation or 0)
