@@ -10,6 +10,7 @@ from estimator.compute import (
     attention_flops,
     decode_matmul_flops,
     decode_weight_bytes,
+    expected_distinct_experts,
     prefill_matmul_flops,
 )
 from estimator.errors import WorkloadInvalid
@@ -241,6 +242,9 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
             warnings.append(f"context {w.context_tokens:,} tokens exceeds the model's max_position_embeddings "
                             f"{arch.max_position_embeddings:,}")
 
+    experts_read = None
+    if arch is not None and arch.moe is not None:
+        experts_read = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token, w.batch)
     hw = Hardware(peak, gpu.bandwidth_bytes_per_s, gpu.memory_type, gpu.interconnect_bytes_per_s, tp)
     prefill = phase_time(prefill_cost, hw, w.profile)
     decoding = arch is None or arch.causal
@@ -288,8 +292,13 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         decode_bytes=None if decode is None else decode_cost.bytes * tp,
         decode_flops=None if decode is None else decode_cost.flops * tp,
         communication_s=prefill.communication_s + (0.0 if decode is None else decode.communication_s),
+        experts_read_per_layer=experts_read,
     )
     explain += _explain(memory, prefill_cost, decode_cost, hw, decode, prefill, w, gpu)
+    if experts_read is not None and arch is not None and arch.moe is not None:
+        e, k = arch.moe.num_experts, arch.moe.experts_per_token
+        explain.append(f"MoE decode: {e} × (1 − (1 − {k}/{e})^{w.batch}) = {experts_read:.2f} of {e} experts read "
+                       "per layer per step")
     return Report(
         model=ModelInfo(
             name=model.name, params=params, active_params=active,

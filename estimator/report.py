@@ -98,6 +98,7 @@ class TimeReport(_Frozen):
     decode_bytes: float | None
     decode_flops: float | None
     communication_s: float
+    experts_read_per_layer: float | None = None  # MoE: expected distinct experts one decode step reads
 
 
 class Report(_Frozen):

@@ -103,3 +103,12 @@ def test_report_has_no_nan(catalog: Catalog, make_workload: Make) -> None:
     r = estimate(catalog.models.get("deepseek-v3"), catalog.gpus.get("h200"), make_workload(dtype="fp8"))
     for value in r.time.model_dump().values():
         assert not (isinstance(value, float) and not math.isfinite(value))
+
+
+def test_mixtral_decode_experts_read(catalog: Catalog, make_workload: Make) -> None:
+    model, gpu = catalog.models.get("mixtral-8x7b"), catalog.gpus.get("h200")
+    one = estimate(model, gpu, make_workload(batch=1)).time.experts_read_per_layer
+    many = estimate(model, gpu, make_workload(batch=64)).time.experts_read_per_layer
+    assert one == pytest.approx(2.0)  # 8 × (1 − (1 − 2/8)¹)
+    assert many == pytest.approx(8 * (1 - 0.75**64))  # 7.99999...
+    assert many is not None and many > 7.99
