@@ -17,6 +17,7 @@ NVML used per GPU, prefill and decode times (CUDA events, median after warm-up).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -155,14 +156,14 @@ def run_case(cfg: dict[str, Any], name: str, batch: int, context: int, args: arg
     with torch.inference_mode():
         if args.prefill and batch * context <= args.max_prefill_tokens:
             model.forward(prompt, 0, True)  # warm-up
-            row["prefill"] = timed(lambda: model.forward(prompt, 0, True), 3, device)
+            row["prefill"] = timed(functools.partial(model.forward, prompt, 0, True), 3, device)
         else:
             model.k_cache.normal_()
             model.v_cache.normal_()
         step_ids = prompt[:, :1].clone()
         pos = context
         model.forward(step_ids, pos, False)
-        row["decode_eager"] = timed(lambda: model.forward(step_ids, pos, False), 5, device)
+        row["decode_eager"] = timed(functools.partial(model.forward, step_ids, pos, False), 5, device)
         if device.type == "cuda" and not args.no_graph:
             try:
                 stream = torch.cuda.Stream()
@@ -178,7 +179,7 @@ def run_case(cfg: dict[str, Any], name: str, batch: int, context: int, args: arg
                 torch.cuda.synchronize()
                 row["decode_graph"] = timed(graph.replay, 50, device)
                 del graph
-            except Exception as error:  # noqa: BLE001 - keep the eager figure if capture fails
+            except Exception as error:  # keep the eager figure if capture fails
                 row["graph_error"] = f"{type(error).__name__}: {error}"[:300]
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -219,7 +220,7 @@ def main() -> None:
             batch, context = (int(x) for x in case.split("x"))
             try:
                 row = run_case(cfg, name, batch, context, args, device, tp, rank)
-            except Exception as error:  # noqa: BLE001 - one failed case must not lose the run
+            except Exception as error:  # one failed case must not lose the run
                 row = {"kind": "tp", "model": name, "tp": tp, "batch": batch, "context": context,
                        "error": f"{type(error).__name__}: {error}"[:500]}
                 if device_kind == "cuda":

@@ -287,6 +287,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         bound=None if decode is None else decode.bound,
         time_to_first_token_s=prefill.expected_s,
         tokens_per_s=tokens_per_s,
+        tokens_per_s_bound=None if step is None else w.batch / step.bound_s,
         tokens_per_s_per_sequence=None if tokens_per_s is None else tokens_per_s / w.batch,
         prefill_flops=prefill_cost.flops * tp,
         decode_bytes=None if decode is None else decode_cost.bytes * tp,

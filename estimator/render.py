@@ -104,7 +104,8 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
     times.add_row("prefill / first token", _time(t.prefill_bound_s), _time(t.prefill_s), t.prefill_bound)
     times.add_row("decode step", _time(t.decode_step_bound_s), _time(t.decode_step_s), t.bound or "—")
     if t.tokens_per_s is not None:
-        times.add_row("tokens/s (all sequences)", "", f"{t.tokens_per_s:,.1f}", "")
+        bound = "" if t.tokens_per_s_bound is None else f"{t.tokens_per_s_bound:,.1f}"
+        times.add_row("tokens/s (all sequences)", bound, f"{t.tokens_per_s:,.1f}", "")
         times.add_row("tokens/s per sequence", "", f"{t.tokens_per_s_per_sequence:,.1f}", "")
     console.print(times)
 

@@ -93,6 +93,7 @@ class TimeReport(_Frozen):
     bound: str | None
     time_to_first_token_s: float
     tokens_per_s: float | None
+    tokens_per_s_bound: float | None  # the most any implementation could decode (peak bandwidth / FLOP/s)
     tokens_per_s_per_sequence: float | None
     prefill_flops: float
     decode_bytes: float | None
