@@ -20,8 +20,16 @@ from estimator.estimate import estimate
 from estimator.inventory import active_param_count, param_count
 from estimator.render import render_table, to_csv, to_json
 from estimator.specs import NumberFormat
-from estimator.train_cli import Attention, Fsdp, Mode, Optimizer, Precision, Recompute, reject_training_options, \
-    run_training
+from estimator.train_cli import (
+    Attention,
+    Fsdp,
+    Mode,
+    Optimizer,
+    Precision,
+    Recompute,
+    reject_training_options,
+    run_training,
+)
 from estimator.units import format_bytes, parse_count
 from estimator.workload import InferenceWorkload
 

@@ -96,7 +96,7 @@ def run_training(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_
             optimizer=(o["--optimizer"] or Optimizer.adamw).value,
             recompute=(o["--recompute"] or Recompute.none).value,
             attention=(o["--attention"] or Attention.sdpa).value,
-            zero=zero,  # type: ignore[arg-type]
+            zero=zero,
             fsdp=None if o["--fsdp"] is None else o["--fsdp"].value,
             dp=_count("--dp", o["--dp"], 1),
             tp=_count("--tp", o["--tp"], 1),

@@ -6,8 +6,9 @@ states are created lazily during it):
   forward-backward  resident states + autocast copies + saved activations + the loss gradients at backward start
   recompute         (full recomputation) resident + layer checkpoints + one layer's activations rebuilt
   optimizer-step    weights + gradients + master + optimizer states + the step's temporaries
-Gradients are resident during forward only when they persist between steps: gradient accumulation, ZeRO/FSDP
-gradient buffers; otherwise ``zero_grad(set_to_none=True)`` (PyTorch ≥ 2.0 default) frees them before forward.
+Gradients are resident during forward only when they persist between micro-batches (gradient accumulation);
+otherwise ``zero_grad(set_to_none=True)`` (PyTorch ≥ 2.0 default; DeepSpeed and FSDP free reduced gradients
+likewise) frees them before forward.
 
 Step time = executed FLOPs / (peak × profile.train_flop_efficiency) / (1 − pipeline bubble) + optimizer step
 (memory bound: every state read and written once) + data-parallel gradient synchronisation and tensor-parallel
@@ -122,7 +123,7 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
         if w.fsdp == "grad-op":  # SHARD_GRAD_OP keeps unsharded parameters from forward to backward
             gathered = math.ceil(trainable_params * c_bytes / mp)
     ddp_buckets = states.gradient_bytes if w.dp > 1 and stage == 0 else 0
-    grads_resident = w.grad_accum > 1 or stage > 0 or w.fsdp is not None
+    grads_resident = w.grad_accum > 1
     resident = states.weights_bytes + states.master_bytes + states.optimizer_bytes + ddp_buckets
     if grads_resident:
         resident += states.gradient_bytes
@@ -165,8 +166,9 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
         optimizer_step=states.total_bytes + ddp_buckets + step_transient,
     )
     peak_phase, peak_tensors = phases.peak()
-    dynamic = peak_tensors - states.total_bytes
-    overhead = runtime_overhead_bytes(gpu.memory_bytes, prof, tensor_parallel=w.gpus, dynamic_bytes=max(dynamic, 0))
+    # allocator slack applies to what is allocated and freed every step, not to the long-lived states
+    dynamic = autocast + gathered + max(activation + loss_now + recompute, step_transient)
+    overhead = runtime_overhead_bytes(gpu.memory_bytes, prof, tensor_parallel=w.gpus, dynamic_bytes=dynamic)
     per_gpu = peak_tensors + overhead
     capacity = gpu.memory_bytes
 

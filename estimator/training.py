@@ -114,7 +114,7 @@ def parse_lora_targets(text: str) -> tuple[LoraTarget, ...]:
         if name not in ALL_LORA_TARGETS:
             raise WorkloadInvalid(f"unknown LoRA target {raw.strip()!r}; use 'all' or a comma list of "
                                   + ", ".join(ALL_LORA_TARGETS))
-        out.append(name)  # type: ignore[arg-type]
+        out.append(name)
     return tuple(out)
 
 
