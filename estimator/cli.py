@@ -20,6 +20,16 @@ from estimator.estimate import estimate
 from estimator.inventory import active_param_count, param_count
 from estimator.render import render_table, to_csv, to_json
 from estimator.specs import NumberFormat
+from estimator.train_cli import (
+    Attention,
+    Fsdp,
+    Mode,
+    Optimizer,
+    Precision,
+    Recompute,
+    reject_training_options,
+    run_training,
+)
 from estimator.units import format_bytes, parse_count
 from estimator.workload import InferenceWorkload
 
@@ -109,11 +119,41 @@ def estimate_command(
     units: Annotated[Units, typer.Option(help="Table units: gb (10⁹ B) or gib (2³⁰ B).")] = Units.gb,
     explain: Annotated[bool, typer.Option("--explain", help="Print the arithmetic and assumptions.")] = False,
     specs_dir: SpecsDir = None,
+    # Training (--mode train): see docs/training.md. Left unset, each takes the default in its help.
+    mode: Annotated[Mode, typer.Option(help="infer, or train (one optimizer step; --batch is the micro-batch).")]
+    = Mode.infer,
+    seq_len: Annotated[str | None, typer.Option(help="Train: tokens per sequence (default 2048).")] = None,
+    grad_accum: Annotated[str | None, typer.Option(help="Train: micro-batches per optimizer step (1).")] = None,
+    precision: Annotated[Precision | None, typer.Option(help="Train: amp = fp32 weights + 16-bit autocast "
+                                                        "(default amp-bf16).")] = None,
+    optimizer: Annotated[Optimizer | None, typer.Option(help="Train: optimizer (adamw = PyTorch foreach).")] = None,
+    recompute: Annotated[Recompute | None, typer.Option(help="Train: activation recomputation (none).")] = None,
+    attention: Annotated[Attention | None, typer.Option(help="Train: attention kernel (sdpa).")] = None,
+    zero: Annotated[str | None, typer.Option(help="Train: DeepSpeed ZeRO stage 0-3 over --dp ranks (0).")] = None,
+    fsdp: Annotated[Fsdp | None, typer.Option(help="Train: PyTorch FSDP sharding over --dp ranks.")] = None,
+    dp: Annotated[str | None, typer.Option(help="Train: data-parallel ranks (1).")] = None,
+    tp: Annotated[str | None, typer.Option(help="Train: tensor-parallel ranks (1).")] = None,
+    pp: Annotated[str | None, typer.Option(help="Train: pipeline stages, 1F1B (1).")] = None,
+    sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel", help="Train: split norms and "
+                                                    "dropout along the sequence over --tp.")] = False,
+    lora_rank: Annotated[str | None, typer.Option(help="Train: LoRA rank (frozen base, adapters trained).")] = None,
+    lora_targets: Annotated[str | None, typer.Option(help="Train: 'all' or e.g. q,k,v,o,gate,up,down (all).")]
+    = None,
+    qlora: Annotated[bool, typer.Option("--qlora", help="Train: 4-bit NF4 base (needs --lora-rank).")] = False,
 ) -> None:
     """Estimate memory and speed. Example: estimate --model 70b --dtype fp16 --gpu a100"""
     catalog = _catalog(specs_dir)
     model_spec = catalog.model(model)
     gpu_spec = catalog.gpus.get(gpu)
+    training = {"--seq-len": seq_len, "--grad-accum": grad_accum, "--precision": precision, "--optimizer": optimizer,
+                "--recompute": recompute, "--attention": attention, "--zero": zero, "--fsdp": fsdp, "--dp": dp,
+                "--tp": tp, "--pp": pp, "--sequence-parallel": sequence_parallel, "--lora-rank": lora_rank,
+                "--lora-targets": lora_targets, "--qlora": qlora}
+    if mode is Mode.train:
+        run_training(catalog, model_spec, gpu_spec, requested_gpu=gpu, batch=batch, profile=profile, options=training,
+                     output_format=output_format.value, binary=units is Units.gib, explain=explain)
+        return
+    reject_training_options(training)
     weight_format = _format(catalog, dtype, group_size)
     if kv_dtype is None:
         # The cache holds activations: it takes the compute precision (fp16 models cache fp16, quantized ones bf16).

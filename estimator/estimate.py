@@ -49,9 +49,10 @@ _FALLBACK: dict[ComputeDType, tuple[ComputeDType, ...]] = {
     "int8": ("fp16", "bf16"),
     "bf16": ("fp16",),
     "fp16": ("bf16",),
-    "tf32": ("fp32",),
-    "fp32": ("tf32",),
-    "fp64": ("fp32",),
+    # A card whose spec lists no fp32 rate (Gaudi 2) is estimated at its 16-bit matrix rate, with the warning.
+    "tf32": ("fp32", "bf16", "fp16"),
+    "fp32": ("tf32", "bf16", "fp16"),
+    "fp64": ("fp32", "tf32", "bf16", "fp16"),
 }
 _GENERIC_TP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 

@@ -38,6 +38,7 @@ class EfficiencyProfile(BaseModel):
     decompressed_mla_cache: bool = False
     allreduce_latency_s: float = Field(ge=0)
     interconnect_efficiency: float = Field(gt=0, le=1)
+    train_flop_efficiency: float = Field(gt=0, le=1)  # step FLOPs ÷ (peak × this): estimator.train_estimate
     fitted_on: tuple[str, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
 

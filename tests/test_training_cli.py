@@ -1,0 +1,92 @@
+"""`estimate --mode train`: the issue's acceptance commands and bad input, through the real entry point."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = ["--model", "llama-3.1-8b", "--mode", "train", "--precision", "amp-bf16", "--optimizer", "adamw",
+        "--batch", "4", "--seq-len", "4096", "--gpu", "h100"]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "estimator", "estimate", *args], capture_output=True, text=True,
+                          cwd=ROOT, check=False, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+
+
+def _json(*args: str) -> dict[str, Any]:
+    result = _run(*args, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def test_acceptance_fields() -> None:
+    data = _json(*BASE)
+    for key in ("weights_bytes", "gradient_bytes", "optimizer_bytes", "activation_bytes", "overhead_bytes",
+                "total_bytes", "per_gpu_bytes", "fits"):
+        assert key in data["memory"]
+    for key in ("step_s", "tokens_per_s", "mfu"):
+        assert data["time"][key] > 0
+    assert data["workload"]["mode"] == "train"
+
+
+def test_zero3_over_8_ranks_divides_model_states_by_8() -> None:
+    alone = _json(*BASE)["memory"]["model_states_bytes"]
+    sharded = _json(*BASE, "--zero", "3", "--dp", "8")["memory"]["model_states_bytes"]
+    assert alone == 16 * 8_030_261_248  # 4 + 4 + 8 bytes per parameter
+    assert sharded * 8 == alone
+
+
+def test_qlora_fits_a_4090_and_full_fine_tune_does_not() -> None:
+    small = ["--model", "llama-3.1-8b", "--mode", "train", "--recompute", "full", "--batch", "1", "--seq-len", "2048",
+             "--gpu", "rtx-4090"]
+    assert _json(*small, "--lora-rank", "16", "--qlora")["memory"]["fits"] is True
+    assert _json(*small)["memory"]["fits"] is False
+
+
+def test_table_and_csv() -> None:
+    table = _run(*BASE)
+    assert table.returncode == 0
+    assert "total per GPU" in table.stdout
+    csv = _run(*BASE, "--format", "csv")
+    header, row = csv.stdout.splitlines()
+    assert "memory.per_gpu_bytes" in header.split(",")
+    assert len(row.split(",")) >= len(header.split(","))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--tp", "3"], "tensor parallel 3 does not divide 32 attention heads"),
+    (["--pp", "5"], "pipeline parallel 5 does not divide 32 layers"),
+    (["--zero", "4"], "--zero must be 0, 1, 2 or 3"),
+    (["--zero", "2", "--fsdp", "full"], "pick one"),
+    (["--qlora"], "give --lora-rank"),
+    (["--sequence-parallel"], "needs --tp > 1"),
+    (["--seq-len", "0"], "--seq-len must be positive"),
+    (["--lora-rank", "8", "--lora-targets", "q,x"], "unknown LoRA target 'x'"),
+    (["--precision", "fp8"], "fp8"),
+])
+def test_bad_training_input_is_one_line(args: list[str], message: str) -> None:
+    result = _run(*BASE, *args)
+    assert result.returncode != 0
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert message in result.stderr
+
+
+def test_training_option_in_inference_mode_is_rejected() -> None:
+    result = _run("--model", "llama-3.1-8b", "--gpu", "h100", "--zero", "3")
+    assert result.returncode != 0
+    assert result.stderr.strip() == "error: --zero applies to --mode train"
+
+
+def test_size_only_model_cannot_train() -> None:
+    result = _run("--model", "7b", "--gpu", "h100", "--mode", "train")
+    assert result.returncode != 0
+    assert "need an architecture" in result.stderr
