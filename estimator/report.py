@@ -79,6 +79,8 @@ class MemoryReport(_Frozen):
     gpus_required: int | None
     fits: bool
     headroom_bytes: int
+    max_batch: int | None  # largest batch that fits at this prompt + output on these GPUs (0: none fits)
+    max_context_tokens: int | None  # longest prompt + output that fits at this batch, output fixed (0: none)
     kv_cache_per_token_bytes: int | None
     weights_by_role: tuple[WeightPart, ...]
     kv_by_window: tuple[KvPart, ...]
