@@ -14,6 +14,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from estimator import cli_plan
 from estimator.catalog import Catalog, default_catalog, validation_message
 from estimator.errors import EstimatorError, WorkloadInvalid
 from estimator.estimate import estimate
@@ -57,6 +58,7 @@ models_app = typer.Typer(help="The model catalog. Example: estimator models show
                          invoke_without_command=True)
 app.add_typer(gpus_app, name="gpus")
 app.add_typer(models_app, name="models")
+app.add_typer(cli_plan.app)  # plan and sweep
 
 SpecsDir = Annotated[Path | None, typer.Option("--specs-dir", help="Read specs from this folder instead of the "
                                                 "packaged catalog (same layout as specs/).")]

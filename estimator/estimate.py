@@ -106,13 +106,18 @@ def _memory_per_gpu(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: in
     return _Memory(weights, kv, activation, overhead, weights + dynamic + overhead)
 
 
+def tensor_parallel_degrees(model: ModelSpec) -> tuple[int, ...]:
+    """Every tensor-parallel degree that splits ``model``'s heads evenly, smallest first (powers of two up to 1024
+    for a model known only by its size)."""
+    arch = model.arch
+    if arch is None:
+        return _GENERIC_TP
+    return tuple(t for t in range(1, arch.attention.num_heads + 1) if valid_tensor_parallel(arch, t) is None)
+
+
 def gpus_required(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> int | None:
     """Fewest GPUs (a valid tensor-parallel degree) whose per-GPU memory fits the card; None if none does."""
-    arch = model.arch
-    candidates = _GENERIC_TP if arch is None else [
-        t for t in range(1, arch.attention.num_heads + 1) if valid_tensor_parallel(arch, t) is None
-    ]
-    for tp in candidates:
+    for tp in tensor_parallel_degrees(model):
         if _memory_per_gpu(model, gpu, w, tp).per_gpu <= gpu.memory_bytes:
             return tp
     return None
