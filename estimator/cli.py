@@ -110,6 +110,7 @@ def estimate_command(
     units: Annotated[Units, typer.Option(help="Table units: gb (10⁹ B) or gib (2³⁰ B).")] = Units.gb,
     explain: Annotated[bool, typer.Option("--explain", help="Print the arithmetic and assumptions.")] = False,
     specs_dir: SpecsDir = None,
+    plot: cli_plan.PlotOption = None,
 ) -> None:
     """Estimate memory and speed. Example: estimate --model 70b --dtype fp16 --gpu a100"""
     catalog = _catalog(specs_dir)
@@ -140,6 +141,8 @@ def estimate_command(
     except ValidationError as error:
         raise WorkloadInvalid(validation_message(error)) from None
     report = estimate(model_spec, gpu_spec, workload, requested_gpu=gpu)
+    if plot is not None:
+        cli_plan.estimate_plot(report, plot)
     if output_format is OutputFormat.json:
         sys.stdout.write(to_json(report) + "\n")
     elif output_format is OutputFormat.csv:

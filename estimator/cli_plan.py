@@ -16,6 +16,7 @@ import typer
 
 if TYPE_CHECKING:
     from estimator.catalog import Catalog
+    from estimator.report import Report
     from estimator.specs import NumberFormat
     from estimator.workload import InferenceWorkload
 
@@ -102,6 +103,13 @@ def _workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profile: str, 
                                  **fields)
     except ValidationError as error:
         raise WorkloadInvalid(validation_message(error)) from None
+
+
+def estimate_plot(report: Report, path: Path) -> None:
+    """`estimate --plot`: memory breakdown and roofline (imports matplotlib only when asked)."""
+    from estimator.plot import estimate_chart
+
+    estimate_chart(report, path)
 
 
 def _write(text: str, output: Path | None) -> None:

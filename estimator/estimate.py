@@ -310,6 +310,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         tokens_per_s=tokens_per_s,
         tokens_per_s_per_sequence=None if tokens_per_s is None else tokens_per_s / w.batch,
         prefill_flops=prefill_cost.flops * tp,
+        prefill_bytes=prefill_cost.bytes * tp,
         decode_bytes=None if decode is None else decode_cost.bytes * tp,
         decode_flops=None if decode is None else decode_cost.flops * tp,
         communication_s=prefill.communication_s + (0.0 if decode is None else decode.communication_s),

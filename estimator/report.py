@@ -97,6 +97,7 @@ class TimeReport(_Frozen):
     tokens_per_s: float | None
     tokens_per_s_per_sequence: float | None
     prefill_flops: float
+    prefill_bytes: float
     decode_bytes: float | None
     decode_flops: float | None
     communication_s: float

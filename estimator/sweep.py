@@ -324,6 +324,7 @@ def _time_columns(np: Any, cols: dict[str, Any], model: ModelSpec, gpu: GpuSpec,
     cols["time.prefill_bound"] = pre[2]
     cols["time.time_to_first_token_s"] = pre[0]
     cols["time.prefill_flops"] = (prefill.matmul + prefill.attention) * tp
+    cols["time.prefill_bytes"] = (prefill.weight + prefill.kv + prefill.elementwise) * tp
     if decoding:
         dec = _phase(np, decode, peak, bw, frac, prof, tp, link)
         stp = _phase(np, step, peak, bw, frac, prof, tp, link)
