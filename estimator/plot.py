@@ -5,7 +5,7 @@ Charts draw what the reports hold; they compute nothing but ratios for axes. PNG
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ def _pyplot(path: Path) -> Any:
     return plt
 
 
-def _stacked(ax: Any, labels: Sequence[str], parts: dict[str, Sequence[float]], capacity: Sequence[float]) -> None:
+def _stacked(ax: Any, labels: Sequence[str], parts: Mapping[str, Sequence[float]], capacity: Sequence[float]) -> None:
     """Stacked per-GPU memory bars, each with its card's capacity as a red line across the bar."""
     bottom = [0.0] * len(labels)
     x = list(range(len(labels)))

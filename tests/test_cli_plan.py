@@ -41,7 +41,8 @@ def test_plan_json_and_xlsx(tmp_path: Path) -> None:
     done = run(*PLAN, "--gpus", "h100,a100,l4", "--format", "json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert [o["gpu"] for o in data["options"]][:1] and data["goal"]["concurrency"] == 32
+    assert [o["gpu"] for o in data["options"]][:1]
+    assert data["goal"]["concurrency"] == 32
     out = tmp_path / "plan.xlsx"
     assert run(*PLAN, "--gpus", "h100", "--format", "xlsx", "-o", str(out)).returncode == 0
     assert out.stat().st_size > 0
@@ -55,8 +56,9 @@ def test_sweep_csv_and_plots(tmp_path: Path) -> None:
     assert len(rows) == 18
     assert "memory.max_batch" in rows[0]
     assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
-    assert run("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--plot", str(tmp_path / "e.svg")).returncode == 0
-    assert b"<svg" in (tmp_path / "e.svg").read_bytes()[:500]
+    svg = tmp_path / "e.svg"
+    assert run("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--plot", str(svg)).returncode == 0
+    assert b"<svg" in svg.read_bytes()[:500]
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -86,4 +88,5 @@ def test_bad_prices_file(tmp_path: Path) -> None:
     bad.write_text("gpus:\n  h100: {usd_per_hour: -2}\n", encoding="utf-8")
     done = run(*PLAN, "--prices", str(bad))
     assert done.returncode == 2
-    assert "usd_per_hour" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert "usd_per_hour" in done.stderr
+    assert len(done.stderr.splitlines()) == 1

@@ -47,7 +47,8 @@ def test_owned_cost_arithmetic(catalog: Catalog, workload: Callable[..., Inferen
     report = plan(catalog.model("llama-3.1-8b"), [h100], workload(), Goal(concurrency=8), prices)
     o = report.options[0]
     assert o.cards == 1
-    assert h100.price_usd is not None and o.tokens_per_s is not None
+    assert h100.price_usd is not None
+    assert o.tokens_per_s is not None
     per_hour = h100.price_usd / (prices.amortization_years * HOURS_PER_YEAR) + h100.tdp_w / 1000 * \
         prices.electricity_usd_per_kwh
     assert o.usd_per_hour == pytest.approx(per_hour, rel=1e-15)
@@ -64,7 +65,8 @@ def test_user_prices_override(catalog: Catalog, workload: Callable[..., Inferenc
     by_gpu = {o.gpu: o for o in report.options}
     h100 = by_gpu["NVIDIA H100 SXM5 80GB"]
     assert h100.usd_per_hour == 2.0
-    assert h100.cost_basis is not None and "rented" in h100.cost_basis
+    assert h100.cost_basis is not None
+    assert "rented" in h100.cost_basis
     assert by_gpu["NVIDIA L4 24GB"].price_usd_per_card == 2500
 
 
@@ -73,8 +75,11 @@ def test_target_throughput_adds_replicas(catalog: Catalog, workload: Callable[..
     report = plan(catalog.model("llama-3.1-8b"), [catalog.gpus.get("l4")], workload(),
                   Goal(target_tokens_per_s=50_000), prices)
     o = report.options[0]
-    assert o.feasible and o.replicas is not None and o.replicas > 1
-    assert o.tokens_per_s is not None and o.tokens_per_s >= 50_000
+    assert o.feasible
+    assert o.replicas is not None
+    assert o.replicas > 1
+    assert o.tokens_per_s is not None
+    assert o.tokens_per_s >= 50_000
     assert o.cards == o.replicas * (o.tensor_parallel or 0)
 
 
@@ -83,9 +88,12 @@ def test_latency_goal_meets_limits(catalog: Catalog, workload: Callable[..., Inf
     report = plan(catalog.model("llama-3.1-8b"), [catalog.gpus.get("h100")], workload(),
                   Goal(max_ttft_s=1.0, max_tpot_s=0.02), prices)
     o = report.options[0]
-    assert o.feasible and o.batch_per_replica is not None
-    assert o.time_to_first_token_s is not None and o.time_to_first_token_s <= 1.0
-    assert o.time_per_output_token_s is not None and o.time_per_output_token_s <= 0.02
+    assert o.feasible
+    assert o.batch_per_replica is not None
+    assert o.time_to_first_token_s is not None
+    assert o.time_to_first_token_s <= 1.0
+    assert o.time_per_output_token_s is not None
+    assert o.time_per_output_token_s <= 0.02
     bigger = estimate(catalog.model("llama-3.1-8b"), catalog.gpus.get("h100"),
                       workload(batch=o.batch_per_replica + 1))
     per_user = bigger.time.tokens_per_s_per_sequence

@@ -14,7 +14,8 @@ from estimator.sweep import sweep
 from estimator.workload import InferenceWorkload
 
 COMBOS = [("llama-3.1-70b", "h100", "bf16", 4), ("gemma-2-9b", "l4", "bf16", 1), ("70b", "h100", "fp8", 2),
-          ("mixtral-8x7b", "a100", "awq-int4", 2), ("bert-base", "t4", "fp16", 1), ("deepseek-v2-lite", "h200", "fp8", 1),
+          ("mixtral-8x7b", "a100", "awq-int4", 2), ("bert-base", "t4", "fp16", 1),
+          ("deepseek-v2-lite", "h200", "fp8", 1),
           ("llama-3.1-8b", "v100-pcie-16gb", "bf16", 1)]
 
 
