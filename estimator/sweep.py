@@ -73,6 +73,21 @@ class SweepBlock:
                 out[key] = self.constants[key]
         return out
 
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Every row, fast: columns become Python lists once, text columns are formatted per row."""
+        lists = {k: v.tolist() if hasattr(v, "tolist") else list(v) for k, v in self.columns.items()}
+        constant = [(k, self.constants[k]) for k in self.keys if k in self.constants]
+        varying = [(k, lists[k]) for k in self.keys if k in lists]
+        lazy = [(k, self.lazy[k]) for k in self.keys if k in self.lazy]
+        order = self.keys
+        for i in range(self.size):
+            row = dict(constant)
+            for key, values in varying:
+                row[key] = values[i]
+            for key, make in lazy:
+                row[key] = make(i)
+            yield {k: row[k] for k in order}
+
 
 @dataclass
 class SweepResult:
@@ -88,8 +103,7 @@ class SweepResult:
 
     def rows(self) -> Iterator[dict[str, Any]]:
         for block in self.blocks:
-            for i in range(block.size):
-                yield block.row(i)
+            yield from block.rows()
 
 
 class _Memory:
@@ -404,11 +418,14 @@ def _lazy_columns(np: Any, mem: _Memory, template_warnings: Sequence[str], gpu: 
 
     lazy: dict[str, Callable[[int], Any]] = {"warnings": warnings}
     if arch is not None and arch.causal:
+        groups: list[tuple[str, int, list[int], list[int]]] = []  # filled on the first row written
+
         def kv_by_window(i: int) -> str:
-            groups = mem.kv_groups(p[i:i + 1] + o[i:i + 1], b[i:i + 1], tp)
-            parts = [{"window": win, "layers": layers, "tokens": int(held[0]), "bytes": int(size[0])}
-                     for win, layers, held, size in groups]
-            return json.dumps(parts, separators=(",", ":"))
+            if not groups:
+                groups.extend((json.dumps(win), layers, held.tolist(), size.tolist())
+                              for win, layers, held, size in mem.kv_groups(p + o, b, tp))
+            return "[" + ",".join(f'{{"window":{win},"layers":{layers},"tokens":{held[i]},"bytes":{size[i]}}}'
+                                  for win, layers, held, size in groups) + "]"
 
         lazy["memory.kv_by_window"] = kv_by_window
     return lazy
