@@ -14,6 +14,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from estimator import cli_plan
 from estimator.catalog import Catalog, default_catalog, validation_message
 from estimator.errors import EstimatorError, WorkloadInvalid
 from estimator.estimate import estimate
@@ -67,6 +68,7 @@ models_app = typer.Typer(help="The model catalog. Example: estimator models show
                          invoke_without_command=True)
 app.add_typer(gpus_app, name="gpus")
 app.add_typer(models_app, name="models")
+app.add_typer(cli_plan.app)  # plan and sweep
 
 SpecsDir = Annotated[Path | None, typer.Option("--specs-dir", help="Read specs from this folder instead of the "
                                                 "packaged catalog (same layout as specs/).")]
@@ -140,6 +142,7 @@ def estimate_command(
     lora_targets: Annotated[str | None, typer.Option(help="Train: 'all' or e.g. q,k,v,o,gate,up,down (all).")]
     = None,
     qlora: Annotated[bool, typer.Option("--qlora", help="Train: 4-bit NF4 base (needs --lora-rank).")] = False,
+    plot: cli_plan.PlotOption = None,
 ) -> None:
     """Estimate memory and speed. Example: estimate --model 70b --dtype fp16 --gpu a100"""
     catalog = _catalog(specs_dir)
@@ -179,6 +182,8 @@ def estimate_command(
     except ValidationError as error:
         raise WorkloadInvalid(validation_message(error)) from None
     report = estimate(model_spec, gpu_spec, workload, requested_gpu=gpu)
+    if plot is not None:
+        cli_plan.estimate_plot(report, plot)
     if output_format is OutputFormat.json:
         sys.stdout.write(to_json(report) + "\n")
     elif output_format is OutputFormat.csv:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from estimator.architecture import Architecture, ModelSpec
+from estimator.capacity import largest_true
 from estimator.compute import (
     attention_flops,
     decode_matmul_flops,
@@ -39,7 +40,7 @@ from estimator.report import (
 from estimator.specs import ComputeDType, GpuSpec
 from estimator.timing import Hardware, PhaseCost, PhaseTime, phase_time
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
-from estimator.workload import InferenceWorkload
+from estimator.workload import MAX_BATCH, MAX_TOKENS, InferenceWorkload
 
 # When a card lacks the kernel precision, what kernels fall back to (e.g. FP8 weights on an A100 are dequantized
 # to fp16 by weight-only kernels such as Marlin; V100 has no bf16 tensor cores and runs bf16 models in fp16).
@@ -118,16 +119,47 @@ def _memory_per_gpu(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: in
     return _Memory(weights, kv, activation, overhead, weights + dynamic + overhead)
 
 
+def tensor_parallel_degrees(model: ModelSpec) -> tuple[int, ...]:
+    """Every tensor-parallel degree that splits ``model``'s heads evenly, smallest first (powers of two up to 1024
+    for a model known only by its size)."""
+    arch = model.arch
+    if arch is None:
+        return _GENERIC_TP
+    return tuple(t for t in range(1, arch.attention.num_heads + 1) if valid_tensor_parallel(arch, t) is None)
+
+
 def gpus_required(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> int | None:
     """Fewest GPUs (a valid tensor-parallel degree) whose per-GPU memory fits the card; None if none does."""
-    arch = model.arch
-    candidates = _GENERIC_TP if arch is None else [
-        t for t in range(1, arch.attention.num_heads + 1) if valid_tensor_parallel(arch, t) is None
-    ]
-    for tp in candidates:
+    for tp in tensor_parallel_degrees(model):
         if _memory_per_gpu(model, gpu, w, tp).per_gpu <= gpu.memory_bytes:
             return tp
     return None
+
+
+def max_batch(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: int) -> int | None:
+    """Largest batch whose per-GPU memory at ``w``'s prompt and output fits ``gpu`` over ``tp`` ranks (0 when not
+    even one sequence fits); None for a model without an architecture (no KV cache or activations to grow)."""
+    if model.arch is None:
+        return None
+
+    def fits(batch: int) -> bool:
+        return _memory_per_gpu(model, gpu, w.model_copy(update={"batch": batch}), tp).per_gpu <= gpu.memory_bytes
+
+    return max(largest_true(fits, 1, MAX_BATCH), 0)
+
+
+def max_context_tokens(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: int) -> int | None:
+    """Longest prompt + output that fits at ``w.batch`` over ``tp`` ranks, the output length held fixed and the
+    prompt grown (the prompt sets both the KV cache and the prefill peak); 0 when a one-token prompt does not fit."""
+    if model.arch is None:
+        return None
+
+    def fits(prompt: int) -> bool:
+        trial = w.model_copy(update={"prompt_tokens": prompt})
+        return _memory_per_gpu(model, gpu, trial, tp).per_gpu <= gpu.memory_bytes
+
+    prompt = largest_true(fits, 1, MAX_TOKENS - w.output_tokens)
+    return 0 if prompt < 1 else prompt + w.output_tokens
 
 
 def _phase_costs(arch: Architecture, w: InferenceWorkload, context: int, weights_read: int,
@@ -214,6 +246,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         step_cost = decode_cost
         warnings.append("KV cache and activations not computed: a model given only by its size has no "
                         "architecture (pass a catalog name or a config.json)")
+        warnings.append("max_batch and max_context_tokens not computed: they need the KV cache and activations")
         warnings.append("prefill time counts 2 × params FLOPs per token without attention; decode reads weights only")
     else:
         params, active = param_count(arch), active_param_count(arch)
@@ -274,6 +307,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         gpus_required=required,
         fits=mem.per_gpu <= capacity,
         headroom_bytes=capacity - mem.per_gpu,
+        max_batch=max_batch(model, gpu, w, tp),
+        max_context_tokens=max_context_tokens(model, gpu, w, tp),
         kv_cache_per_token_bytes=kv_per_token,
         weights_by_role=shares,
         kv_by_window=kv_parts,
@@ -291,6 +326,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         tokens_per_s_bound=None if step is None else w.batch / step.bound_s,
         tokens_per_s_per_sequence=None if tokens_per_s is None else tokens_per_s / w.batch,
         prefill_flops=prefill_cost.flops * tp,
+        prefill_bytes=prefill_cost.bytes * tp,
         decode_bytes=None if decode is None else decode_cost.bytes * tp,
         decode_flops=None if decode is None else decode_cost.flops * tp,
         communication_s=prefill.communication_s + (0.0 if decode is None else decode.communication_s),

@@ -94,6 +94,10 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
     table.add_row("headroom", "", f"{_bytes(mem.headroom_bytes, binary)}  {verdict}")
     needed = "no group fits" if mem.gpus_required is None else str(mem.gpus_required)
     table.add_row("GPUs required", "", needed)
+    if mem.max_batch is not None:
+        table.add_row("max batch (this context)", "", f"{mem.max_batch:,}")
+    if mem.max_context_tokens is not None:
+        table.add_row("max prompt + output (this batch)", "", f"{mem.max_context_tokens:,} tok")
     console.print(table)
 
     times = Table(title="Time", title_justify="left")

@@ -79,6 +79,8 @@ class MemoryReport(_Frozen):
     gpus_required: int | None
     fits: bool
     headroom_bytes: int
+    max_batch: int | None  # largest batch that fits at this prompt + output on these GPUs (0: none fits)
+    max_context_tokens: int | None  # longest prompt + output that fits at this batch, output fixed (0: none)
     kv_cache_per_token_bytes: int | None
     weights_by_role: tuple[WeightPart, ...]
     kv_by_window: tuple[KvPart, ...]
@@ -96,6 +98,7 @@ class TimeReport(_Frozen):
     tokens_per_s_bound: float | None  # the most any implementation could decode (peak bandwidth / FLOP/s)
     tokens_per_s_per_sequence: float | None
     prefill_flops: float
+    prefill_bytes: float
     decode_bytes: float | None
     decode_flops: float | None
     communication_s: float

@@ -64,3 +64,9 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+@pytest.fixture(scope="session")
+def workload(make_workload: Callable[..., InferenceWorkload]) -> Callable[..., InferenceWorkload]:
+    """The same builder under the name the planning tests use."""
+    return make_workload

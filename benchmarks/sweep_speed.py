@@ -1,0 +1,55 @@
+"""Sweep throughput: evaluate a 1,000,000-point grid and print configurations per second (issue 7: ≥ 100,000/s).
+
+Run from the repository root:  python benchmarks/sweep_speed.py [--csv OUT.csv]
+Grid: 2 models × 2 GPUs × 2 dtypes (8 combinations) × 250 batches × 50 prompt lengths × 10 output lengths.
+Evaluation (numbers for every row, in numpy columns) is timed apart from writing rows out, which is Python-bound.
+Also times a 4× smaller grid to show the cost grows linearly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from estimator.catalog import default_catalog
+from estimator.sweep import sweep
+from estimator.tables import rows_to_csv_file
+from estimator.workload import InferenceWorkload
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", type=Path, help="also write the rows to this CSV file and time it")
+    args = parser.parse_args()
+    catalog = default_catalog()
+    items = []
+    for model, tp in (("llama-3.1-8b", 1), ("llama-3.1-70b", 4)):
+        for gpu in ("h100", "a100"):
+            for dtype in ("bf16", "fp8"):
+                w = InferenceWorkload(weight_format=catalog.formats.get(dtype), kv_format=catalog.formats.get("bf16"),
+                                      profile=catalog.profiles.get("optimized"), tensor_parallel=tp)
+                items.append((catalog.model(model), catalog.gpus.get(gpu), w, gpu))
+    batches = list(range(1, 251))
+    prompts = list(range(512, 512 * 51, 512))
+    outputs = [128 * 2**k for k in range(10)]
+    for label, grid_items in (("1/4 grid", items[:2]), ("full grid", items)):
+        start = time.perf_counter()
+        result = sweep(grid_items, batches, prompts, outputs)
+        seconds = time.perf_counter() - start
+        print(f"{label}: {result.size:,} configurations evaluated in {seconds:.2f} s = "
+              f"{result.size / seconds:,.0f} configurations/s (one core)")
+    if args.csv:
+        start = time.perf_counter()
+        with args.csv.open("w", encoding="utf-8", newline="") as handle:
+            rows_to_csv_file(result.keys, result.rows(), handle)
+        seconds = time.perf_counter() - start
+        print(f"CSV: {result.size:,} rows × {len(result.keys)} columns written in {seconds:.1f} s = "
+              f"{result.size / seconds:,.0f} rows/s ({args.csv.stat().st_size / 1e9:.2f} GB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""CLI: the acceptance commands, the output formats, and bad input as one line on stderr with a non-zero exit."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PLAN = ["plan", "--model", "llama-3.1-70b", "--dtype", "bf16", "--prompt-tokens", "4096", "--output-tokens", "512",
+        "--concurrency", "32"]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "estimator", *args], capture_output=True, text=True, cwd=ROOT,
+                          env={"PYTHONPATH": str(ROOT), "COLUMNS": "250", "PATH": ""}, check=False)
+
+
+def test_plan_table_lists_cards_and_costs() -> None:
+    done = run(*PLAN)
+    assert done.returncode == 0, done.stderr
+    assert "$/Mtok" in done.stdout
+    assert "NVIDIA H100 SXM5 80GB" in done.stdout
+
+
+def test_plan_csv_has_a_row_per_card() -> None:
+    done = run(*PLAN, "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    feasible = [r for r in rows if r["feasible"] == "True"]
+    assert len(feasible) >= 20
+    assert {"cards", "tokens_per_s", "usd_per_million_tokens", "price_date"} <= set(rows[0])
+
+
+def test_plan_json_and_xlsx(tmp_path: Path) -> None:
+    done = run(*PLAN, "--gpus", "h100,a100,l4", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert [o["gpu"] for o in data["options"]][:1]
+    assert data["goal"]["concurrency"] == 32
+    out = tmp_path / "plan.xlsx"
+    assert run(*PLAN, "--gpus", "h100", "--format", "xlsx", "-o", str(out)).returncode == 0
+    assert out.stat().st_size > 0
+
+
+def test_sweep_csv_and_plots(tmp_path: Path) -> None:
+    done = run("sweep", "--model", "llama-3.1-8b,llama-3.1-70b", "--gpu", "h100", "--gpus", "4", "--batch", "1,8,64",
+               "--prompt-tokens", "1k,8k,32k", "--plot", str(tmp_path / "s.png"))
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    assert len(rows) == 18
+    assert "memory.max_batch" in rows[0]
+    assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
+    svg = tmp_path / "e.svg"
+    assert run("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--plot", str(svg)).returncode == 0
+    assert b"<svg" in svg.read_bytes()[:500]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["plan", "--model", "llama-3.1-70b"], "give a goal"),
+    (["plan", "--model", "llama-3.1-70b", "--concurrency", "0"], "--concurrency must be positive"),
+    (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--target-tokens-per-s", "9"], "not both"),
+    (["plan", "--model", "llama-3.1-70b", "--max-ttft-s", "nan"], "positive finite"),
+    (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--gpus", "h1000"], "unknown GPU"),
+    (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--prices", "/nonexistent.yaml"], "cannot read"),
+    (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--format", "xlsx"], "needs --output"),
+    (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,-2"], "not a count"),
+    (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "3"], "does not divide"),
+    (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "2000000"], "batch must lie"),
+    (["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--plot", "x.pdf"], ".png or .svg"),
+])
+def test_bad_input_is_one_line(args: list[str], message: str) -> None:
+    done = run(*args)
+    assert done.returncode != 0
+    assert done.stdout == ""
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_bad_prices_file(tmp_path: Path) -> None:
+    bad = tmp_path / "prices.yaml"
+    bad.write_text("gpus:\n  h100: {usd_per_hour: -2}\n", encoding="utf-8")
+    done = run(*PLAN, "--prices", str(bad))
+    assert done.returncode == 2
+    assert "usd_per_hour" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
