@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Arch(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class LatentAttention(_Arch):
@@ -132,7 +132,7 @@ class Architecture(_Arch):
 class ModelSpec(BaseModel):
     """A catalog or user model: an architecture, or (for ``--model 70b``) only a parameter count."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     aliases: tuple[str, ...] = ()

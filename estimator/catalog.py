@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -103,59 +103,77 @@ def model_from_mapping(data: Mapping[str, Any], path: Path) -> ModelSpec:
 
 @dataclass(frozen=True)
 class Registry(Generic[T]):
-    """Named specs of one kind, found by name or alias (normalised), with close-match suggestions."""
+    """Named specs of one kind, found by name or alias (normalised), with close-match suggestions.
+
+    Every file is parsed and indexed by its names when the catalog loads (so duplicate names and malformed YAML
+    are caught at once), but a spec is validated only when first asked for: a command that needs one GPU and one
+    model does not build all of them. Iterating validates everything.
+    """
 
     kind: str
-    items: tuple[T, ...]
-    names: Callable[[T], Iterable[str]]
-    _index: dict[str, T] = field(default_factory=dict, compare=False)
+    entries: tuple[tuple[Path, Mapping[str, Any]], ...]
+    build: Callable[[Mapping[str, Any], Path], T]
+    _index: dict[str, int] = field(default_factory=dict, compare=False)
+    _spelled: dict[str, str] = field(default_factory=dict, compare=False)
+    _built: dict[int, T] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        for item in self.items:
-            for name in self.names(item):
+        for position, (path, data) in enumerate(self.entries):
+            for name in _names(data, path):
                 key = normalize(name)
-                other = self._index.get(key)
-                if other is not None and other is not item:
-                    raise SpecInvalid(f"{self.kind} name or alias {name!r} is used twice")
-                self._index[key] = item
+                if self._index.get(key, position) != position:
+                    raise SpecInvalid(f"{self.kind} name or alias {name!r} is used twice ({path})")
+                self._index[key] = position
+                self._spelled[key] = name
+
+    def _at(self, position: int) -> T:
+        if position not in self._built:
+            path, data = self.entries[position]
+            self._built[position] = self.build(data, path)
+        return self._built[position]
 
     def get(self, name: str) -> T:
-        found = self._index.get(normalize(name))
-        if found is None:
+        position = self._index.get(normalize(name))
+        if position is None:
             raise SpecNotFound(self.kind, name, self.suggest(name))
-        return found
+        return self._at(position)
 
     def suggest(self, name: str) -> list[str]:
-        spelled = {normalize(n): n for item in self.items for n in self.names(item)}
-        close = difflib.get_close_matches(normalize(name), list(spelled), n=3, cutoff=0.5)
-        return [spelled[c] for c in close]
+        close = difflib.get_close_matches(normalize(name), list(self._spelled), n=3, cutoff=0.5)
+        return [self._spelled[c] for c in close]
 
-    def __iter__(self) -> Any:
-        return iter(self.items)
+    def __iter__(self) -> Iterator[T]:
+        return (self._at(position) for position in range(len(self.entries)))
 
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self.entries)
 
 
-def _gpu_names(gpu: GpuSpec) -> Iterable[str]:
-    return (gpu.name, *gpu.aliases)
+def _names(data: Mapping[str, Any], path: Path) -> list[str]:
+    name = data.get("name", path.stem)
+    aliases = data.get("aliases") or []
+    if not isinstance(name, str) or not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise SpecInvalid(f"{path}: name must be a string and aliases a list of strings")
+    return [name, *aliases]
 
 
-def _model_names(model: ModelSpec) -> Iterable[str]:
-    return (model.name, *model.aliases)
+def _parsed(path: Path) -> tuple[Path, Mapping[str, Any]]:
+    data = read_yaml(path)
+    if not isinstance(data, Mapping):
+        raise SpecInvalid(f"{path}: expected a mapping of keys, got {type(data).__name__}")
+    return path, data
 
 
-def _format_names(fmt: NumberFormat) -> Iterable[str]:
-    return (fmt.name, *fmt.aliases)
+def _builder(kind: type[BaseModel]) -> Callable[[Mapping[str, Any], Path], Any]:
+    def build(data: Mapping[str, Any], path: Path) -> Any:
+        return _validated(kind, data, path)
 
-
-def _profile_names(profile: EfficiencyProfile) -> Iterable[str]:
-    return (profile.name,)
+    return build
 
 
 @dataclass(frozen=True)
 class Catalog:
-    """Every spec the estimator knows, validated."""
+    """Every spec the estimator knows; each is validated when first used (see `Registry`)."""
 
     gpus: Registry[GpuSpec]
     models: Registry[ModelSpec]
@@ -165,7 +183,7 @@ class Catalog:
 
     @classmethod
     def load(cls, root: Path | None = None) -> Catalog:
-        """Read and validate every spec under ``root`` (default: the packaged specs); errors name the file."""
+        """Read and index every spec under ``root`` (default: the packaged specs); errors name the file."""
         root = default_specs_dir() if root is None else root
         if not root.is_dir():
             raise SpecInvalid(f"specs folder not found: {root}")
@@ -173,15 +191,14 @@ class Catalog:
         def files(sub: str) -> list[Path]:
             return sorted((root / sub).glob("*.yaml"))
 
-        gpus = tuple(_validated(GpuSpec, read_yaml(p), p) for p in files("gpus"))
-        models = tuple(_model_file(p) for p in files("models"))
-        formats = tuple(_validated(NumberFormat, read_yaml(p), p) for p in files("quant"))
-        profiles = tuple(_validated(EfficiencyProfile, read_yaml(p), p) for p in files("profiles"))
+        def entries(sub: str) -> tuple[tuple[Path, Mapping[str, Any]], ...]:
+            return tuple(_parsed(p) for p in files(sub))
+
         return cls(
-            gpus=Registry("GPU", gpus, _gpu_names),
-            models=Registry("model", models, _model_names),
-            formats=Registry("dtype", formats, _format_names),
-            profiles=Registry("profile", profiles, _profile_names),
+            gpus=Registry("GPU", entries("gpus"), _builder(GpuSpec)),
+            models=Registry("model", entries("models"), model_from_mapping),
+            formats=Registry("dtype", entries("quant"), _builder(NumberFormat)),
+            profiles=Registry("profile", entries("profiles"), _builder(EfficiencyProfile)),
             root=root,
         )
 
@@ -197,13 +214,6 @@ class Catalog:
             return ModelSpec(name=f"generic-{text.strip().lower()}", generic_params=params,
                              notes="generic dense model given by its parameter count alone")
         return self.models.get(text)
-
-
-def _model_file(path: Path) -> ModelSpec:
-    data = read_yaml(path)
-    if not isinstance(data, Mapping):
-        raise SpecInvalid(f"{path}: expected a mapping of keys, got {type(data).__name__}")
-    return model_from_mapping(data, path)
 
 
 def model_from_config_file(path: Path) -> ModelSpec:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
 from pydantic import ValidationError
-from rich.console import Console
 
 from estimator import cli_plan
 from estimator.catalog import Catalog, default_catalog, validation_message
@@ -21,7 +23,7 @@ from estimator.estimate import estimate
 from estimator.inventory import active_param_count, param_count
 from estimator.render import render_table, to_csv, to_json
 from estimator.specs import NumberFormat
-from estimator.train_cli import (
+from estimator.train_options import (
     Attention,
     Fsdp,
     Mode,
@@ -29,7 +31,6 @@ from estimator.train_cli import (
     Precision,
     Recompute,
     reject_training_options,
-    run_training,
 )
 from estimator.units import format_bytes, parse_count
 from estimator.workload import InferenceWorkload
@@ -153,6 +154,8 @@ def estimate_command(
                 "--tp": tp, "--pp": pp, "--sequence-parallel": sequence_parallel, "--lora-rank": lora_rank,
                 "--lora-targets": lora_targets, "--qlora": qlora}
     if mode is Mode.train:
+        from estimator.train_cli import run_training
+
         run_training(catalog, model_spec, gpu_spec, requested_gpu=gpu, batch=batch, profile=profile, options=training,
                      output_format=output_format.value, binary=units is Units.gib, explain=explain)
         return
@@ -189,7 +192,7 @@ def estimate_command(
     elif output_format is OutputFormat.csv:
         sys.stdout.write(to_csv([report]))
     else:
-        render_table(report, Console(), binary=units is Units.gib, explain=explain)
+        render_table(report, _console(), binary=units is Units.gib, explain=explain)
 
 
 @gpus_app.callback()
@@ -197,7 +200,7 @@ def gpus_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
     """List the GPU catalog."""
     if ctx.invoked_subcommand is not None:
         return
-    console = Console()
+    console = _console()
     from rich.table import Table
 
     table = Table("name", "aliases", "memory", "type", "GB/s", "bf16/fp16 TFLOP/s", "W")
@@ -212,7 +215,7 @@ def gpus_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
 def gpus_show(name: str, specs_dir: SpecsDir = None) -> None:
     """Show one card's spec with units and sources. Example: estimator gpus show rtx-4090"""
     g = _catalog(specs_dir).gpus.get(name)
-    console = Console()
+    console = _console()
     console.print(f"[bold]{g.name}[/]" + (f"  (from '{name}')" if name != g.name else ""))
     console.print(f"  aliases: {', '.join(g.aliases)}")
     console.print(f"  memory: {g.memory_gb:g} GB marketed; reports {format_bytes(g.memory_bytes, binary=True)} "
@@ -243,14 +246,14 @@ def models_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
         table.add_row(m.name, a.model_type, f"{param_count(a) / 1e9:,.2f} B", f"{active_param_count(a) / 1e9:,.2f} B",
                       str(a.num_layers), str(a.hidden_size), f"{a.attention.num_heads}/{a.attention.num_kv_heads}",
                       f"{a.max_position_embeddings or '—'}")
-    Console().print(table)
+    _console().print(table)
 
 
 @models_app.command("show")
 def models_show(name: str, specs_dir: SpecsDir = None) -> None:
     """Show one model's architecture and parameter counts. Example: estimator models show mixtral-8x7b"""
     m = _catalog(specs_dir).model(name)
-    console = Console()
+    console = _console()
     console.print(f"[bold]{m.name}[/]")
     a = m.arch
     if a is None:
@@ -278,6 +281,12 @@ def models_show(name: str, specs_dir: SpecsDir = None) -> None:
         console.print(f"  Hugging Face transformers count: {m.hf_params:,}")
     for source in m.sources:
         console.print(f"  source: {source}", highlight=False)
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console()
 
 
 def _fail(message: str, code: int) -> NoReturn:

@@ -39,7 +39,7 @@ SortKey = Literal["cost", "cards", "throughput"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class CardPrice(_Frozen):

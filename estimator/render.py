@@ -6,10 +6,10 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
 
 from estimator.report import Report
 from estimator.units import format_bytes, format_seconds
@@ -57,6 +57,7 @@ def _time(s: float | None) -> str:
 
 def render_table(report: Report, console: Console, *, binary: bool = False, explain: bool = False) -> None:
     """The human view: which card was chosen, where every byte goes, how long each phase takes and why."""
+    from rich.table import Table  # rich loads only for tables: JSON and CSV start faster
     m, g, w, mem, t = report.model, report.gpu, report.workload, report.memory, report.time
     unit = "GiB (2³⁰ B)" if binary else "GB (10⁹ B)"
     chosen = f"{g.name}" + (f"  (from '{g.requested_as}')" if g.requested_as != g.name else "")

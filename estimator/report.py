@@ -14,7 +14,7 @@ SCHEMA_VERSION = "1.0"
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class ModelInfo(_Frozen):

@@ -19,7 +19,7 @@ BANDWIDTH_TOLERANCE = 0.03  # bus × rate may differ from the vendor figure by 3
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class GpuSpec(_Spec):

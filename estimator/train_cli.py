@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from typing import Any
 
 from pydantic import ValidationError
@@ -14,50 +13,12 @@ from estimator.catalog import Catalog, validation_message
 from estimator.errors import WorkloadInvalid
 from estimator.specs import GpuSpec
 from estimator.train_estimate import estimate_training
+from estimator.train_options import Attention, Optimizer, Precision, Recompute
 from estimator.train_render import render_training_table, training_to_csv, training_to_json
 from estimator.training import ALL_LORA_TARGETS, TrainingWorkload, parse_lora_targets
 from estimator.units import parse_count
 
 QLORA_FORMAT = "nf4-dq"  # QLoRA paper: NF4 with double quantization (specs/quant/nf4-dq.yaml)
-
-
-class Mode(str, Enum):
-    infer = "infer"
-    train = "train"
-
-
-class Precision(str, Enum):
-    fp32 = "fp32"
-    amp_bf16 = "amp-bf16"
-    amp_fp16 = "amp-fp16"
-    bf16 = "bf16"
-
-
-class Optimizer(str, Enum):
-    adamw = "adamw"
-    adamw_fused = "adamw-fused"
-    adam_8bit = "adam-8bit"
-    sgd = "sgd"
-    sgd_momentum = "sgd-momentum"
-    adafactor = "adafactor"
-    lion = "lion"
-
-
-class Recompute(str, Enum):
-    none = "none"
-    selective = "selective"
-    full = "full"
-
-
-class Attention(str, Enum):
-    sdpa = "sdpa"
-    flash = "flash"
-    eager = "eager"
-
-
-class Fsdp(str, Enum):
-    full = "full"
-    grad_op = "grad-op"
 
 
 def _count(name: str, text: str | None, default: int) -> int:
@@ -67,13 +28,6 @@ def _count(name: str, text: str | None, default: int) -> int:
     if value <= 0:
         raise WorkloadInvalid(f"{name} must be positive, got {text!r}")
     return value
-
-
-def reject_training_options(options: dict[str, Any]) -> None:
-    """In inference mode, a training option given on the command line is a mistake: say so."""
-    given = [name for name, value in options.items() if value not in (None, False)]
-    if given:
-        raise WorkloadInvalid(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to --mode train")
 
 
 def run_training(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_gpu: str, batch: str,

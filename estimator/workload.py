@@ -16,7 +16,7 @@ MAX_BATCH = 1_000_000
 class InferenceWorkload(BaseModel):
     """One inference job: ``batch`` sequences of ``prompt_tokens`` in, ``output_tokens`` generated each."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     batch: int = Field(default=1, ge=1, le=MAX_BATCH)
     prompt_tokens: int = Field(default=2048, ge=1, le=MAX_TOKENS)
