@@ -14,6 +14,8 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from estimator import cli_gpu
+from estimator.calibration import calibrated_profile
 from estimator.catalog import Catalog, default_catalog, validation_message
 from estimator.errors import EstimatorError, WorkloadInvalid
 from estimator.estimate import estimate
@@ -108,6 +110,8 @@ def estimate_command(
     units: Annotated[Units, typer.Option(help="Table units: gb (10⁹ B) or gib (2³⁰ B).")] = Units.gb,
     explain: Annotated[bool, typer.Option("--explain", help="Print the arithmetic and assumptions.")] = False,
     specs_dir: SpecsDir = None,
+    calibration: Annotated[Path | None, typer.Option(help="Calibration file from `estimator calibrate` (default: "
+                                                     "the user config dir's, when it has this card).")] = None,
 ) -> None:
     """Estimate memory and speed. Example: estimate --model 70b --dtype fp16 --gpu a100"""
     catalog = _catalog(specs_dir)
@@ -133,7 +137,7 @@ def estimate_command(
             tensor_parallel=_positive("--gpus", gpus),
             logits=logits.value,
             mla_cache=mla_cache.value,
-            profile=catalog.profiles.get(profile),
+            profile=calibrated_profile(catalog.profiles.get(profile), gpu_spec, calibration),
         )
     except ValidationError as error:
         raise WorkloadInvalid(validation_message(error)) from None
@@ -144,6 +148,12 @@ def estimate_command(
         sys.stdout.write(to_csv([report]))
     else:
         render_table(report, Console(), binary=units is Units.gib, explain=explain)
+
+
+app.command("gpu")(cli_gpu.gpu_command)
+app.command("monitor")(cli_gpu.monitor_command)
+app.command("calibrate")(cli_gpu.calibrate_command)
+app.command("validate")(cli_gpu.validate_command)
 
 
 @gpus_app.callback()

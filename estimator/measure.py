@@ -1,0 +1,591 @@
+"""Measurements on a CUDA GPU with PyTorch and transformers (the ``gpu`` extra). Imported lazily by the CLI.
+
+Every function returns plain dicts in the row format of ``shared/reference/h200-measured.jsonl`` (bytes and
+seconds), so `estimator.validation` compares them with predictions and the benchmark scripts store them as JSON
+lines. Times use CUDA events: median of repeats after warm-up. Models are built from their catalog config with
+random weights, directly on the GPU (no download).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from estimator.errors import DeviceUnavailable, MissingDependency
+
+torch: Any = None
+DEVICE = "cuda"
+
+
+def dry_run_on_cpu() -> None:
+    """Run every measurement on the CPU (tiny configs, for testing the code paths): memory reads as 0 and times
+    come from the host clock, without CUDA graphs."""
+    global DEVICE
+    DEVICE = "cpu"
+
+
+def _cpu() -> bool:
+    return DEVICE == "cpu"
+
+
+def require_torch() -> Any:
+    """Import torch (no CUDA work yet); missing, it is one `MissingDependency` naming the extra to install."""
+    try:
+        import torch as _torch  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise MissingDependency("this command needs PyTorch and transformers: pip install 'estimator[gpu]'") from None
+    return _torch
+
+
+def require_cuda() -> Any:
+    """Import torch and check for a CUDA device; the failure is one clear error naming what is missing."""
+    global torch
+    if torch is not None:
+        return torch
+    _torch = require_torch()
+    if not _cpu() and not _torch.cuda.is_available():
+        raise DeviceUnavailable(f"PyTorch {_torch.__version__} sees no CUDA GPU (torch.cuda.is_available() is False)")
+    torch = _torch
+    return torch
+
+
+def require_transformers() -> Any:
+    try:
+        import transformers  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise MissingDependency("this command needs transformers: pip install 'estimator[gpu]'") from None
+    return transformers
+
+
+# NVML (whole-device used memory, what nvidia-smi shows) ----------------------------------------------------
+
+_nvml_handle: Any = None
+
+
+def nvml_used(index: int = 0) -> int | None:
+    """Device memory used as NVML reports it (all processes, driver reservation included)."""
+    global _nvml_handle
+    try:
+        import pynvml
+
+        if _nvml_handle is None:
+            pynvml.nvmlInit()
+            _nvml_handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        return int(pynvml.nvmlDeviceGetMemoryInfo(_nvml_handle).used)
+    except Exception:  # NVML absent or unsupported: the row records None
+        return None
+
+
+def nvml_reserved(index: int = 0) -> int | None:
+    try:
+        import pynvml
+
+        nvml_used(index)
+        return int(pynvml.nvmlDeviceGetMemoryInfo(_nvml_handle, version=pynvml.nvmlMemory_v2).reserved)
+    except Exception:
+        return None
+
+
+# Timing --------------------------------------------------------------------------------------------------
+
+def cuda_time(fn: Callable[[], Any], *, warmup: int = 2, reps: int = 5) -> dict[str, Any]:
+    """Median, min and max seconds of ``fn`` over ``reps`` runs timed with CUDA events, after ``warmup`` runs."""
+    t = require_cuda()
+    for _ in range(warmup):
+        fn()
+    times = []
+    if _cpu():
+        for _ in range(reps):
+            start_s = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start_s)
+        return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "reps": reps}
+    t.cuda.synchronize()
+    for _ in range(reps):
+        start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "reps": reps}
+
+
+def graph_time(fn: Callable[[], Any], *, reps: int = 50) -> dict[str, Any]:
+    """Capture ``fn`` in a CUDA graph (after a warm-up on a side stream) and time its replays."""
+    t = require_cuda()
+    if _cpu():
+        return cuda_time(fn, warmup=1, reps=min(reps, 3))
+    stream = t.cuda.Stream()
+    stream.wait_stream(t.cuda.current_stream())
+    with t.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    t.cuda.current_stream().wait_stream(stream)
+    graph = t.cuda.CUDAGraph()
+    with t.cuda.graph(graph):
+        fn()
+    result = cuda_time(graph.replay, warmup=5, reps=reps)
+    del graph
+    return result
+
+
+def free_memory() -> None:
+    t = require_cuda()
+    gc.collect()
+    if _cpu():
+        return
+    t.cuda.synchronize()
+    t.cuda.empty_cache()
+
+
+def allocated() -> int:
+    return 0 if _cpu() else int(require_cuda().cuda.memory_allocated())
+
+
+def reserved() -> int:
+    return 0 if _cpu() else int(require_cuda().cuda.memory_reserved())
+
+
+def peak_allocated() -> int:
+    return 0 if _cpu() else int(require_cuda().cuda.max_memory_allocated())
+
+
+def reset_peak() -> None:
+    if not _cpu():
+        require_cuda().cuda.reset_peak_memory_stats()
+
+
+def sync() -> None:
+    if not _cpu():
+        require_cuda().cuda.synchronize()
+
+
+def memory_point() -> dict[str, int | None]:
+    sync()
+    return {"allocated": allocated(), "reserved": reserved(), "peak": peak_allocated(), "nvml_used": nvml_used()}
+
+
+# Device calibration --------------------------------------------------------------------------------------
+
+def device_facts() -> dict[str, Any]:
+    """NVML before CUDA starts, then CUDA context and first cuBLAS call; must run before any other CUDA work."""
+    row: dict[str, Any] = {"kind": "device", "nvml_used_before_cuda_init": nvml_used(),
+                           "nvml_reserved": nvml_reserved()}
+    t = require_cuda()
+    transformers_version = None
+    with contextlib.suppress(MissingDependency):
+        transformers_version = require_transformers().__version__
+    t.cuda.init()
+    t.zeros(1, device=DEVICE)
+    t.cuda.synchronize()
+    row["nvml_used_after_context"] = nvml_used()
+    a = t.randn(256, 256, device=DEVICE, dtype=t.bfloat16)
+    (a @ a).sum().item()
+    t.cuda.synchronize()
+    row["nvml_used_after_cublas"] = nvml_used()
+    row["torch_reserved_after_cublas"] = reserved()
+    props = t.cuda.get_device_properties(0)
+    row.update(torch=t.__version__, transformers=transformers_version, name=props.name,
+               sm_count=props.multi_processor_count, torch_total_memory=props.total_memory,
+               cc=f"{props.major}.{props.minor}", cuda_runtime=t.version.cuda)
+    return row
+
+
+def bandwidth_and_flops(size_bytes: int = 4 * 2**30) -> dict[str, Any]:
+    """Copy (read + write counted), read-only reduction and bf16 GEMV bandwidth; 8192³ matmul rate per dtype."""
+    t = require_cuda()
+    out: dict[str, Any] = {}
+    n = size_bytes // 4
+    src = t.rand(n, device=DEVICE, dtype=t.float32)
+    dst = t.empty_like(src)
+    copy = cuda_time(lambda: dst.copy_(src), warmup=2, reps=10)
+    out["copy_bytes_per_s"] = 2 * size_bytes / copy["median_s"]
+    read = cuda_time(src.sum, warmup=2, reps=10)
+    out["read_bytes_per_s"] = size_bytes / read["median_s"]
+    del src, dst
+    rows = 2 * 2**30 // (2 * 8192)
+    w = t.randn(rows, 8192, device=DEVICE, dtype=t.bfloat16)
+    x = t.randn(8192, 1, device=DEVICE, dtype=t.bfloat16)
+    gemv = cuda_time(lambda: w @ x, warmup=2, reps=10)
+    out["gemv_bytes_per_s"] = w.numel() * 2 / gemv["median_s"]
+    del w, x
+    flops: dict[str, float] = {}
+    size = 8192
+    for name, dtype, tf32 in (("bf16", t.bfloat16, False), ("fp16", t.float16, False), ("tf32", t.float32, True),
+                              ("fp32", t.float32, False)):
+        t.backends.cuda.matmul.allow_tf32 = tf32
+        a = t.randn(size, size, device=DEVICE, dtype=dtype)
+        b = t.randn(size, size, device=DEVICE, dtype=dtype)
+        timing = cuda_time(lambda a=a, b=b: a @ b, warmup=2, reps=5 if name != "fp32" else 2)
+        flops[name] = 2 * size**3 / timing["median_s"]
+        del a, b
+    t.backends.cuda.matmul.allow_tf32 = False
+    out["matmul_flop_per_s"] = flops
+    free_memory()
+    return out
+
+
+def graph_kernel_cost(kernels: int = 1000) -> float:
+    """Seconds per tiny kernel inside a CUDA graph: the floor under every layer's fixed cost."""
+    t = require_cuda()
+    x = t.zeros(1024, device=DEVICE)
+
+    def many() -> None:
+        for _ in range(kernels):
+            x.add_(1.0)
+
+    return float(graph_time(many, reps=10)["median_s"] / kernels)
+
+
+def fit_lean_decode() -> dict[str, Any]:
+    """Fit time = weight bytes / bandwidth + layers × per-layer cost on synthetic Llama-shaped lean decodes.
+
+    Two shapes: narrow layers (fixed cost dominates) and wide ones (bandwidth dominates), batch 1, 1k context.
+    """
+    shapes = [
+        {"hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 64,
+         "intermediate_size": 2816, "num_hidden_layers": 48, "vocab_size": 32000},
+        {"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+         "intermediate_size": 14336, "num_hidden_layers": 16, "vocab_size": 32000},
+    ]
+    points = []
+    for shape in shapes:
+        row = lean_decode(shape, batch=1, context=1024)
+        points.append((row["weights_bytes"] + row["kv_bytes"], shape["num_hidden_layers"], row["graph"]["median_s"]))
+    (b1, l1, t1), (b2, l2, t2) = points
+    # Two equations, two unknowns: t = b / bw + l × c
+    det = b1 * l2 - b2 * l1
+    inv_bw = (t1 * l2 - t2 * l1) / det
+    per_layer = (b1 * t2 - b2 * t1) / det
+    return {"graph_bandwidth_bytes_per_s": 1 / inv_bw if inv_bw > 0 else b2 / t2,
+            "graph_layer_s": max(per_layer, 0.0), "lean_fit_points": points}
+
+
+def calibrate() -> dict[str, Any]:
+    """Everything `estimator calibrate` records (raw; `estimator.calibration` derives the profile values)."""
+    facts = device_facts()
+    before, context = facts["nvml_used_before_cuda_init"], facts["nvml_used_after_context"]
+    cublas = facts["nvml_used_after_cublas"]
+    raw: dict[str, Any] = {**facts}
+    raw["driver_reserved_bytes"] = facts["nvml_reserved"] if facts["nvml_reserved"] is not None else (before or 0)
+    raw["cuda_context_bytes"] = max(0, (context or 0) - (before or 0))
+    raw["workspace_bytes"] = max(0, (cublas or 0) - (context or 0))
+    raw.update(bandwidth_and_flops())
+    raw["graph_kernel_s"] = graph_kernel_cost()
+    raw.update(fit_lean_decode())
+    free_memory()
+    return raw
+
+
+# Models --------------------------------------------------------------------------------------------------
+
+def hf_config(config: Mapping[str, Any]) -> Any:
+    """A transformers config from a catalog model's ``config:`` mapping (its published config.json)."""
+    transformers = require_transformers()
+    data = dict(config)
+    model_type = data.pop("model_type")
+    data.pop("architectures", None)
+    data.pop("torch_dtype", None)
+    data.pop("dtype", None)
+    return transformers.AutoConfig.for_model(model_type, **data)
+
+
+def build_model(config: Any, dtype: Any, attn_impl: str = "sdpa") -> Any:
+    """A causal LM with random weights created directly on the GPU in ``dtype``."""
+    transformers = require_transformers()
+    t = require_cuda()
+    config._attn_implementation = attn_impl
+    with t.device(DEVICE):
+        try:
+            model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
+        except TypeError:
+            model = transformers.AutoModelForCausalLM.from_config(config, torch_dtype=dtype)
+    return model.to(dtype)
+
+
+def param_bytes(model: Any) -> int:
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def measure_load(config: Mapping[str, Any], dtype_name: str = "bf16") -> tuple[Any, dict[str, Any]]:
+    """Build the model; report its parameter bytes, allocator growth and whole-device NVML used."""
+    t = require_cuda()
+    dtype = {"bf16": t.bfloat16, "fp16": t.float16, "fp32": t.float32}[dtype_name]
+    free_memory()
+    nvml_before = nvml_used()
+    alloc_before, reserved_before = allocated(), reserved()
+    start = time.perf_counter()
+    model = build_model(hf_config(config), dtype)
+    model.eval()
+    sync()
+    seconds = time.perf_counter() - start
+    row = {"phase": "load", "seconds": seconds, "params": sum(p.numel() for p in model.parameters()),
+           "param_bytes": param_bytes(model), "attn_impl": model.config._attn_implementation,
+           "allocated_delta": allocated() - alloc_before,
+           "reserved_delta": reserved() - reserved_before,
+           "nvml_used": nvml_used(), "nvml_used_before": nvml_before}
+    return model, row
+
+
+def _ids(model: Any, batch: int, tokens: int) -> Any:
+    t = require_cuda()
+    return t.randint(0, model.config.vocab_size, (batch, tokens), device=DEVICE)
+
+
+def measure_prefill(model: Any, batch: int, prompt: int, logits_to_keep: int, *, latency: bool) -> dict[str, Any]:
+    """One forward over ``batch`` × ``prompt`` tokens with a DynamicCache: peak beyond what was allocated before,
+    the cache left afterwards, and (``latency``) the median time of a forward without cache."""
+    t = require_cuda()
+    ids = _ids(model, batch, prompt)
+    free_memory()
+    before = allocated()
+    reset_peak()
+    with t.inference_mode():
+        out = model(input_ids=ids, use_cache=True, logits_to_keep=logits_to_keep)
+        cache = out.past_key_values
+        del out
+        sync()
+        peak = peak_allocated() - before
+        kept = allocated() - before
+        row: dict[str, Any] = {"phase": "prefill", "batch": batch, "prompt": prompt,
+                               "logits_to_keep": logits_to_keep, "peak_minus_before": peak, "kept_after": kept,
+                               "allocated_before": before, "nvml_used_at_end": nvml_used(),
+                               "reserved_at_end": reserved()}
+        del cache
+        if latency:
+            free_memory()
+            row["latency"] = cuda_time(lambda: model(input_ids=ids, use_cache=False, logits_to_keep=logits_to_keep),
+                                       warmup=1, reps=3)
+    free_memory()
+    return row
+
+
+def measure_hf_decode(model: Any, batch: int, context: int, reps: int = 10) -> dict[str, Any]:
+    """Eager Hugging Face decode: one token per sequence at position ``context`` of a StaticCache."""
+    transformers = require_transformers()
+    t = require_cuda()
+    free_memory()
+    before = allocated()
+    cache_len = context + 8
+    try:
+        cache = transformers.StaticCache(config=model.config, max_cache_len=cache_len)
+    except TypeError:  # older signature
+        cache = transformers.StaticCache(config=model.config, max_batch_size=batch, max_cache_len=cache_len,
+                                         device=DEVICE, dtype=model.dtype)
+    ids = _ids(model, batch, 1)
+    position = t.tensor([context], device=DEVICE)
+
+    def step() -> Any:
+        return model(input_ids=ids, past_key_values=cache, cache_position=position, use_cache=True,
+                     position_ids=position.expand(batch, 1))
+
+    reset_peak()
+    with t.inference_mode():
+        step()
+        sync()
+        cache_bytes = allocated() - before
+        eager = cuda_time(step, warmup=2, reps=reps)
+    row = {"phase": "decode", "batch": batch, "context": context, "cache_len": cache_len,
+           "static_cache_bytes": cache_bytes, "step_peak_minus_before": peak_allocated() - before,
+           "nvml_used": nvml_used(), "eager": eager}
+    del cache
+    free_memory()
+    return row
+
+
+# Lean CUDA-graph decode (what a serving engine does) ---------------------------------------------------------
+
+def lean_decode(config: Mapping[str, Any], batch: int, context: int, reps: int = 50) -> dict[str, Any]:
+    """One decode step of a Llama-shaped dense model as a serving engine runs it: RMSNorm, fused qkv and gate_up
+    GEMVs, rotary, cache write, flash SDPA over the cache (GQA as ``group`` queries per KV head), SiLU-gate, down,
+    LM head; all captured in a CUDA graph. Random bf16 weights; sliding-window layers hold ``window`` tokens."""
+    t = require_cuda()
+    import torch.nn.functional as F  # type: ignore[import-not-found,unused-ignore]
+
+    free_memory()
+    h = int(config["hidden_size"])
+    heads = int(config["num_attention_heads"])
+    kv_heads = int(config.get("num_key_value_heads") or heads)
+    d = int(config.get("head_dim") or h // heads)
+    ffn = int(config["intermediate_size"])
+    layers = int(config["num_hidden_layers"])
+    vocab = int(config["vocab_size"])
+    qkv_bias = bool(config.get("attention_bias") or config.get("model_type") == "qwen2")
+    window = config.get("sliding_window") if config.get("use_sliding_window", True) else None
+    group = heads // kv_heads
+    bf16 = t.bfloat16
+
+    def rnd(*shape: int) -> Any:
+        return t.randn(*shape, device=DEVICE, dtype=bf16) * 0.02
+
+    weights: list[dict[str, Any]] = []
+    kv: list[tuple[Any, Any]] = []
+    for layer in range(layers):
+        held = context
+        if window and (config.get("model_type") != "gemma2" or layer % 2 == 0):
+            held = min(context, int(window))
+        weights.append({"ln1": t.ones(h, device=DEVICE, dtype=bf16), "qkv": rnd((heads + 2 * kv_heads) * d, h),
+                        "qkv_b": rnd((heads + 2 * kv_heads) * d) if qkv_bias else None,
+                        "o": rnd(h, heads * d), "ln2": t.ones(h, device=DEVICE, dtype=bf16),
+                        "gate_up": rnd(2 * ffn, h), "down": rnd(h, ffn)})
+        kv.append((rnd(batch, kv_heads, held, d), rnd(batch, kv_heads, held, d)))
+    final_norm = t.ones(h, device=DEVICE, dtype=bf16)
+    lm_head = rnd(vocab, h)
+    x = rnd(batch, h)
+    cos, sin = t.randn(d // 2, device=DEVICE, dtype=bf16), t.randn(d // 2, device=DEVICE, dtype=bf16)
+    weights_bytes = sum(v.numel() * 2 for w in weights for v in w.values() if v is not None) + h * 2 + vocab * h * 2
+    kv_bytes = sum(k.numel() * 2 + v.numel() * 2 for k, v in kv)
+
+    def rope(u: Any) -> Any:
+        a, b = u[..., : d // 2], u[..., d // 2:]
+        return t.cat((a * cos - b * sin, b * cos + a * sin), dim=-1)
+
+    def step() -> Any:
+        hidden = x
+        for w, (k_cache, v_cache) in zip(weights, kv, strict=True):
+            normed = F.rms_norm(hidden, (h,), w["ln1"])
+            qkv = F.linear(normed, w["qkv"], w["qkv_b"])
+            q, k, v = qkv.split((heads * d, kv_heads * d, kv_heads * d), dim=-1)
+            q = rope(q.view(batch, kv_heads, group, d))
+            k = rope(k.view(batch, kv_heads, d))
+            k_cache[:, :, -1] = k
+            v_cache[:, :, -1] = v.view(batch, kv_heads, d)
+            attn = F.scaled_dot_product_attention(q, k_cache, v_cache)
+            hidden = hidden + F.linear(attn.reshape(batch, heads * d), w["o"])
+            normed = F.rms_norm(hidden, (h,), w["ln2"])
+            gate, up = F.linear(normed, w["gate_up"]).chunk(2, dim=-1)
+            hidden = hidden + F.linear(F.silu(gate) * up, w["down"])
+        return F.linear(F.rms_norm(hidden, (h,), final_norm), lm_head)
+
+    with t.inference_mode():
+        timing = graph_time(step, reps=reps)
+    row = {"kind": "lean_decode", "batch": batch, "context": context, "weights_bytes": weights_bytes,
+           "kv_bytes": kv_bytes, "experts": 1, "topk": 1, "graph": timing}
+    del weights, kv, lm_head
+    free_memory()
+    return row
+
+
+# Training ------------------------------------------------------------------------------------------------
+
+def measure_train(config: Mapping[str, Any], *, mode: str, batch: int, seq: int, checkpointing: bool,
+                  steps: int = 3) -> dict[str, Any]:
+    """AdamW (PyTorch default foreach) steps on ``batch`` × ``seq`` tokens, in the reference ``kind=train`` format.
+
+    ``mode`` amp: fp32 weights under bf16 autocast; bf16: bf16 weights and optimizer states. Each step: zero_grad
+    (set to None), forward with labels, backward, optimizer step; memory recorded after each. ``steady_peak`` is
+    the peak of the last step minus what was allocated before the model was built.
+    """
+    t = require_cuda()
+    free_memory()
+    base = allocated()
+    dtype = t.float32 if mode == "amp" else t.bfloat16
+    model = build_model(hf_config(config), dtype)
+    model.train()
+    if checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.config.use_cache = False
+    optimizer = t.optim.AdamW(model.parameters(), lr=1e-5)
+    ids = _ids(model, batch, seq)
+    model_bytes = param_bytes(model)
+
+    def step(record: bool) -> dict[str, Any]:
+        points: dict[str, Any] = {}
+        optimizer.zero_grad(set_to_none=True)
+        with t.autocast(DEVICE, dtype=t.bfloat16, enabled=mode == "amp"):
+            loss = model(input_ids=ids, labels=ids, use_cache=False).loss
+        if record:
+            points["after_forward"] = memory_point()
+        loss.backward()
+        del loss
+        if record:
+            points["after_backward"] = memory_point()
+        optimizer.step()
+        if record:
+            points["after_step"] = memory_point()
+        return points
+
+    reset_peak()
+    first = step(True)
+    first_peak = peak_allocated() - base
+    for _ in range(steps - 2):
+        step(False)
+    reset_peak()
+    steady = step(True)
+    steady_peak = peak_allocated() - base
+    latency = cuda_time(lambda: step(False), warmup=0, reps=3)
+    row = {"kind": "train", "params": sum(p.numel() for p in model.parameters()), "mode": mode, "batch": batch,
+           "seq": seq, "checkpointing": checkpointing, "optimizer": "AdamW(foreach default)",
+           "attn_impl": model.config._attn_implementation, "model_bytes": model_bytes, "first_step": first,
+           "first_step_peak": first_peak, "steady_peak": steady_peak, "steady": steady,
+           "nvml_used": nvml_used(), "reserved": reserved(), "latency": latency,
+           "allocated_before_model": base}
+    del model, optimizer, ids
+    free_memory()
+    return row
+
+
+# Whole validation cases (shared by `estimator validate` and benchmarks/measure_h200.py) -----------------------
+
+LEAN_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma2")
+
+
+def lean_supported(config: Mapping[str, Any]) -> str | None:
+    """Why the lean decoder cannot run this model (None when it can): it is written for dense gated models."""
+    if config.get("model_type") not in LEAN_FAMILIES:
+        return f"lean decode covers dense {', '.join(LEAN_FAMILIES)} models, not {config.get('model_type')}"
+    return None
+
+
+def inference_rows(name: str, config: Mapping[str, Any], *, prefill: list[tuple[int, int]],
+                   decode: list[tuple[int, int]], lean: list[tuple[int, int]],
+                   logits: tuple[int, ...] = (1, 0), emit: Callable[[dict[str, Any]], None] | None = None,
+                   ) -> list[dict[str, Any]]:
+    """Load, prefill (batch, prompt) × logits_to_keep, HF eager decode and lean graph decode (batch, context).
+    Each case is guarded: a failure becomes a row with ``error`` and the rest still run."""
+    rows: list[dict[str, Any]] = []
+
+    def add(row: dict[str, Any]) -> None:
+        rows.append(row)
+        if emit is not None:
+            emit(row)
+
+    base = {"kind": "model", "model": name, "dtype": "bf16"}
+    model = None
+    try:
+        model, load = measure_load(config)
+        add({**base, **load})
+    except Exception as error:  # keep the run going: record the failure
+        add({**base, "phase": "load", "error": _why(error)})
+    if model is not None:
+        for batch, prompt in prefill:
+            for keep in logits:
+                try:
+                    add({**base, **measure_prefill(model, batch, prompt, keep, latency=keep == 1)})
+                except Exception as error:
+                    add({**base, "phase": "prefill", "batch": batch, "prompt": prompt, "logits_to_keep": keep,
+                         "error": _why(error)})
+        for batch, context in decode:
+            try:
+                add({**base, **measure_hf_decode(model, batch, context)})
+            except Exception as error:
+                add({**base, "phase": "decode", "batch": batch, "context": context, "error": _why(error)})
+        del model
+        free_memory()
+    reason = lean_supported(config)
+    for batch, context in lean if reason is None else []:
+        try:
+            add({**lean_decode(config, batch, context), "model": name})
+        except Exception as error:
+            add({"kind": "lean_decode", "model": name, "batch": batch, "context": context, "error": _why(error)})
+    return rows
+
+
+def _why(error: BaseException) -> str:
+    free_memory()
+    return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"[:300]
