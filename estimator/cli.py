@@ -96,7 +96,8 @@ def estimate_command(
                                                  "activation precision (bf16, or fp32 for fp32 models).")] = None,
     batch: Annotated[str, typer.Option(help="Concurrent sequences.")] = "1",
     prompt_tokens: Annotated[str, typer.Option(help="Prompt length per sequence (2048, 8k, 32Ki).")] = "2048",
-    output_tokens: Annotated[str, typer.Option(help="Generated tokens per sequence.")] = "256",
+    output_tokens: Annotated[str, typer.Option(help="Generated tokens per sequence (their KV is cached too).")]
+    = "0",
     gpus: Annotated[str, typer.Option(help="Tensor-parallel degree: GPUs that split the model.")] = "1",
     logits: Annotated[Logits, typer.Option(help="Compute logits for the last position only, or all positions.")]
     = Logits.last,

@@ -59,10 +59,8 @@ def attention_flops(arch: Architecture, batch: int, tokens: int, *, past: int = 
     width = attn.num_heads * (attn.head_dim + attn.v_head_dim)
     total = 0
     for layer in range(arch.num_layers):
-        if arch.causal:
-            pairs = causal_pairs(tokens, arch.window(layer), past=past)
-        else:
-            pairs = tokens * (tokens + past)
+        # a bidirectional encoder scores every pair
+        pairs = causal_pairs(tokens, arch.window(layer), past=past) if arch.causal else tokens * (tokens + past)
         total += 2 * pairs * width
     return total * batch
 

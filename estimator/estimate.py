@@ -76,6 +76,16 @@ def valid_tensor_parallel(arch: Architecture | None, tp: int) -> str | None:
     return None
 
 
+def prefill_shape(batch: int, prompt: int, chunk: int | None) -> tuple[int, int]:
+    """(sequences, tokens each) that one prefill forward holds at once: everything, or one chunk of at most
+    ``chunk`` tokens when the runtime prefills in chunks (whole sequences while they fit, else part of one)."""
+    if chunk is None or batch * prompt <= chunk:
+        return batch, prompt
+    if prompt <= chunk:
+        return chunk // prompt, prompt
+    return 1, chunk
+
+
 @dataclass(frozen=True)
 class _Memory:
     weights: int
@@ -96,8 +106,9 @@ def _memory_per_gpu(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: in
         weights = sharded_weights_bytes(arch, w.weight_format, tp)
         kv = kv_cache_bytes(arch, w.context_tokens, w.batch, w.kv_format, decompressed_mla=decompressed,
                             kv_heads_divisor=kv_heads_divisor(arch, tp)) if arch.causal else 0
+        batch, tokens = prefill_shape(w.batch, w.prompt_tokens, w.profile.prefill_chunk_tokens)
         activation = prefill_activation_peak(
-            arch, w.batch, w.prompt_tokens, element_bytes=w.activation_bytes_per_element,
+            arch, batch, tokens, element_bytes=w.activation_bytes_per_element,
             logits_all=w.logits == "all", logits_fp32=w.profile.logits_fp32_upcast, tensor_parallel=tp,
         ).bytes
     dynamic = (kv or 0) + (activation or 0)
@@ -213,7 +224,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
                                     kv_heads_divisor=divisor) if arch.causal else []
         kv_parts = tuple(KvPart(window=g.window, layers=g.layers, tokens=g.tokens, bytes=g.bytes) for g in layers_kv)
         kv_per_token = kv_cache_bytes(arch, 1, 1, w.kv_format, decompressed_mla=decompressed) if arch.causal else 0
-        mean_context = w.prompt_tokens + max(w.output_tokens, 1) // 2
+        mean_context = w.prompt_tokens + w.output_tokens // 2
         read_full = decode_weight_bytes(arch, w.weight_format, w.batch)
         prefill_cost, decode_cost = _phase_costs(arch, w, w.context_tokens, read_full, mem.kv or 0)
         mean_kv = kv_cache_bytes(arch, mean_context, w.batch, w.kv_format, decompressed_mla=decompressed,
@@ -240,7 +251,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         f"efficiency profile '{w.profile.name}': {w.profile.description}",
         f"capacity is what the device reports: {format_bytes(capacity, binary=True)} per GPU"
         if gpu.reported_memory_mib else f"capacity is the marketed {gpu.memory_gb:g} GB (reported figure unknown)",
-        "KV cache holds prompt + output tokens for every sequence; decode_step_s is the last (longest) step",
+        "KV cache holds prompt + output tokens for every sequence; decode_step_s is the step at that full context "
+        "(the longest); tokens/s is at the mean context of generation (prompt + output / 2)",
         f"logits computed for {'every prompt position' if w.logits == 'all' else 'the last position only'}",
     ]
     if tp > 1:
@@ -261,9 +273,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         weights_by_role=shares,
         kv_by_window=kv_parts,
     )
-    tokens_per_s = None
-    if step is not None and w.output_tokens > 0:
-        tokens_per_s = w.batch / step.expected_s
+    tokens_per_s = None if step is None else w.batch / step.expected_s
     time = TimeReport(
         prefill_s=prefill.expected_s,
         prefill_bound_s=prefill.bound_s,
@@ -320,7 +330,7 @@ def _explain(memory: MemoryReport, prefill_cost: PhaseCost, decode_cost: PhaseCo
     lines.append(f"per GPU: weights + KV + activations + overhead = {gb(memory.per_gpu_bytes)} of "
                  f"{gb(memory.capacity_bytes)} ({'fits' if memory.fits else 'does not fit'})")
     tp = w.tensor_parallel
-    lines.append(f"prefill bound: {prefill_cost.flops * tp:.3e} FLOP ÷ {tp} GPU × {format_flops(hw.peak_flop_per_s)}"
+    lines.append(f"prefill bound: {prefill_cost.flops * tp:.3e} FLOP ÷ ({tp} GPU × {format_flops(hw.peak_flop_per_s)})"
                  f" = {format_seconds(prefill.bound_s)} ({prefill.bound})")
     if decode is not None:
         lines.append(f"decode bound: {gb(decode_cost.bytes)} ÷ {format_rate_bytes(gpu.bandwidth_bytes_per_s)} = "

@@ -34,6 +34,7 @@ class EfficiencyProfile(BaseModel):
     allocator_slack_fraction: float = Field(ge=0, lt=1)
     nccl_buffer_bytes: int = Field(ge=0)
     logits_fp32_upcast: bool
+    prefill_chunk_tokens: int | None = Field(default=None, gt=0)
     decompressed_mla_cache: bool = False
     allreduce_latency_s: float = Field(ge=0)
     interconnect_efficiency: float = Field(gt=0, le=1)

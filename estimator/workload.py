@@ -20,7 +20,7 @@ class InferenceWorkload(BaseModel):
 
     batch: int = Field(default=1, ge=1, le=MAX_BATCH)
     prompt_tokens: int = Field(default=2048, ge=1, le=MAX_TOKENS)
-    output_tokens: int = Field(default=256, ge=0, le=MAX_TOKENS)
+    output_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
     weight_format: NumberFormat
     kv_format: NumberFormat
     tensor_parallel: int = Field(default=1, ge=1, le=4096)

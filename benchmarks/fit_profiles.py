@@ -1,0 +1,133 @@
+"""Fit the efficiency profiles' calibrated constants to the shared H200 reference points.
+
+    python benchmarks/fit_profiles.py [path/to/h200-measured.jsonl]
+
+Prints the fitted values that specs/profiles/{optimized,hf}.yaml hold, and the residual of every point.
+Only constants that the measurements determine are fitted; the rest are mechanism counts (elementwise passes),
+device measurements (context, reservation) or sources, as each profile file says.
+
+- optimized: lean CUDA-graph decode points → least squares of
+      t = bytes / (bandwidth_efficiency × peak bandwidth) + layers × per_layer_step_s
+- hf: Hugging Face sdpa prefill latencies that are GPU-bound → grid search of (matmul, attention) FLOP efficiency
+  minimising the RMS relative error; eager decode at batch 1 → host_per_layer_s (host dispatch per layer);
+  eager decode at batch ≥ 16 → kv_read_efficiency.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from estimator import InferenceWorkload, default_catalog, estimate
+from estimator.profiles import EfficiencyProfile
+
+DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "h200-measured.jsonl"
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def predict(profile: EfficiencyProfile, model: str, batch: int, prompt: int, output: int) -> tuple[float, float]:
+    """(prefill_s, decode_step_s) of the estimate with ``profile`` on the catalog H200."""
+    catalog = default_catalog()
+    bf16 = catalog.formats.get("bf16")
+    w = InferenceWorkload(batch=batch, prompt_tokens=prompt, output_tokens=output, weight_format=bf16,
+                          kv_format=bf16, profile=profile)
+    report = estimate(catalog.models.get(model), catalog.gpus.get("h200"), w)
+    return report.time.prefill_s, report.time.decode_step_s or math.nan
+
+
+def fit_optimized(data: list[dict[str, Any]], base: EfficiencyProfile) -> EfficiencyProfile:
+    # Ask the estimator for each point's bytes and layers by predicting with unit efficiency and no fixed cost,
+    # then solve the 2×2 normal equations for (1/efficiency, per-layer cost).
+    unit = base.model_copy(update={"bandwidth_efficiency": 1.0, "bandwidth_efficiency_by_memory": {},
+                                   "per_layer_step_s": 0.0})
+    catalog = default_catalog()
+    xs, ls, ts = [], [], []
+    for r in data:
+        if r["kind"] != "lean_decode":
+            continue
+        _, ideal = predict(unit, r["model"], r["batch"], r["context"] - 1, 1)
+        arch = catalog.models.get(r["model"]).arch
+        assert arch is not None
+        xs.append(ideal)
+        ls.append(float(arch.num_layers))
+        ts.append(r["graph"]["median_s"])
+    sxx = sum(x * x for x in xs)
+    sxl = sum(x * n for x, n in zip(xs, ls, strict=True))
+    sll = sum(n * n for n in ls)
+    sxt = sum(x * t for x, t in zip(xs, ts, strict=True))
+    slt = sum(n * t for n, t in zip(ls, ts, strict=True))
+    det = sxx * sll - sxl * sxl
+    a = (sxt * sll - sxl * slt) / det
+    c = (sxx * slt - sxl * sxt) / det
+    return base.model_copy(update={"bandwidth_efficiency": round(1 / a, 3), "per_layer_step_s": round(c, 7)})
+
+
+def _prefill_points(data: list[dict[str, Any]]) -> list[tuple[str, int, int, float]]:
+    return [(r["model"], r["batch"], r["prompt"], r["latency"]["median_s"]) for r in data
+            if r["kind"] == "model" and r.get("phase") == "prefill" and "latency" in r]
+
+
+def fit_hf(data: list[dict[str, Any]], base: EfficiencyProfile) -> EfficiencyProfile:
+    catalog = default_catalog()
+    eager_b1 = [(r["model"], r["eager"]["median_s"]) for r in data
+                if r["kind"] == "model" and r.get("phase") == "decode" and r["batch"] == 1]
+    per_layer = [t / (catalog.models.get(m).arch.num_layers) for m, t in eager_b1]  # type: ignore[union-attr]
+    host = round(sum(per_layer) / len(per_layer), 6)
+    profile = base.model_copy(update={"host_per_layer_s": host})
+
+    points = _prefill_points(data)
+    best: tuple[float, float, float] | None = None
+    for mm in [x / 100 for x in range(50, 90)]:
+        for at in [x / 100 for x in range(20, 80, 2)]:
+            trial = profile.model_copy(update={"matmul_flop_efficiency": mm, "attention_flop_efficiency": at})
+            errs = [predict(trial, m, b, s, 0)[0] / t - 1 for m, b, s, t in points]
+            rms = math.sqrt(sum(e * e for e in errs) / len(errs))
+            if best is None or rms < best[0]:
+                best = (rms, mm, at)
+    assert best is not None
+    profile = profile.model_copy(update={"matmul_flop_efficiency": best[1], "attention_flop_efficiency": best[2]})
+
+    big = [(r["model"], r["batch"], r["context"], r["eager"]["median_s"]) for r in data
+           if r["kind"] == "model" and r.get("phase") == "decode" and r["batch"] >= 16]
+    best_kv: tuple[float, float] | None = None
+    for k in [x / 1000 for x in range(10, 200)]:
+        trial = profile.model_copy(update={"kv_read_efficiency": k})
+        errs = [predict(trial, m, b, c, 1)[1] / t - 1 for m, b, c, t in big]
+        rms = math.sqrt(sum(e * e for e in errs) / len(errs))
+        if best_kv is None or rms < best_kv[0]:
+            best_kv = (rms, k)
+    assert best_kv is not None
+    return profile.model_copy(update={"kv_read_efficiency": best_kv[1]})
+
+
+def main() -> None:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    data = rows(path)
+    catalog = default_catalog()
+    optimized = fit_optimized(data, catalog.profiles.get("optimized"))
+    hf = fit_hf(data, catalog.profiles.get("hf"))
+    print(f"optimized: bandwidth_efficiency {optimized.bandwidth_efficiency}  "
+          f"per_layer_step_s {optimized.per_layer_step_s:.3g}")
+    print(f"hf: host_per_layer_s {hf.host_per_layer_s}  matmul_flop_efficiency {hf.matmul_flop_efficiency}  "
+          f"attention_flop_efficiency {hf.attention_flop_efficiency}  kv_read_efficiency {hf.kv_read_efficiency}")
+    for r in data:
+        if r["kind"] == "lean_decode":
+            _, t = predict(optimized, r["model"], r["batch"], r["context"] - 1, 1)
+            print(f"  lean {r['model']} b{r['batch']} ctx{r['context']}: {t / r['graph']['median_s'] - 1:+.1%}")
+    for m, b, s, t in _prefill_points(data):
+        print(f"  hf prefill {m} b{b} s{s}: {predict(hf, m, b, s, 0)[0] / t - 1:+.1%}")
+    for r in data:
+        if r["kind"] == "model" and r.get("phase") == "decode":
+            t = predict(hf, r["model"], r["batch"], r["context"], 1)[1]
+            print(f"  hf eager decode {r['model']} b{r['batch']} ctx{r['context']}: "
+                  f"{t / r['eager']['median_s'] - 1:+.1%}")
+
+
+if __name__ == "__main__":
+    main()

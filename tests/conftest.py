@@ -1,0 +1,66 @@
+"""Shared fixtures: the packaged catalog, workloads, and an in-process CLI runner."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from estimator import InferenceWorkload
+from estimator.catalog import Catalog, default_catalog
+from estimator.cli import estimate_main, main
+
+REFERENCE = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "h200-measured.jsonl"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/data/golden/* from current output")
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Catalog:
+    return default_catalog()
+
+
+@pytest.fixture(scope="session")
+def make_workload(catalog: Catalog) -> Callable[..., InferenceWorkload]:
+    def make(dtype: str = "bf16", kv: str = "bf16", profile: str = "optimized", **fields: object) -> InferenceWorkload:
+        return InferenceWorkload(weight_format=catalog.formats.get(dtype), kv_format=catalog.formats.get(kv),
+                                 profile=catalog.profiles.get(profile), **fields)
+
+    return make
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
+    """Run `estimator ARGS` (or `estimate ARGS` with entry='estimate') in-process, capturing both streams."""
+
+    def invoke(*args: str, entry: str = "estimator") -> CliResult:
+        out, err = io.StringIO(), io.StringIO()
+        monkeypatch.setattr("sys.stdout", out)
+        monkeypatch.setattr("sys.stderr", err)
+        monkeypatch.setattr("sys.argv", [entry, *args])
+        monkeypatch.setenv("COLUMNS", "120")
+        code = 0
+        try:
+            (estimate_main if entry == "estimate" else main)()
+        except SystemExit as exit_:
+            code = int(exit_.code or 0) if not isinstance(exit_.code, str) else 1
+        return CliResult(code, out.getvalue(), err.getvalue())
+
+    return invoke
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))

@@ -1,0 +1,105 @@
+"""estimate(): the Report for the core issue's acceptance cases and its invariants."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+
+from estimator import InferenceWorkload, estimate
+from estimator.catalog import Catalog
+from estimator.errors import WorkloadInvalid
+from estimator.estimate import prefill_shape
+
+Make = Callable[..., InferenceWorkload]
+
+
+def test_generic_70b_fp16_on_a100(catalog: Catalog, make_workload: Make) -> None:
+    report = estimate(catalog.model("70b"), catalog.gpus.get("a100"), make_workload(dtype="fp16", kv="fp16"),
+                      requested_gpu="a100")
+    assert report.gpu.name == "NVIDIA A100 SXM4 80GB"
+    assert report.gpu.requested_as == "a100"
+    assert report.memory.weights_bytes == 140_000_000_000  # 70e9 × 2 B
+    assert not report.memory.fits
+    assert report.memory.gpus_required == 2
+    assert report.time.decode_step_bound_s == pytest.approx(140e9 / 2039e9, rel=1e-12)  # 68.7 ms
+    assert report.memory.kv_cache_bytes is None
+    assert report.memory.activation_bytes is None
+    assert any("KV cache and activations not computed" in w for w in report.warnings)
+
+
+def test_llama_8b_batch_64_kv_and_weights(catalog: Catalog, make_workload: Make) -> None:
+    w = make_workload(batch=64, prompt_tokens=2048, output_tokens=1)
+    report = estimate(catalog.models.get("llama-3.1-8b"), catalog.gpus.get("h200"), w)
+    assert report.memory.kv_cache_bytes == 64 * 2049 * 131_072
+    assert report.memory.weights_bytes == 16_060_522_496
+    assert report.memory.fits
+    assert report.time.bound == "memory"
+
+
+def test_total_is_the_sum_of_terms(catalog: Catalog, make_workload: Make) -> None:
+    r = estimate(catalog.models.get("qwen2.5-7b"), catalog.gpus.get("l40s"), make_workload(batch=4))
+    m = r.memory
+    assert m.kv_cache_bytes is not None and m.activation_bytes is not None
+    assert m.total_bytes == m.weights_bytes + m.kv_cache_bytes + m.activation_bytes + m.overhead_bytes
+    assert m.headroom_bytes == m.capacity_bytes - m.per_gpu_bytes
+
+
+def test_tensor_parallel_splits_weights(catalog: Catalog, make_workload: Make) -> None:
+    model, gpu = catalog.models.get("llama-3.1-70b"), catalog.gpus.get("h100")
+    one = estimate(model, gpu, make_workload())
+    four = estimate(model, gpu, make_workload(tensor_parallel=4))
+    assert four.memory.per_gpu_bytes < one.memory.per_gpu_bytes / 3
+    assert four.memory.fits and not one.memory.fits
+    assert one.memory.gpus_required == 2
+    assert four.time.communication_s > 0
+
+
+def test_tensor_parallel_must_divide_heads(catalog: Catalog, make_workload: Make) -> None:
+    with pytest.raises(WorkloadInvalid, match="does not divide 32 attention heads"):
+        estimate(catalog.models.get("llama-3.1-8b"), catalog.gpus.get("h100"), make_workload(tensor_parallel=3))
+
+
+def test_bound_never_exceeds_expected(catalog: Catalog, make_workload: Make) -> None:
+    for profile in ("optimized", "hf"):
+        r = estimate(catalog.models.get("llama-3.1-8b"), catalog.gpus.get("rtx-4090"), make_workload(profile=profile))
+        assert r.time.decode_step_s is not None and r.time.decode_step_bound_s is not None
+        assert r.time.decode_step_bound_s <= r.time.decode_step_s
+        assert r.time.prefill_bound_s <= r.time.prefill_s
+
+
+def test_encoder_reports_no_decode(catalog: Catalog, make_workload: Make) -> None:
+    r = estimate(catalog.models.get("bert-base"), catalog.gpus.get("t4"), make_workload(dtype="fp16", kv="fp16",
+                                                                                      prompt_tokens=512))
+    assert r.memory.kv_cache_bytes == 0
+    assert r.time.decode_step_s is None
+    assert any("encoder" in w for w in r.warnings)
+
+
+def test_dtype_without_tensor_rate_falls_back(catalog: Catalog, make_workload: Make) -> None:
+    r = estimate(catalog.models.get("llama-3.1-8b"), catalog.gpus.get("v100"), make_workload())
+    assert r.gpu.compute_dtype == "fp16"
+    assert any("no bf16" in w for w in r.warnings)
+
+
+def test_quantized_decode_reads_fewer_bytes(catalog: Catalog, make_workload: Make) -> None:
+    model, gpu = catalog.models.get("llama-3.1-8b"), catalog.gpus.get("rtx-4090")
+    bf16 = estimate(model, gpu, make_workload())
+    awq = estimate(model, gpu, make_workload(dtype="awq-int4"))
+    assert awq.time.decode_step_bound_s is not None and bf16.time.decode_step_bound_s is not None
+    assert awq.time.decode_step_bound_s < 0.45 * bf16.time.decode_step_bound_s
+    assert awq.gpu.compute_dtype == "fp16"  # W4A16 kernels compute in 16 bit
+
+
+def test_prefill_chunking_shape() -> None:
+    assert prefill_shape(64, 2048, None) == (64, 2048)
+    assert prefill_shape(64, 2048, 8192) == (4, 2048)
+    assert prefill_shape(1, 32768, 8192) == (1, 8192)
+    assert prefill_shape(2, 1000, 8192) == (2, 1000)
+
+
+def test_report_has_no_nan(catalog: Catalog, make_workload: Make) -> None:
+    r = estimate(catalog.models.get("deepseek-v3"), catalog.gpus.get("h200"), make_workload(dtype="fp8"))
+    for value in r.time.model_dump().values():
+        assert not (isinstance(value, float) and not math.isfinite(value))

@@ -1,0 +1,88 @@
+"""Reading Hugging Face config.json files: every catalog family, nested text configs, and clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from estimator.catalog import Catalog, default_specs_dir, model_from_config_file, read_yaml
+from estimator.errors import SpecInvalid
+from estimator.hf_config import READERS, architecture_from_config
+from estimator.inventory import param_count
+
+MODEL_FILES = sorted((default_specs_dir() / "models").glob("*.yaml"))
+
+
+def _config(name: str) -> dict[str, Any]:
+    data = read_yaml(default_specs_dir() / "models" / f"{name}.yaml")
+    return dict(data["config"])
+
+
+@pytest.mark.parametrize("path", MODEL_FILES, ids=lambda p: p.stem)
+def test_every_catalog_config_reads_from_a_json_file(path: Path, tmp_path: Path) -> None:
+    data = read_yaml(path)
+    file = tmp_path / "config.json"
+    file.write_text(json.dumps(data["config"]))
+    model = model_from_config_file(tmp_path)  # a folder holding config.json
+    assert model.arch is not None
+    assert param_count(model.arch) == data["hf_params"]
+
+
+def test_families_required_by_the_core_issue_are_supported() -> None:
+    assert {"llama", "mistral", "qwen2", "gemma2", "phi3", "gpt2"} <= set(READERS)
+
+
+def test_nested_text_config_is_unwrapped() -> None:
+    inner = _config("gemma-3-27b")
+    inner.pop("model_type")
+    wrapped = {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"], "text_config": inner,
+               "vision_config": {"model_type": "siglip_vision_model"}}
+    arch = architecture_from_config(wrapped)
+    assert arch.model_type == "gemma3_text"
+    assert arch.num_layers == 62
+
+
+def test_missing_field_is_named() -> None:
+    config = _config("llama-3.1-8b")
+    del config["num_hidden_layers"]
+    with pytest.raises(SpecInvalid, match="num_hidden_layers"):
+        architecture_from_config(config)
+
+
+def test_unsupported_model_type_lists_supported() -> None:
+    with pytest.raises(SpecInvalid, match=r"unsupported model_type 'mamba'; supported: .*llama.*mistral"):
+        architecture_from_config({"model_type": "mamba"})
+
+
+def test_inconsistent_heads_are_reported() -> None:
+    config = _config("llama-3.1-8b") | {"num_key_value_heads": 7}
+    with pytest.raises(SpecInvalid, match="not a multiple"):
+        architecture_from_config(config)
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '"a string"'])
+def test_malformed_json_file(tmp_path: Path, text: str) -> None:
+    file = tmp_path / "config.json"
+    file.write_text(text)
+    with pytest.raises(SpecInvalid):
+        model_from_config_file(file)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(SpecInvalid, match="not found"):
+        model_from_config_file(tmp_path / "nope.json")
+
+
+def test_windows_per_family(catalog: Catalog) -> None:
+    mistral = catalog.models.get("mistral-7b-v0.1").arch
+    gemma2 = catalog.models.get("gemma-2-9b").arch
+    gemma3 = catalog.models.get("gemma-3-27b").arch
+    llama = catalog.models.get("llama-3.1-8b").arch
+    assert mistral is not None and gemma2 is not None and gemma3 is not None and llama is not None
+    assert set(mistral.layer_windows) == {4096}
+    assert gemma2.layer_windows[:4] == (4096, None, 4096, None)
+    assert gemma3.layer_windows[:6] == (1024,) * 5 + (None,)
+    assert llama.layer_windows == ()

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+from estimator import units
+from estimator.errors import WorkloadInvalid
+from estimator.units import format_bytes, format_seconds, parse_count
+
+
+def test_doctests() -> None:
+    assert doctest.testmod(units).failed == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("70b", 70_000_000_000),
+        ("13B", 13_000_000_000),
+        ("7.5e9", 7_500_000_000),
+        ("2048", 2048),
+        ("8k", 8000),
+        ("32Ki", 32768),
+        ("1.5m", 1_500_000),
+        (" 405B ", 405_000_000_000),
+    ],
+)
+def test_parse_count(text: str, expected: int) -> None:
+    assert parse_count(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1.5", "nan", "inf", "1e400", "-", "12q", "1.2.3"])
+def test_parse_count_rejects(text: str) -> None:
+    with pytest.raises(WorkloadInvalid, match=r"count|whole|finite"):
+        parse_count(text)
+
+
+def test_decimal_and_binary_are_labelled() -> None:
+    assert format_bytes(10**9, binary=False) == "1.0 GB"
+    assert format_bytes(2**30, binary=True) == "1.0 GiB"
+    assert format_bytes(2**30, binary=False) == "1.1 GB"
+    assert format_bytes(512, binary=False) == "512 B"
+
+
+def test_format_seconds_picks_unit() -> None:
+    assert format_seconds(0.0687) == "68.7 ms"
+    assert format_seconds(2.5e-5) == "25.0 µs"
+    assert format_seconds(3.0) == "3.00 s"
