@@ -17,19 +17,22 @@ from typing import Any
 
 from estimator.errors import DeviceUnavailable, MissingDependency
 
-torch: Any = None
-DEVICE = "cuda"
+# Process-wide state: the imported torch, the device measurements run on, the NVML handle.
+_STATE: dict[str, Any] = {"torch": None, "device": "cuda", "nvml": None}
 
 
 def dry_run_on_cpu() -> None:
     """Run every measurement on the CPU (tiny configs, for testing the code paths): memory reads as 0 and times
     come from the host clock, without CUDA graphs."""
-    global DEVICE
-    DEVICE = "cpu"
+    _STATE["device"] = "cpu"
 
 
 def _cpu() -> bool:
-    return DEVICE == "cpu"
+    return bool(_STATE["device"] == "cpu")
+
+
+def _device() -> str:
+    return str(_STATE["device"])
 
 
 def require_torch() -> Any:
@@ -43,13 +46,12 @@ def require_torch() -> Any:
 
 def require_cuda() -> Any:
     """Import torch and check for a CUDA device; the failure is one clear error naming what is missing."""
-    global torch
-    if torch is not None:
-        return torch
-    _torch = require_torch()
-    if not _cpu() and not _torch.cuda.is_available():
-        raise DeviceUnavailable(f"PyTorch {_torch.__version__} sees no CUDA GPU (torch.cuda.is_available() is False)")
-    torch = _torch
+    if _STATE["torch"] is not None:
+        return _STATE["torch"]
+    torch = require_torch()
+    if not _cpu() and not torch.cuda.is_available():
+        raise DeviceUnavailable(f"PyTorch {torch.__version__} sees no CUDA GPU (torch.cuda.is_available() is False)")
+    _STATE["torch"] = torch
     return torch
 
 
@@ -63,29 +65,25 @@ def require_transformers() -> Any:
 
 # NVML (whole-device used memory, what nvidia-smi shows) ----------------------------------------------------
 
-_nvml_handle: Any = None
-
-
 def nvml_used(index: int = 0) -> int | None:
     """Device memory used as NVML reports it (all processes, driver reservation included)."""
-    global _nvml_handle
     try:
-        import pynvml
+        import pynvml  # type: ignore[import-untyped,unused-ignore]
 
-        if _nvml_handle is None:
+        if _STATE["nvml"] is None:
             pynvml.nvmlInit()
-            _nvml_handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        return int(pynvml.nvmlDeviceGetMemoryInfo(_nvml_handle).used)
+            _STATE["nvml"] = pynvml.nvmlDeviceGetHandleByIndex(index)
+        return int(pynvml.nvmlDeviceGetMemoryInfo(_STATE["nvml"]).used)
     except Exception:  # NVML absent or unsupported: the row records None
         return None
 
 
 def nvml_reserved(index: int = 0) -> int | None:
     try:
-        import pynvml
+        import pynvml  # type: ignore[import-untyped,unused-ignore]
 
         nvml_used(index)
-        return int(pynvml.nvmlDeviceGetMemoryInfo(_nvml_handle, version=pynvml.nvmlMemory_v2).reserved)
+        return int(pynvml.nvmlDeviceGetMemoryInfo(_STATE["nvml"], version=pynvml.nvmlMemory_v2).reserved)
     except Exception:
         return None
 
@@ -181,10 +179,10 @@ def device_facts() -> dict[str, Any]:
     with contextlib.suppress(MissingDependency):
         transformers_version = require_transformers().__version__
     t.cuda.init()
-    t.zeros(1, device=DEVICE)
+    t.zeros(1, device=_device())
     t.cuda.synchronize()
     row["nvml_used_after_context"] = nvml_used()
-    a = t.randn(256, 256, device=DEVICE, dtype=t.bfloat16)
+    a = t.randn(256, 256, device=_device(), dtype=t.bfloat16)
     (a @ a).sum().item()
     t.cuda.synchronize()
     row["nvml_used_after_cublas"] = nvml_used()
@@ -196,36 +194,43 @@ def device_facts() -> dict[str, Any]:
     return row
 
 
-def bandwidth_and_flops(size_bytes: int = 4 * 2**30) -> dict[str, Any]:
-    """Copy (read + write counted), read-only reduction and bf16 GEMV bandwidth; 8192³ matmul rate per dtype."""
+def _copy_and_read(size_bytes: int) -> dict[str, float]:
     t = require_cuda()
-    out: dict[str, Any] = {}
-    n = size_bytes // 4
-    src = t.rand(n, device=DEVICE, dtype=t.float32)
+    src = t.rand(size_bytes // 4, device=_device(), dtype=t.float32)
     dst = t.empty_like(src)
     copy = cuda_time(lambda: dst.copy_(src), warmup=2, reps=10)
-    out["copy_bytes_per_s"] = 2 * size_bytes / copy["median_s"]
     read = cuda_time(src.sum, warmup=2, reps=10)
-    out["read_bytes_per_s"] = size_bytes / read["median_s"]
-    del src, dst
-    rows = 2 * 2**30 // (2 * 8192)
-    w = t.randn(rows, 8192, device=DEVICE, dtype=t.bfloat16)
-    x = t.randn(8192, 1, device=DEVICE, dtype=t.bfloat16)
+    return {"copy_bytes_per_s": 2 * size_bytes / copy["median_s"], "read_bytes_per_s": size_bytes / read["median_s"]}
+
+
+def _gemv(size_bytes: int) -> float:
+    t = require_cuda()
+    w = t.randn(size_bytes // (2 * 8192), 8192, device=_device(), dtype=t.bfloat16)
+    x = t.randn(8192, 1, device=_device(), dtype=t.bfloat16)
     gemv = cuda_time(lambda: w @ x, warmup=2, reps=10)
-    out["gemv_bytes_per_s"] = w.numel() * 2 / gemv["median_s"]
-    del w, x
-    flops: dict[str, float] = {}
-    size = 8192
-    for name, dtype, tf32 in (("bf16", t.bfloat16, False), ("fp16", t.float16, False), ("tf32", t.float32, True),
-                              ("fp32", t.float32, False)):
-        t.backends.cuda.matmul.allow_tf32 = tf32
-        a = t.randn(size, size, device=DEVICE, dtype=dtype)
-        b = t.randn(size, size, device=DEVICE, dtype=dtype)
-        timing = cuda_time(lambda a=a, b=b: a @ b, warmup=2, reps=5 if name != "fp32" else 2)
-        flops[name] = 2 * size**3 / timing["median_s"]
-        del a, b
-    t.backends.cuda.matmul.allow_tf32 = False
-    out["matmul_flop_per_s"] = flops
+    return float(w.numel() * 2 / gemv["median_s"])
+
+
+def _matmul(dtype_name: str, size: int = 8192) -> float:
+    t = require_cuda()
+    dtype = {"bf16": t.bfloat16, "fp16": t.float16, "tf32": t.float32, "fp32": t.float32}[dtype_name]
+    t.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
+    try:
+        a = t.randn(size, size, device=_device(), dtype=dtype)
+        b = t.randn(size, size, device=_device(), dtype=dtype)
+        timing = cuda_time(lambda: a @ b, warmup=2, reps=5 if dtype_name != "fp32" else 2)
+    finally:
+        t.backends.cuda.matmul.allow_tf32 = False
+    return float(2 * size**3 / timing["median_s"])
+
+
+def bandwidth_and_flops(size_bytes: int = 4 * 2**30) -> dict[str, Any]:
+    """Copy (read + write counted), read-only reduction and bf16 GEMV bandwidth; 8192³ matmul rate per dtype."""
+    out: dict[str, Any] = dict(_copy_and_read(size_bytes))
+    free_memory()
+    out["gemv_bytes_per_s"] = _gemv(size_bytes // 2)
+    free_memory()
+    out["matmul_flop_per_s"] = {name: _matmul(name) for name in ("bf16", "fp16", "tf32", "fp32")}
     free_memory()
     return out
 
@@ -233,7 +238,7 @@ def bandwidth_and_flops(size_bytes: int = 4 * 2**30) -> dict[str, Any]:
 def graph_kernel_cost(kernels: int = 1000) -> float:
     """Seconds per tiny kernel inside a CUDA graph: the floor under every layer's fixed cost."""
     t = require_cuda()
-    x = t.zeros(1024, device=DEVICE)
+    x = t.zeros(1024, device=_device())
 
     def many() -> None:
         for _ in range(kernels):
@@ -300,7 +305,7 @@ def build_model(config: Any, dtype: Any, attn_impl: str = "sdpa") -> Any:
     transformers = require_transformers()
     t = require_cuda()
     config._attn_implementation = attn_impl
-    with t.device(DEVICE):
+    with t.device(_device()):
         try:
             model = transformers.AutoModelForCausalLM.from_config(config, dtype=dtype)
         except TypeError:
@@ -334,7 +339,7 @@ def measure_load(config: Mapping[str, Any], dtype_name: str = "bf16") -> tuple[A
 
 def _ids(model: Any, batch: int, tokens: int) -> Any:
     t = require_cuda()
-    return t.randint(0, model.config.vocab_size, (batch, tokens), device=DEVICE)
+    return t.randint(0, model.config.vocab_size, (batch, tokens), device=_device())
 
 
 def measure_prefill(model: Any, batch: int, prompt: int, logits_to_keep: int, *, latency: bool) -> dict[str, Any]:
@@ -376,9 +381,9 @@ def measure_hf_decode(model: Any, batch: int, context: int, reps: int = 10) -> d
         cache = transformers.StaticCache(config=model.config, max_cache_len=cache_len)
     except TypeError:  # older signature
         cache = transformers.StaticCache(config=model.config, max_batch_size=batch, max_cache_len=cache_len,
-                                         device=DEVICE, dtype=model.dtype)
+                                         device=_device(), dtype=model.dtype)
     ids = _ids(model, batch, 1)
-    position = t.tensor([context], device=DEVICE)
+    position = t.tensor([context], device=_device())
 
     def step() -> Any:
         return model(input_ids=ids, past_key_values=cache, cache_position=position, use_cache=True,
@@ -393,8 +398,6 @@ def measure_hf_decode(model: Any, batch: int, context: int, reps: int = 10) -> d
     row = {"phase": "decode", "batch": batch, "context": context, "cache_len": cache_len,
            "static_cache_bytes": cache_bytes, "step_peak_minus_before": peak_allocated() - before,
            "nvml_used": nvml_used(), "eager": eager}
-    del cache
-    free_memory()
     return row
 
 
@@ -421,7 +424,7 @@ def lean_decode(config: Mapping[str, Any], batch: int, context: int, reps: int =
     bf16 = t.bfloat16
 
     def rnd(*shape: int) -> Any:
-        return t.randn(*shape, device=DEVICE, dtype=bf16) * 0.02
+        return t.randn(*shape, device=_device(), dtype=bf16) * 0.02
 
     weights: list[dict[str, Any]] = []
     kv: list[tuple[Any, Any]] = []
@@ -429,15 +432,15 @@ def lean_decode(config: Mapping[str, Any], batch: int, context: int, reps: int =
         held = context
         if window and (config.get("model_type") != "gemma2" or layer % 2 == 0):
             held = min(context, int(window))
-        weights.append({"ln1": t.ones(h, device=DEVICE, dtype=bf16), "qkv": rnd((heads + 2 * kv_heads) * d, h),
+        weights.append({"ln1": t.ones(h, device=_device(), dtype=bf16), "qkv": rnd((heads + 2 * kv_heads) * d, h),
                         "qkv_b": rnd((heads + 2 * kv_heads) * d) if qkv_bias else None,
-                        "o": rnd(h, heads * d), "ln2": t.ones(h, device=DEVICE, dtype=bf16),
+                        "o": rnd(h, heads * d), "ln2": t.ones(h, device=_device(), dtype=bf16),
                         "gate_up": rnd(2 * ffn, h), "down": rnd(h, ffn)})
         kv.append((rnd(batch, kv_heads, held, d), rnd(batch, kv_heads, held, d)))
-    final_norm = t.ones(h, device=DEVICE, dtype=bf16)
+    final_norm = t.ones(h, device=_device(), dtype=bf16)
     lm_head = rnd(vocab, h)
     x = rnd(batch, h)
-    cos, sin = t.randn(d // 2, device=DEVICE, dtype=bf16), t.randn(d // 2, device=DEVICE, dtype=bf16)
+    cos, sin = t.randn(d // 2, device=_device(), dtype=bf16), t.randn(d // 2, device=_device(), dtype=bf16)
     weights_bytes = sum(v.numel() * 2 for w in weights for v in w.values() if v is not None) + h * 2 + vocab * h * 2
     kv_bytes = sum(k.numel() * 2 + v.numel() * 2 for k, v in kv)
 
@@ -466,8 +469,6 @@ def lean_decode(config: Mapping[str, Any], batch: int, context: int, reps: int =
         timing = graph_time(step, reps=reps)
     row = {"kind": "lean_decode", "batch": batch, "context": context, "weights_bytes": weights_bytes,
            "kv_bytes": kv_bytes, "experts": 1, "topk": 1, "graph": timing}
-    del weights, kv, lm_head
-    free_memory()
     return row
 
 
@@ -497,7 +498,7 @@ def measure_train(config: Mapping[str, Any], *, mode: str, batch: int, seq: int,
     def step(record: bool) -> dict[str, Any]:
         points: dict[str, Any] = {}
         optimizer.zero_grad(set_to_none=True)
-        with t.autocast(DEVICE, dtype=t.bfloat16, enabled=mode == "amp"):
+        with t.autocast(_device(), dtype=t.bfloat16, enabled=mode == "amp"):
             loss = model(input_ids=ids, labels=ids, use_cache=False).loss
         if record:
             points["after_forward"] = memory_point()
@@ -525,8 +526,6 @@ def measure_train(config: Mapping[str, Any], *, mode: str, batch: int, seq: int,
            "first_step_peak": first_peak, "steady_peak": steady_peak, "steady": steady,
            "nvml_used": nvml_used(), "reserved": reserved(), "latency": latency,
            "allocated_before_model": base}
-    del model, optimizer, ids
-    free_memory()
     return row
 
 

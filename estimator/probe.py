@@ -125,7 +125,7 @@ class NvmlProbe:
     def __init__(self, nvml: Any = None) -> None:
         if nvml is None:
             try:
-                import pynvml  # nvidia-ml-py: a core dependency, but its import can still fail in odd installs
+                import pynvml  # type: ignore[import-untyped,unused-ignore]  # nvidia-ml-py (a core dependency)
 
                 nvml = pynvml
             except ImportError:  # pragma: no cover - core dependency
@@ -170,6 +170,12 @@ class NvmlProbe:
                         cuda_driver_version=None if cuda is None else f"{cuda // 1000}.{cuda % 1000 // 10}",
                         gpus=gpus)
 
+    def _process_name(self, pid: int) -> str | None:
+        try:
+            return _text(self._nvml.nvmlSystemGetProcessName(pid))
+        except self._nvml.NVMLError:
+            return None
+
     def _gpu(self, index: int) -> LiveGpu:
         nvml = self._nvml
         try:
@@ -194,7 +200,7 @@ class NvmlProbe:
         procs = self._try(missing, "processes", lambda: nvml.nvmlDeviceGetComputeRunningProcesses(handle)) or []
         processes = []
         for p in procs:
-            pname = self._try([], "process name", lambda p=p: _text(nvml.nvmlSystemGetProcessName(p.pid)))
+            pname = self._process_name(int(p.pid))
             used = getattr(p, "usedGpuMemory", None)
             processes.append(GpuProcess(pid=int(p.pid), name=pname or None,
                                         used_bytes=None if used is None or used < 0 or used >= 2**63 else int(used)))

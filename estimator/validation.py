@@ -84,7 +84,7 @@ class Predictor:
                logits: str = "last") -> Report:
         bf16 = self.catalog.formats.get("bf16")
         workload = InferenceWorkload(batch=batch, prompt_tokens=prompt, output_tokens=output, weight_format=bf16,
-                                     kv_format=bf16, logits=logits, profile=profile)  # type: ignore[arg-type]
+                                     kv_format=bf16, logits=logits, profile=profile)
         return estimate(model, self.gpu, workload)
 
 
