@@ -42,6 +42,10 @@ TRAIN = [  # (model, mode, batch, seq, checkpointing): llama-3.2-1b amp b4 s2048
     ("llama-3.2-3b", "bf16", 2, 2048, True),
 ]
 LATE_INFERENCE = ["llama-3.2-1b", "qwen2.5-0.5b", "gpt2-xl"]
+LEAN_MODELS = ["llama-3.1-8b", "llama-3.2-1b", "qwen2.5-0.5b", "qwen2.5-7b", "mistral-7b-v0.1", "llama-2-7b",
+               "gemma-2-9b"]
+# gpt2 has 1,024 learned positions: its cases stay inside them
+SHORT = {"gpt2-xl": ([(1, 1024), (8, 1024)], [(1, 512), (16, 1000)])}
 
 
 def catalog_config(name: str) -> dict[str, Any]:
@@ -78,6 +82,7 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, default=420.0)
     parser.add_argument("--only", nargs="*", default=None, help="limit to these models")
     parser.add_argument("--tiny", action="store_true", help="CPU dry run with toy configs")
+    parser.add_argument("--lean-only", action="store_true", help="only the lean decodes (and --only's HF cases)")
     args = parser.parse_args()
     start = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -107,13 +112,18 @@ def main() -> None:
     def wanted(name: str) -> bool:
         return args.only is None or name in args.only
 
+    if args.lean_only:
+        for name in LEAN_MODELS:
+            if in_budget(name):
+                measure.inference_rows(name, config_of(name), prefill=[], decode=[], lean=LEAN if not args.tiny
+                                       else [(2, 24)], emit=emit, load=False)
     for name in INFERENCE:
         if wanted(name) and in_budget(name):
             measure.inference_rows(name, config_of(name), prefill=PREFILL if not args.tiny else [(1, 32)],
                                    decode=DECODE if not args.tiny else [(2, 24)],
                                    lean=LEAN if not args.tiny else [(2, 24)], emit=emit)
     for name, mode, batch, seq, ckpt in TRAIN:
-        if wanted(name) and in_budget(name):
+        if wanted(name) and not args.lean_only and in_budget(name):
             try:
                 row = measure.measure_train(config_of(name), mode=mode, batch=batch, seq=seq if not args.tiny else 32,
                                             checkpointing=ckpt)
@@ -124,8 +134,9 @@ def main() -> None:
                 measure.free_memory()
     for name in LATE_INFERENCE:
         if wanted(name) and in_budget(name):
-            measure.inference_rows(name, config_of(name), prefill=PREFILL if not args.tiny else [(1, 32)],
-                                   decode=DECODE if not args.tiny else [(2, 24)],
+            prefill, decode = SHORT.get(name, (PREFILL, DECODE))
+            measure.inference_rows(name, config_of(name), prefill=prefill if not args.tiny else [(1, 32)],
+                                   decode=decode if not args.tiny else [(2, 24)],
                                    lean=LEAN if not args.tiny else [(2, 24)], emit=emit)
     sink.close()
     print(f"done in {time.monotonic() - start:.0f} s", flush=True)
