@@ -166,7 +166,7 @@ class NvmlProbe:
         driver = self._try(driver_missing, "driver version", nvml.nvmlSystemGetDriverVersion)
         cuda = self._try(driver_missing, "CUDA version", nvml.nvmlSystemGetCudaDriverVersion)
         gpus = tuple(self._gpu(i) for i in range(count))
-        return Snapshot(driver_version=_text(driver),
+        return Snapshot(driver_version=None if driver is None else _text(driver),
                         cuda_driver_version=None if cuda is None else f"{cuda // 1000}.{cuda % 1000 // 10}",
                         gpus=gpus)
 
