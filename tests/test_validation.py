@@ -75,6 +75,13 @@ def test_measurement_code_paths_on_cpu(tmp_path: Path) -> None:
     from estimator import measure
 
     measure.dry_run_on_cpu()
+    try:
+        _run_tiny(measure)
+    finally:
+        measure._STATE["device"] = "cuda"  # leave the module as other tests expect it
+
+
+def _run_tiny(measure: Any) -> None:
     tiny = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
             "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128, "vocab_size": 256,
             "tie_word_embeddings": True, "max_position_embeddings": 64}
