@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-
-if TYPE_CHECKING:
-    from rich.console import Console
 from pydantic import ValidationError
 
-from estimator import cli_plan
+from estimator import cli_gpu, cli_plan
+from estimator.calibration import calibrated_profile
 from estimator.catalog import Catalog, default_catalog, validation_message
 from estimator.errors import EstimatorError, WorkloadInvalid
 from estimator.estimate import estimate
@@ -34,6 +32,9 @@ from estimator.train_options import (
 )
 from estimator.units import format_bytes, parse_count
 from estimator.workload import InferenceWorkload
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class OutputFormat(str, Enum):
@@ -144,6 +145,8 @@ def estimate_command(
     = None,
     qlora: Annotated[bool, typer.Option("--qlora", help="Train: 4-bit NF4 base (needs --lora-rank).")] = False,
     plot: cli_plan.PlotOption = None,
+    calibration: Annotated[Path | None, typer.Option(help="Calibration file from `estimator calibrate` (default: "
+                                                     "the user config dir's, when it has this card).")] = None,
 ) -> None:
     """Estimate memory and speed. Example: estimate --model 70b --dtype fp16 --gpu a100"""
     catalog = _catalog(specs_dir)
@@ -180,7 +183,7 @@ def estimate_command(
             tensor_parallel=_positive("--gpus", gpus),
             logits=logits.value,
             mla_cache=mla_cache.value,
-            profile=catalog.profiles.get(profile),
+            profile=calibrated_profile(catalog.profiles.get(profile), gpu_spec, calibration),
         )
     except ValidationError as error:
         raise WorkloadInvalid(validation_message(error)) from None
@@ -193,6 +196,12 @@ def estimate_command(
         sys.stdout.write(to_csv([report]))
     else:
         render_table(report, _console(), binary=units is Units.gib, explain=explain)
+
+
+app.command("gpu")(cli_gpu.gpu_command)
+app.command("monitor")(cli_gpu.monitor_command)
+app.command("calibrate")(cli_gpu.calibrate_command)
+app.command("validate")(cli_gpu.validate_command)
 
 
 @gpus_app.callback()

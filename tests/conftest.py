@@ -51,6 +51,7 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
         monkeypatch.setattr("sys.stderr", err)
         monkeypatch.setattr("sys.argv", [entry, *args])
         monkeypatch.setenv("COLUMNS", "120")
+        monkeypatch.setenv("ESTIMATOR_NO_CALIBRATION", "1")  # a calibration in the user config dir must not leak in
         code = 0
         try:
             (estimate_main if entry == "estimate" else main)()

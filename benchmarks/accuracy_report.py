@@ -1,0 +1,232 @@
+"""Write docs/accuracy.md: every measured case on the H200, predicted vs measured, error per term, summary.
+
+    python benchmarks/accuracy_report.py [--data tests/data/measured] [--out docs/accuracy.md]
+
+Reads every ``*.jsonl`` under ``--data`` (rows written by benchmarks/measure_h200.py and ``estimator validate
+--save``) and the calibration file beside them, and predicts each row with the shipped profiles and with the
+profiles calibrated on that card (``estimator calibrate``). Deterministic: the same files give the same document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from estimator.calibration import apply_calibration, entry_for, load_calibration
+from estimator.catalog import default_catalog
+from estimator.units import format_bytes
+from estimator.validation import Point, Predictor, points, summarize
+
+ROOT = Path(__file__).resolve().parent.parent
+# The shipped profiles were fitted on the shared reference points of these two models (specs/profiles/*.yaml).
+FITTED_ON = ("llama-3.2-1b", "llama-3.1-8b")
+TIME_TERMS = ("prefill_s", "decode_step_s optimized", "decode_step_s hf")
+
+MECHANISMS = """\
+## Where targets are missed, why, and what would close it
+
+Every figure below is read off the tables above; the formula named is the one that produced the prediction.
+
+1. **KV cache of sliding-window models after an HF prefill** (mistral-7b-v0.1 s8192: −50%; gemma-2-9b s8192:
+   −25%). `memory.kv_cache_layers` holds min(tokens, window) per sliding layer, which is what a serving engine
+   (and HF's *static* cache: gemma-2-9b and mistral static-cache rows are within 0.1%) keeps. transformers 5.17's
+   `DynamicCache` keeps the whole prompt in sliding layers after prefill and crops only on the next update, so
+   right after prefill it holds `tokens`, not `window`. Close it with an HF-prefill variant: for the `hf` profile,
+   held = tokens during and right after prefill; keep min(tokens, window) for decode and for `optimized`.
+2. **Prefill activation peak of MoE models under HF** (qwen3-30b-a3b: −64%, mixtral-8x7b: −26%, constant over
+   all shapes). `memory.prefill_activation_peak` counts top-k × expert width × 3 per token for the MLP stage. The
+   ratio measured ÷ predicted is constant per model (2.76 for qwen3-30b-a3b, 1.36 for mixtral-8x7b), so the missing
+   term is linear in tokens: 94.8 kB per token for qwen3-30b-a3b (128 experts, top-8, hidden 2048) and 73.8 kB per
+   token for mixtral-8x7b (8 experts, top-2, hidden 4096). transformers 5.17's MoE blocks gather each expert's
+   tokens into new tensors (hidden-sized copies in and out, router logits and routing weights in fp32) while the
+   expert intermediates are live; the exact tensor list was not isolated in this run. A per-token MoE dispatch
+   term for the `hf` profile (engines' fused MoE kernels do not keep these copies), fitted on one MoE model and
+   checked on the other, would close it.
+3. **Gemma-2 logits with all positions** (−50% on every logits=all shape); the same family of cause on
+   **gpt2-xl** logits=last (−45%): `gelu_new` (tanh approximation written as elementwise PyTorch) keeps about
+   two more ffn-wide temporaries live than the plain-MLP count (2 × ffn). Gemma-2 applies
+   `final_logit_softcapping` (logits ÷ cap → tanh → × cap), which keeps a second b × s × vocab bf16 tensor live:
+   the logits stage is 2 × b·s·V·2 bytes, exactly twice what `prefill_activation_peak` counts. A flag for
+   soft-capped logits (one extra logits-sized tensor) closes it.
+4. **NVML used after load for models with large vocabularies** (qwen2.5-0.5b −29%, gpt2-xl −19%, gemma-2-9b
+   −10%, llama-3.2-1b −22%; 7–47B models within 1.5%). Building a model with random weights leaves
+   initialisation temporaries in PyTorch's allocator cache (reserved − allocated after load: 0.29 GB for
+   qwen2.5-0.5b, 1.8 GB for gemma-2-9b, whose embedding is 256,000 × 3,584), which NVML counts and a checkpoint
+   load would not. The second call recorded NVML after `torch.cuda.empty_cache()` as well (gpt2-xl:
+   `nvml_used_after_load` is that reading, `nvml_used_after_init` the raw one); the gap that remains on gpt2-xl
+   (−19%) is cuBLAS/cuBLASLt workspaces and the warm-up's cached blocks beyond the profile's context + 98 MiB
+   workspace. A per-model measurement after `empty_cache` for the small models, and a workspace term that grows
+   with the number of GEMM shapes used, would close it.
+5. **Prefill time** (target ±15%): within target for most dense 7–9B models at 2k tokens; short by 20–30% on
+   8k prompts (mistral, gemma-2: attention FLOPs grow quadratically and HF's sdpa runs them further below the
+   `hf` profile's 45% of peak), short by 24–55% on the MoE models (transformers loops over experts with
+   gather/scatter and small GEMMs, far below the profile's dense-GEMM 77%), and too long by 16–52% on the small
+   models (qwen2.5-0.5b, gpt2-xl, llama-3.2-1b at 2k) where the prediction is the host-dispatch floor
+   `host_per_layer_s` × layers, fitted on decode steps, while a prefill forward dispatches faster per layer.
+   Closing it needs an attention efficiency that falls with sequence length, a grouped-expert GEMM efficiency
+   and a separate prefill host floor for `hf`, each fitted on held-out models.
+6. **First-case artifacts** (qwen2.5-7b KV +6 MB and static cache +28 MB on the first case; qwen3-30b-a3b,
+   llama-3.2-1b and gpt2-xl static cache b1 −4 to −5%): the first call of a GEMM kind allocates a cuBLASLt
+   workspace through PyTorch's allocator, counted in that case. Rows from the second call warm up first
+   (`measure._warm_up`), and the llama-3.1-8b validate rows show KV and static cache exact.
+7. **HF eager decode** (no target in the issue; shown for completeness): for GQA models the `hf` profile's
+   `kv_read_efficiency` = 0.04 (repeat_kv + masked SDPA over the whole static cache) holds; for MHA llama-2-7b the
+   measured step is flat at 21–26 ms from 0.5 GB to 69 GB of cache, so the cache is not streamed at all on that
+   path (no repeat_kv; PyTorch picks a kernel that skips the masked slots), and the prediction is 8–15× too slow.
+   The KV-read penalty should apply only when num_kv_heads < num_heads; for MHA the KV read should be the filled
+   context only. Small models are host-bound (the `host_per_layer_s` floor), where the error is ±25%.
+8. **Lean (optimized) decode**: flash SDPA (`q` as b × heads × 1, `enable_gqa`) is the faster attention on most
+   cases; on long contexts with few KV heads PyTorch's flash kernel has too few thread blocks and runs far under
+   bandwidth; the batched-GEMM attention (flash-decoding's split over the context) is then faster. The summary
+   takes the faster of the two per case, which is what a serving engine achieves; all 20 held-out cases are
+   within ±10% with the shipped `optimized` profile. The first lean decoder (rotary and cache write as separate
+   unfused kernels) ran about 2× the profile's per-layer cost; its rows were replaced by the second call's.
+"""
+
+
+def load_rows(data: Path) -> list[dict[str, Any]]:
+    rows = []
+    for path in sorted(data.glob("*.jsonl")):
+        rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return rows
+
+
+def best_lean(pts: list[Point]) -> list[Point]:
+    """Keep, per lean case, the attention variant with the shorter measured time (what an engine achieves)."""
+    best: dict[tuple[str, str, str], Point] = {}
+    rest = []
+    for p in pts:
+        if p.case.startswith("lean decode"):
+            base = p.case.rsplit(" ", 1)[0] if p.case.endswith((" flash", " matmul")) else p.case
+            key = (p.model, base, p.term)
+            if key not in best or p.measured < best[key].measured:
+                best[key] = p
+        else:
+            rest.append(p)
+    return rest + list(best.values())
+
+
+def _fmt(term: str, value: float) -> str:
+    if term.endswith(("_s", "bound", " hf", " optimized")):
+        return f"{value * 1e3:,.3f} ms"
+    return format_bytes(value, binary=True)
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.1%}"
+
+
+def summary_table(pts: list[Point], title: str) -> list[str]:
+    lines = [f"### {title}", "", "| term | target | cases | within target | median abs error | worst case |",
+             "| --- | --- | ---: | ---: | ---: | --- |"]
+    for s in summarize(pts):
+        worst = s.worst
+        assert worst is not None
+        if s.target is None and s.median_abs_error is None:  # bound
+            lines.append(f"| {s.term} (never above measured) | bound ≤ measured | {s.cases} | {s.within} | — | "
+                         f"{worst.model} {worst.case}: bound = {worst.predicted / worst.measured:.0%} of measured |")
+            continue
+        target = "—" if s.target is None else f"±{s.target:.1%}"
+        median = "—" if s.median_abs_error is None else f"{s.median_abs_error:.1%}"
+        lines.append(f"| {s.term} | {target} | {s.cases} | {s.within if s.target is not None else '—'} | {median} | "
+                     f"{worst.model} {worst.case}: {_pct(worst.error)} |")
+    return [*lines, ""]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT / "tests" / "data" / "measured")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "accuracy.md")
+    args = parser.parse_args()
+    catalog = default_catalog()
+    gpu = catalog.gpus.get("h200")
+    rows = load_rows(args.data)
+    predictor = Predictor.default(catalog, gpu)
+    pts = best_lean(list(points(rows, predictor)))
+    calibrations = sorted(args.data.glob("*calibration.yaml"))
+    calibrated_pts: list[Point] = []
+    cal_note = "no calibration file found"
+    if calibrations:
+        entry = entry_for(load_calibration(calibrations[-1]), gpu)
+        if entry is not None:
+            source = calibrations[-1].name
+            cal = Predictor(catalog, gpu, apply_calibration(predictor.hf, entry, source),
+                            apply_calibration(predictor.optimized, entry, source))
+            calibrated_pts = [p for p in best_lean(list(points(rows, cal))) if p.term in TIME_TERMS]
+            cal_note = (f"`{source}`: " + ", ".join(f"{k} = {v:.4g}" for k, v in entry.profile_overrides.items()))
+    held_out = [p for p in pts if p.model not in FITTED_ON]
+    fitted = [p for p in pts if p.model in FITTED_ON]
+    device = next((r for r in rows if r.get("kind") == "device"), {})
+    models = sorted({p.model for p in pts})
+    out: list[str] = [
+        "# Accuracy on a real H200",
+        "",
+        "Generated by `python benchmarks/accuracy_report.py` from `tests/data/measured/` — do not edit by hand.",
+        "",
+        f"Device: {device.get('name', '?')}, PyTorch {device.get('torch', '?')}, transformers "
+        f"{device.get('transformers', '?')}, CUDA {device.get('cuda_runtime', '?')}. Models are built from their "
+        "catalog config.json with random bf16 weights on the GPU (no download). Measured with (one device session, "
+        "two calls, see `tests/data/measured/README.md`): `estimator gpu`, `estimator calibrate`, `estimator "
+        "validate --model llama-3.1-8b --batch 1 --prompt-tokens 2048 --save …`, and "
+        "`python benchmarks/measure_h200.py --out $OUT`.",
+        "",
+        f"Models measured: {', '.join(models)}. Predictions use the catalog's NVIDIA H200 SXM 141GB and the shipped "
+        "profiles: `hf` for load, prefill and Hugging Face decode, `optimized` for the lean CUDA-graph decode.",
+        "",
+        f"**Fitting.** The shipped profiles were fitted on the shared reference points of {' and '.join(FITTED_ON)} "
+        "(specs/profiles/*.yaml, `fitted_on`). Those two models are listed apart below; the targets are judged on "
+        f"the other {len(models) - len(FITTED_ON)} models (held out). The calibrated rows apply the calibration "
+        f"measured on this card by `estimator calibrate` ({cal_note}).",
+        "",
+        "## Summary against the issue's targets",
+        "",
+        *summary_table(held_out, "Held-out models, shipped profiles"),
+        *summary_table([p for p in calibrated_pts if p.model not in FITTED_ON],
+                       "Held-out models, time terms with the profile calibrated on this card"),
+        *summary_table(fitted, f"Fitting models ({', '.join(FITTED_ON)}), shipped profiles"),
+        "Targets: weights ±0.5%, KV cache ±1%, NVML used after load ±3%, prefill activation peak ±10%, "
+        "training steady-state peak ±10%, optimized decode ±10%, prefill ±15%; bounds never above a measurement. "
+        "`decode_step_s hf` and `nvml_used_after_init` have no target.",
+        "",
+        MECHANISMS,
+        "## Every case",
+        "",
+        "Error = (predicted − measured) ÷ measured. ✓ within target, ✗ outside; bound rows pass when the bound is "
+        "not above the measurement. Lean decode rows keep the faster attention variant per case.",
+        "",
+        "| model | case | term | predicted | measured | error | target | |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for p in sorted(pts, key=lambda q: (q.model, q.case, q.term)):
+        target = "≤ measured" if p.kind == "bound" else "—" if p.target is None else f"±{p.target:.1%}"
+        mark = "" if p.ok is None else "✓" if p.ok else "✗"
+        fit = " (fit)" if p.model in FITTED_ON else ""
+        out.append(f"| {p.model}{fit} | {p.case} | {p.term} | {_fmt(p.term, p.predicted)} | "
+                   f"{_fmt(p.term, p.measured)} | {_pct(p.error)} | {target} | {mark} |")
+    out += ["", "## Training steps (measured; predictions come from the training estimator, issue 4)", "",
+            "AdamW (PyTorch default foreach), HF transformers, sdpa; `steady_peak` = peak of a steady-state step "
+            "minus allocated before the model was built (same fields as the reference `kind=train` row).", "",
+            "| model | mode | batch × seq | checkpointing | model bytes | first-step peak | steady peak | step time |",
+            "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        if r.get("kind") == "train" and not r.get("error"):
+            out.append(f"| {r['model']} | {r['mode']} | {r['batch']} × {r['seq']} | {r['checkpointing']} | "
+                       f"{format_bytes(r['model_bytes'], binary=True)} | "
+                       f"{format_bytes(r['first_step_peak'], binary=True)} | "
+                       f"{format_bytes(r['steady_peak'], binary=True)} | {r['latency']['median_s'] * 1e3:,.0f} ms |")
+    failures = [r for r in rows if r.get("error")]
+    if failures:
+        out += ["", "## Cases that failed", ""]
+        out += [f"- {r.get('model')} {r.get('phase', r['kind'])}: {r['error']}" for r in failures]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(out) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} ({len(pts)} comparisons, {len(rows)} rows)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Calibration files: derived profile values, reading and writing, and how estimate picks them up."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from estimator.calibration import (
+    GpuCalibration,
+    apply_calibration,
+    calibrated_profile,
+    derive_overrides,
+    entry_for,
+    load_calibration,
+    save_calibration,
+    user_calibration_path,
+)
+from estimator.catalog import Catalog
+from estimator.errors import SpecInvalid, WorkloadInvalid
+from tests.conftest import CliResult
+
+MEASURED = Path(__file__).resolve().parent / "data" / "measured" / "h200-2026-11-30-calibration.yaml"
+
+RAW: dict[str, Any] = {
+    "graph_layer_s": 3.8e-5, "cuda_context_bytes": 650_969_088, "workspace_bytes": 102_760_448,
+    "driver_reserved_bytes": 644_939_776, "graph_bandwidth_bytes_per_s": 4.0e12,
+    "matmul_flop_per_s": {"bf16": 7.5e14},
+}
+
+
+def entry(catalog_gpu: str | None = "NVIDIA H200 SXM 141GB", name: str = "NVIDIA H200",
+          overrides: dict[str, float] | None = None) -> GpuCalibration:
+    return GpuCalibration(
+        gpu=name, catalog_gpu=catalog_gpu, measured_at="2026-11-30", memory_total_bytes=150_754_820_096,
+        copy_bytes_per_s=4.2e12, read_bytes_per_s=4.2e12, gemv_bytes_per_s=3.4e12, matmul_flop_per_s={"bf16": 7.5e14},
+        driver_reserved_bytes=644_939_776, cuda_context_bytes=650_969_088, workspace_bytes=102_760_448,
+        graph_kernel_s=1.1e-6, graph_layer_s=3.8e-5, graph_bandwidth_bytes_per_s=4.0e12,
+        profile_overrides=overrides if overrides is not None else {"bandwidth_efficiency": 0.5,
+                                                                   "per_layer_step_s": 1e-4})
+
+
+def test_derive_overrides(catalog: Catalog) -> None:
+    h200 = catalog.gpus.get("h200")
+    out = derive_overrides(RAW, h200, 150_754_820_096)
+    assert out["bandwidth_efficiency"] == pytest.approx(4.0e12 / 4.8e12)
+    assert out["matmul_flop_efficiency"] == pytest.approx(7.5e14 / 989.4e12)
+    assert out["driver_reserved_fraction"] == pytest.approx(644_939_776 / 150_754_820_096)
+    assert out["per_layer_step_s"] == 3.8e-5
+    assert out["cuda_context_bytes"] == 650_969_088
+    unmatched = derive_overrides(RAW, None, 150_754_820_096)
+    assert "bandwidth_efficiency" not in unmatched  # no datasheet peak to divide by
+
+
+def test_save_merges_cards_and_loads_back(tmp_path: Path) -> None:
+    path = tmp_path / "cal.yaml"
+    save_calibration(path, entry())
+    save_calibration(path, entry(catalog_gpu="NVIDIA GeForce RTX 4090 24GB", name="NVIDIA GeForce RTX 4090"))
+    save_calibration(path, entry(overrides={"bandwidth_efficiency": 0.6}))  # replaces the H200 entry
+    loaded = load_calibration(path)
+    assert set(loaded.gpus) == {"NVIDIA H200", "NVIDIA GeForce RTX 4090"}
+    assert loaded.gpus["NVIDIA H200"].profile_overrides == {"bandwidth_efficiency": 0.6}
+
+
+def test_committed_h200_calibration_loads(catalog: Catalog) -> None:
+    found = entry_for(load_calibration(MEASURED), catalog.gpus.get("h200"))
+    assert found is not None
+    assert found.gpu == "NVIDIA H200"
+    assert 0.7 < found.profile_overrides["bandwidth_efficiency"] < 0.95
+
+
+def test_apply_changes_only_hardware_fields(catalog: Catalog) -> None:
+    hf = catalog.profiles.get("hf")
+    calibrated = apply_calibration(hf, entry(overrides={"bandwidth_efficiency": 0.5, "workspace_bytes": 1.0e6}),
+                                   "cal.yaml")
+    assert calibrated.bandwidth_efficiency == 0.5
+    assert calibrated.workspace_bytes == 1_000_000
+    assert calibrated.host_per_layer_s == hf.host_per_layer_s
+    assert "calibrated on NVIDIA H200 (cal.yaml, 2026-11-30)" in calibrated.description
+    with pytest.raises(SpecInvalid, match="calibrated profile is invalid"):
+        apply_calibration(hf, entry(overrides={"bandwidth_efficiency": 2.0}), "cal.yaml")
+
+
+def test_explicit_file_must_cover_the_card(catalog: Catalog, tmp_path: Path) -> None:
+    path = tmp_path / "cal.yaml"
+    save_calibration(path, entry())
+    profile = catalog.profiles.get("optimized")
+    assert calibrated_profile(profile, catalog.gpus.get("h200"), path).bandwidth_efficiency == 0.5
+    with pytest.raises(WorkloadInvalid, match="has no calibration for NVIDIA A100"):
+        calibrated_profile(profile, catalog.gpus.get("a100"), path)
+
+
+def test_user_file_is_picked_up_only_for_its_card(catalog: Catalog, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("ESTIMATOR_NO_CALIBRATION", raising=False)
+    assert user_calibration_path() == tmp_path / "estimator" / "calibration.yaml"
+    profile = catalog.profiles.get("optimized")
+    assert calibrated_profile(profile, catalog.gpus.get("h200"), None) is profile  # no file yet
+    save_calibration(user_calibration_path(), entry())
+    assert calibrated_profile(profile, catalog.gpus.get("h200"), None).bandwidth_efficiency == 0.5
+    assert calibrated_profile(profile, catalog.gpus.get("a100"), None) is profile
+    monkeypatch.setenv("ESTIMATOR_NO_CALIBRATION", "1")
+    assert calibrated_profile(profile, catalog.gpus.get("h200"), None) is profile
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("gpus: [", "malformed YAML"),
+    ("- a\n- b\n", "a calibration file is a mapping"),
+    ("schema_version: 2\ngpus: {}\n", "schema_version 2"),
+    ("gpus: {x: {gpu: x}}\n", "gpus.x"),
+])
+def test_bad_files_are_spec_invalid(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "cal.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecInvalid, match=message):
+        load_calibration(path)
+
+
+def test_unknown_override_key(tmp_path: Path) -> None:
+    path = tmp_path / "cal.yaml"
+    save_calibration(path, entry(overrides={"host_per_layer_s": 1.0}))
+    with pytest.raises(SpecInvalid, match="unknown keys host_per_layer_s"):
+        load_calibration(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(SpecInvalid, match="cannot read calibration file"):
+        load_calibration(tmp_path / "none.yaml")
+
+
+def test_estimate_with_calibration(cli: Callable[..., CliResult], tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "empty"))
+    path = tmp_path / "cal.yaml"
+    save_calibration(path, entry())
+    args = ("estimate", "--model", "llama-3.1-8b", "--gpu", "h200", "--format", "json")
+    plain = json.loads(cli(*args).stdout)
+    calibrated = json.loads(cli(*args, "--calibration", str(path)).stdout)
+    # half the bandwidth efficiency (0.5 vs 0.86) and 100 µs per layer: a slower decode step
+    assert calibrated["time"]["decode_step_s"] > plain["time"]["decode_step_s"] * 1.5
+    assert any("calibrated on NVIDIA H200" in a for a in calibrated["assumptions"])
+    other = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "a100", "--calibration", str(path))
+    assert other.exit_code == 2
+    assert other.stderr.startswith("error: ") and "has no calibration for" in other.stderr
