@@ -15,18 +15,19 @@ import time
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
 
 from estimator.catalog import Catalog, default_catalog
 from estimator.errors import DeviceUnavailable, WorkloadInvalid
 from estimator.probe import GpuProbe, LiveGpu, NvmlProbe, Snapshot, compare_with_spec, match_catalog
 from estimator.report import Report
 from estimator.units import MIB, format_bytes
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 
 class Format(str, Enum):
@@ -91,6 +92,8 @@ def snapshot_json(snapshot: Snapshot, catalog: Catalog) -> dict[str, Any]:
 
 
 def render_gpu(gpu: LiveGpu, snapshot: Snapshot, catalog: Catalog, console: Console) -> None:
+    from rich.table import Table
+
     console.print(f"[bold]GPU {gpu.index}: {gpu.name}[/]  {gpu.uuid or ''}", highlight=False)
     facts = Table(show_header=False, box=None, pad_edge=False)
     facts.add_row("memory", f"total {_mib(gpu.memory_total_bytes)} ({gpu.memory_total_bytes:,} B), used "
@@ -127,6 +130,8 @@ def gpu_command(
     specs_dir: Annotated[Path | None, typer.Option("--specs-dir", help="Another specs folder.")] = None,
 ) -> None:
     """Every visible GPU through NVML, matched to the catalog. Example: estimator gpu --format json"""
+    from rich.console import Console
+
     snapshot = _read()
     catalog = _catalog(specs_dir)
     if output_format is Format.json:
@@ -174,6 +179,8 @@ def monitor_lines(snapshot: Snapshot, expected: Report | None, stamp: str) -> li
 
 
 def monitor_table(snapshot: Snapshot, expected: Report | None, stamp: str) -> Table:
+    from rich.table import Table
+
     table = Table("gpu", "used", "total", "util", "mem clock", "processes", title=f"estimator monitor — {stamp}")
     if expected is not None:
         table.add_column("expected (estimate)")
@@ -201,6 +208,9 @@ def monitor_command(
     specs_dir: Annotated[Path | None, typer.Option("--specs-dir", help="Another specs folder.")] = None,
 ) -> None:
     """Live used memory, utilisation and memory clock, like nvidia-smi -l 1. Example: estimator monitor --count 5"""
+    from rich.console import Console
+    from rich.live import Live
+
     probe = make_probe()
     console = Console()
     try:
@@ -246,6 +256,9 @@ def calibrate_command(
 ) -> None:
     """Measure this GPU (bandwidth, FLOP/s, overheads, graph cost) and write a calibration file.
     Example: estimator calibrate --out h200.yaml"""
+    from rich.console import Console
+    from rich.table import Table
+
     from estimator import measure
     from estimator.calibration import GpuCalibration, derive_overrides, save_calibration, user_calibration_path
 
@@ -310,6 +323,9 @@ def validate_command(
 ) -> None:
     """Run the model on this GPU (random weights) and compare with the estimate.
     Example: estimator validate --model llama-3.1-8b --batch 1 --prompt-tokens 2048"""
+    from rich.console import Console
+    from rich.table import Table
+
     from estimator import measure
     from estimator.validation import Predictor, points
 
