@@ -71,7 +71,7 @@ def points(path: Path) -> Iterator[Point]:
             assert report.memory.kv_cache_bytes is not None
             yield Point(case, "kv_cache_bytes", report.memory.kv_cache_bytes, row["kept_after"])
             peak = prefill_activation_peak(model.arch, batch, prompt, element_bytes=2, logits_all=logits == "all",
-                                           logits_fp32=False).bytes
+                                           logits_fp32=False, eager_activations=True).bytes
             yield Point(case, "activation_bytes", peak, row["peak_minus_before"] - row["kept_after"])
             if "latency" in row:
                 yield Point(case, "prefill_s hf", report.time.prefill_s, row["latency"]["median_s"])

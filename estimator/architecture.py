@@ -98,6 +98,8 @@ class Architecture(_Arch):
     lm_head: bool = True
     causal: bool = True
     max_position_embeddings: int | None = Field(default=None, gt=0)
+    hidden_act: str | None = None  # config.json's activation name (e.g. gelu_new, silu)
+    final_logit_softcapping: bool = False  # Gemma 2: logits ÷ cap → tanh → × cap
 
     @model_validator(mode="after")
     def _check(self) -> Architecture:

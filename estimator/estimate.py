@@ -113,7 +113,11 @@ def _memory_per_gpu(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: in
         activation = prefill_activation_peak(
             arch, batch, tokens, element_bytes=w.activation_bytes_per_element,
             logits_all=w.logits == "all", logits_fp32=w.profile.logits_fp32_upcast, tensor_parallel=tp,
+            eager_activations=w.profile.eager_activation_temporaries,
         ).bytes
+        if kv and w.profile.sliding_window_prefill_full and arch.layer_windows:
+            kv = max(kv, kv_cache_bytes(arch, w.prompt_tokens, w.batch, w.kv_format, decompressed_mla=decompressed,
+                                        kv_heads_divisor=kv_heads_divisor(arch, tp), ignore_windows=True))
     dynamic = (kv or 0) + (activation or 0)
     overhead = runtime_overhead_bytes(gpu.memory_bytes, w.profile, tensor_parallel=tp, dynamic_bytes=dynamic)
     return _Memory(weights, kv, activation, overhead, weights + dynamic + overhead)
@@ -194,6 +198,7 @@ def _phase_costs(arch: Architecture, w: InferenceWorkload, context: int, weights
         layers=layers,
         allreduce_bytes=2 * layers * w.batch * h * act,
         allreduces=2 * layers if tp > 1 else 0,
+        grouped_kv=arch.attention.latent is None and arch.attention.num_kv_heads < arch.attention.num_heads,
     )
     return prefill, decode
 

@@ -82,6 +82,7 @@ def _llama_like(config: Config, *, tie_default: bool, qkv_bias: bool | None = No
         "norms_per_layer": norms_per_layer,
         "layer_windows": _windows_from_layer_types(config, layers) or windows,
         "max_position_embeddings": config.get("max_position_embeddings"),
+        "hidden_act": config.get("hidden_activation") or config.get("hidden_act"),
     }
 
 
@@ -130,7 +131,9 @@ def _gemma2(config: Config) -> Architecture:
     layers = _int(config, "num_hidden_layers")
     window = _int(config, "sliding_window", default=4096)
     windows = tuple(window if i % 2 == 0 else None for i in range(layers))
-    return Architecture(**_llama_like(config, tie_default=True, norms_per_layer=4, windows=windows))
+    fields = _llama_like(config, tie_default=True, norms_per_layer=4, windows=windows)
+    fields["final_logit_softcapping"] = config.get("final_logit_softcapping") is not None
+    return Architecture(**fields)
 
 
 def _gemma3_text(config: Config) -> Architecture:
@@ -244,6 +247,7 @@ def _gpt2(config: Config) -> Architecture:
         norm="layer",
         position_embeddings=_int(config, "n_positions", "max_position_embeddings"),
         max_position_embeddings=_int(config, "n_positions", "max_position_embeddings"),
+        hidden_act=config.get("activation_function", "gelu_new"),
     )
 
 

@@ -92,15 +92,17 @@ class KvLayers:
 
 
 def kv_cache_layers(arch: Architecture, tokens: int, batch: int, fmt: NumberFormat, *,
-                    decompressed_mla: bool = False, kv_heads_divisor: int = 1) -> list[KvLayers]:
+                    decompressed_mla: bool = False, kv_heads_divisor: int = 1,
+                    ignore_windows: bool = False) -> list[KvLayers]:
     """KV cache split by window: a sliding-window layer holds min(tokens, window) tokens (formulas.md, KV cache).
 
     bytes = layers × elements per token × held tokens × batch × bits / 8, with the elements divided over
-    ``kv_heads_divisor`` tensor-parallel ranks where the heads shard.
+    ``kv_heads_divisor`` tensor-parallel ranks where the heads shard. ``ignore_windows``: every layer holds all
+    ``tokens`` (transformers' DynamicCache right after a prefill, before its next update crops the window).
     """
     groups: dict[int | None, int] = {}
     for layer in range(arch.num_layers):
-        window = arch.window(layer)
+        window = None if ignore_windows else arch.window(layer)
         groups[window] = groups.get(window, 0) + 1
     bits = Fraction(str(fmt.bits_per_weight))
     out = []
@@ -113,10 +115,10 @@ def kv_cache_layers(arch: Architecture, tokens: int, batch: int, fmt: NumberForm
 
 
 def kv_cache_bytes(arch: Architecture, tokens: int, batch: int, fmt: NumberFormat, *,
-                   decompressed_mla: bool = False, kv_heads_divisor: int = 1) -> int:
+                   decompressed_mla: bool = False, kv_heads_divisor: int = 1, ignore_windows: bool = False) -> int:
     """Total KV cache for ``batch`` sequences of ``tokens`` each (see `kv_cache_layers`)."""
     return sum(g.bytes for g in kv_cache_layers(arch, tokens, batch, fmt, decompressed_mla=decompressed_mla,
-                                                 kv_heads_divisor=kv_heads_divisor))
+                                                 kv_heads_divisor=kv_heads_divisor, ignore_windows=ignore_windows))
 
 
 def kv_heads_divisor(arch: Architecture, tensor_parallel: int) -> int:
@@ -141,9 +143,15 @@ class ActivationPeak:
         return max(self.layer_bytes, self.logits_bytes)
 
 
+# Activations that transformers writes as a chain of elementwise PyTorch ops keep extra ffn-wide temporaries alive
+# in eager mode: gelu_new = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) holds x, 0.5·x and the running chain beside
+# the output (two more than a fused kernel). Measured: gpt2-xl prefill peak −45% without them (docs/accuracy.md).
+EAGER_ACTIVATION_TEMPORARIES = {"gelu_new": 2}
+
+
 def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, element_bytes: int,
                             logits_all: bool, logits_fp32: bool, tensor_parallel: int = 1,
-                            eager_attention: bool = False) -> ActivationPeak:
+                            eager_attention: bool = False, eager_activations: bool = False) -> ActivationPeak:
     """Largest set of live tensors during one prefill forward, excluding weights and the KV cache.
 
     Layer stage (inside the MLP, where the peak sits for every dense model measured): per token, the residual
@@ -155,6 +163,8 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
 
     Logits stage: the final hidden states and rotary tables, plus b × positions × vocab logits in the activation
     dtype (and their fp32 upcast where the runtime does it). positions = all tokens, or 1 with ``logits_to_keep=1``.
+    Final-logit soft-capping (Gemma 2) keeps a second logits tensor live (measured: −50% without it).
+    ``eager_activations``: activations written as elementwise chains add `EAGER_ACTIVATION_TEMPORARIES`.
     """
     h = arch.hidden_size
     if arch.moe is not None and arch.num_moe_layers:
@@ -163,7 +173,8 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
         ffn = max(ffn, arch.mlp.intermediate_size if arch.num_moe_layers < arch.num_layers else 0)
     else:
         ffn = arch.mlp.intermediate_size
-    ffn_live = (3 if arch.mlp.gated else 2) * math.ceil(ffn / tensor_parallel)
+    temporaries = EAGER_ACTIVATION_TEMPORARIES.get(arch.hidden_act or "", 0) if eager_activations else 0
+    ffn_live = ((3 if arch.mlp.gated else 2) + temporaries) * math.ceil(ffn / tensor_parallel)
     rope = 2 * arch.attention.head_dim if arch.position_embeddings == 0 else 0
     tokens_total = batch * tokens
     layer = tokens_total * ((ffn_live + 4 * h + rope) * element_bytes + 8)
@@ -172,7 +183,8 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
         layer = max(layer, tokens_total * (4 * h * element_bytes) + 2 * batch * heads * tokens * tokens * 4)
     positions = tokens if logits_all else 1
     logits_elements = batch * positions * arch.vocab_size if arch.lm_head else 0
-    logits = logits_elements * (element_bytes + (4 if logits_fp32 else 0))
+    copies = 2 if arch.final_logit_softcapping else 1
+    logits = logits_elements * (copies * element_bytes + (4 if logits_fp32 else 0))
     logits_stage = tokens_total * (h + rope) * element_bytes + logits
     return ActivationPeak(layer, logits_stage)
 

@@ -21,7 +21,7 @@ class EfficiencyProfile(BaseModel):
     description: str
     bandwidth_efficiency: float = Field(gt=0, le=1)
     bandwidth_efficiency_by_memory: dict[MemoryType, float] = Field(default_factory=dict)
-    kv_read_efficiency: float | None = Field(default=None, gt=0, le=1)
+    kv_read_efficiency: float | None = Field(default=None, gt=0, le=1)  # grouped-query attention only
     matmul_flop_efficiency: float = Field(gt=0, le=1)
     attention_flop_efficiency: float = Field(gt=0, le=1)
     elementwise_hidden_passes: float = Field(ge=0)
@@ -35,6 +35,10 @@ class EfficiencyProfile(BaseModel):
     nccl_buffer_bytes: int = Field(ge=0)
     logits_fp32_upcast: bool
     prefill_chunk_tokens: int | None = Field(default=None, gt=0)
+    # transformers' DynamicCache keeps the whole prompt in sliding-window layers until its next update
+    sliding_window_prefill_full: bool = False
+    # eager PyTorch activations written as elementwise chains (gelu_new) keep extra temporaries
+    eager_activation_temporaries: bool = False
     decompressed_mla_cache: bool = False
     allreduce_latency_s: float = Field(ge=0)
     interconnect_efficiency: float = Field(gt=0, le=1)

@@ -37,6 +37,7 @@ from estimator.memory import (
 )
 from estimator.render import flatten
 from estimator.specs import GpuSpec
+from estimator.timing import kv_read_fraction
 from estimator.workload import MAX_BATCH, MAX_TOKENS, InferenceWorkload
 
 if TYPE_CHECKING:
@@ -126,13 +127,15 @@ class _Memory:
         safe = a.astype(np.float64) * float(coefficient) < float(_BIG)
         return np.where(safe, np.where(safe, a, 0) * coefficient, _BIG)  # type: ignore[no-any-return]
 
-    def kv_groups(self, tokens: Ints, batch: Ints, tp: int) -> list[tuple[int | None, int, Ints, Ints]]:
+    def kv_groups(self, tokens: Ints, batch: Ints, tp: int,
+                  ignore_windows: bool = False) -> list[tuple[int | None, int, Ints, Ints]]:
         """(window, layers, held tokens, bytes per rank) per window group: memory.kv_cache_layers over arrays."""
         np, arch, w = self.np, self.model.arch, self.w
         assert arch is not None
         groups: dict[int | None, int] = {}
         for layer in range(arch.num_layers):
-            groups[arch.window(layer)] = groups.get(arch.window(layer), 0) + 1
+            window = None if ignore_windows else arch.window(layer)
+            groups[window] = groups.get(window, 0) + 1
         bits = Fraction(str(w.kv_format.bits_per_weight))
         elements = kv_elements_per_token(arch, 0, decompressed_mla=w.mla_cache == "decompressed")
         per_rank = math.ceil(elements / kv_heads_divisor(arch, tp))
@@ -145,14 +148,14 @@ class _Memory:
             out.append((window, count, held, group_bytes))
         return out
 
-    def kv(self, tokens: Ints, batch: Ints, tp: int) -> Ints:
+    def kv(self, tokens: Ints, batch: Ints, tp: int, ignore_windows: bool = False) -> Ints:
         np = self.np
         arch = self.model.arch
         assert arch is not None
         if not arch.causal:
             return np.zeros_like(tokens)  # type: ignore[no-any-return]
         total = np.zeros_like(tokens)
-        for _, _, _, group_bytes in self.kv_groups(tokens, batch, tp):
+        for _, _, _, group_bytes in self.kv_groups(tokens, batch, tp, ignore_windows):
             total = np.minimum(total + group_bytes, _BIG)
         return total  # type: ignore[no-any-return]
 
@@ -164,7 +167,7 @@ class _Memory:
         def peak(b: int, t: int) -> tuple[int, int]:
             p = prefill_activation_peak(arch, b, t, element_bytes=w.activation_bytes_per_element,
                                         logits_all=w.logits == "all", logits_fp32=w.profile.logits_fp32_upcast,
-                                        tensor_parallel=tp)
+                                        tensor_parallel=tp, eager_activations=w.profile.eager_activation_temporaries)
             return p.layer_bytes, p.logits_bytes
 
         layer_per_token, stage11 = peak(1, 1)
@@ -196,6 +199,8 @@ class _Memory:
         else:
             weights = sharded_weights_bytes(arch, w.weight_format, tp)
             kv = self.kv(prompt + output, batch, tp)
+            if p.sliding_window_prefill_full and arch.layer_windows:  # estimate._memory_per_gpu
+                kv = np.maximum(kv, self.kv(prompt, batch, tp, ignore_windows=True))
             activation = self.activation(batch, prompt, tp)
             dynamic = np.minimum(kv + activation, _BIG)
         reserved = round(self.capacity * p.driver_reserved_fraction)
@@ -297,6 +302,9 @@ def _time_columns(np: Any, cols: dict[str, Any], model: ModelSpec, gpu: GpuSpec,
     _, peak = peak_for(gpu, w.weight_format.compute_dtype)
     bw = gpu.bandwidth_bytes_per_s
     frac = prof.bandwidth_fraction(gpu.memory_type)
+    grouped = arch is not None and arch.attention.latent is None and \
+        arch.attention.num_kv_heads < arch.attention.num_heads
+    decode_kv_frac = kv_read_fraction(prof, gpu.memory_type, grouped_kv=grouped)  # timing.phase_time
     bf = b.astype(np.float64)
     pf = p.astype(np.float64)
     ctx = p + o
@@ -348,7 +356,7 @@ def _time_columns(np: Any, cols: dict[str, Any], model: ModelSpec, gpu: GpuSpec,
             cols["time.experts_read_per_layer"] = per_value(
                 b, lambda x: expected_distinct_experts(moe.num_experts, moe.experts_per_token, x))
     link = gpu.interconnect_bytes_per_s
-    pre = _phase(np, prefill, peak, bw, frac, prof, tp, link)
+    pre = _phase(np, prefill, peak, bw, frac, frac, prof, tp, link)
     cols["time.prefill_s"] = pre[0]
     cols["time.prefill_bound_s"] = pre[1]
     cols["time.prefill_bound"] = pre[2]
@@ -356,8 +364,8 @@ def _time_columns(np: Any, cols: dict[str, Any], model: ModelSpec, gpu: GpuSpec,
     cols["time.prefill_flops"] = (prefill.matmul + prefill.attention) * tp
     cols["time.prefill_bytes"] = (prefill.weight + prefill.kv + prefill.elementwise) * tp
     if decoding:
-        dec = _phase(np, decode, peak, bw, frac, prof, tp, link)
-        stp = _phase(np, step, peak, bw, frac, prof, tp, link)
+        dec = _phase(np, decode, peak, bw, frac, decode_kv_frac, prof, tp, link)
+        stp = _phase(np, step, peak, bw, frac, decode_kv_frac, prof, tp, link)
         cols["time.decode_step_s"] = dec[0]
         cols["time.decode_step_bound_s"] = dec[1]
         cols["time.bound"] = dec[2]
@@ -383,7 +391,7 @@ class _Cost:
     allreduces: int
 
 
-def _phase(np: Any, c: _Cost, peak: float, bw: float, frac: float, prof: Any, tp: int,
+def _phase(np: Any, c: _Cost, peak: float, bw: float, frac: float, kv_frac: float, prof: Any, tp: int,
            link: float | None) -> tuple[Floats, Floats, Any, Floats]:
     """timing.phase_time over arrays: (expected, bound, bound label, communication)."""
     compute = (c.matmul + c.attention) / peak
@@ -391,7 +399,7 @@ def _phase(np: Any, c: _Cost, peak: float, bw: float, frac: float, prof: Any, tp
     bound_s = np.maximum(compute, memory)
     label = np.where(compute >= memory, "compute", "memory")
     bandwidth = bw * frac
-    kv_bandwidth = bw * (prof.kv_read_efficiency or frac)
+    kv_bandwidth = bw * kv_frac
     compute_s = c.matmul / (peak * prof.matmul_flop_efficiency) + c.attention / (peak * prof.attention_flop_efficiency)
     gpu_s = np.maximum(compute_s, c.weight / bandwidth) + c.elementwise / bandwidth
     gpu_s = gpu_s + c.kv / kv_bandwidth + c.layers * prof.per_layer_step_s

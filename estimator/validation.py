@@ -128,9 +128,12 @@ def _row_points(row: Mapping[str, Any], p: Predictor) -> Iterator[Point]:
         batch, prompt, keep = row["batch"], row["prompt"], row["logits_to_keep"]
         logits = "last" if keep == 1 else "all"
         case = f"prefill b{batch} s{prompt} logits={logits}"
-        yield Point(name, case, "kv_cache_bytes", kv_cache_bytes(arch, prompt, batch, bf16), row["kept_after"])
+        # right after an HF prefill, DynamicCache holds the whole prompt in sliding layers too (hf profile)
+        kept = kv_cache_bytes(arch, prompt, batch, bf16, ignore_windows=p.hf.sliding_window_prefill_full)
+        yield Point(name, case, "kv_cache_bytes", kept, row["kept_after"])
         peak = prefill_activation_peak(arch, batch, prompt, element_bytes=2, logits_all=logits == "all",
-                                       logits_fp32=p.hf.logits_fp32_upcast).bytes
+                                       logits_fp32=p.hf.logits_fp32_upcast,
+                                       eager_activations=p.hf.eager_activation_temporaries).bytes
         yield Point(name, case, "activation_bytes", peak, row["peak_minus_before"] - row["kept_after"])
         if "latency" in row:
             report = p.report(model, p.hf, batch, prompt, 0, logits)
