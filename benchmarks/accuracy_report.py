@@ -35,12 +35,11 @@ MECHANISMS = """\
 
 Every figure below is read off the tables above; the formula named is the one that produced the prediction.
 
-1. **KV cache of sliding-window models after an HF prefill** (mistral-7b-v0.1 s8192: −50%; gemma-2-9b s8192:
-   −25%). `memory.kv_cache_layers` holds min(tokens, window) per sliding layer, which is what a serving engine
-   (and HF's *static* cache: gemma-2-9b and mistral static-cache rows are within 0.1%) keeps. transformers 5.17's
-   `DynamicCache` keeps the whole prompt in sliding layers after prefill and crops only on the next update, so
-   right after prefill it holds `tokens`, not `window`. Close it with an HF-prefill variant: for the `hf` profile,
-   held = tokens during and right after prefill; keep min(tokens, window) for decode and for `optimized`.
+1. **Fixed — KV cache of sliding-window models after an HF prefill** (was mistral-7b-v0.1 s8192 −50%, gemma-2-9b
+   s8192 −25%). transformers 5.17's `DynamicCache` keeps the whole prompt in sliding layers after prefill and crops
+   only on the next update; the `hf` profile now says so (`sliding_window_prefill_full`) and the estimate holds
+   max(windowed cache at prompt + output, whole prompt in every layer). Serving engines and HF's static cache keep
+   min(tokens, window) (static-cache rows within 0.1%). What remains in `kv_cache_bytes` is item 6.
 2. **Prefill activation peak of MoE models under HF** (qwen3-30b-a3b: −64%, mixtral-8x7b: −26%, constant over
    all shapes). `memory.prefill_activation_peak` counts top-k × expert width × 3 per token for the MLP stage. The
    ratio measured ÷ predicted is constant per model (2.76 for qwen3-30b-a3b, 1.36 for mixtral-8x7b), so the missing
@@ -50,12 +49,11 @@ Every figure below is read off the tables above; the formula named is the one th
    expert intermediates are live; the exact tensor list was not isolated in this run. A per-token MoE dispatch
    term for the `hf` profile (engines' fused MoE kernels do not keep these copies), fitted on one MoE model and
    checked on the other, would close it.
-3. **Gemma-2 logits with all positions** (−50% on every logits=all shape); the same family of cause on
-   **gpt2-xl** logits=last (−45%): `gelu_new` (tanh approximation written as elementwise PyTorch) keeps about
-   two more ffn-wide temporaries live than the plain-MLP count (2 × ffn). Gemma-2 applies
-   `final_logit_softcapping` (logits ÷ cap → tanh → × cap), which keeps a second b × s × vocab bf16 tensor live:
-   the logits stage is 2 × b·s·V·2 bytes, exactly twice what `prefill_activation_peak` counts. A flag for
-   soft-capped logits (one extra logits-sized tensor) closes it.
+3. **Fixed — Gemma-2 logits with all positions** (was −50%) and **gpt2-xl** (was −45%). Gemma-2's
+   `final_logit_softcapping` (logits ÷ cap → tanh → × cap) keeps a second b·s·V tensor live: the architecture now
+   records soft-capping and the logits stage counts two copies. gpt2's `gelu_new` (tanh GELU written as elementwise
+   PyTorch) keeps two more ffn-wide temporaries than a fused activation: counted under the `hf` profile
+   (`eager_activation_temporaries`).
 4. **NVML used after load for models with large vocabularies** (qwen2.5-0.5b −29%, gpt2-xl −19%, gemma-2-9b
    −10%, llama-3.2-1b −22%; 7–47B models within 1.5%). Building a model with random weights leaves
    initialisation temporaries in PyTorch's allocator cache (reserved − allocated after load: 0.29 GB for
@@ -77,12 +75,11 @@ Every figure below is read off the tables above; the formula named is the one th
    llama-3.2-1b and gpt2-xl static cache b1 −4 to −5%): the first call of a GEMM kind allocates a cuBLASLt
    workspace through PyTorch's allocator, counted in that case. Rows from the second call warm up first
    (`measure._warm_up`), and the llama-3.1-8b validate rows show KV and static cache exact.
-7. **HF eager decode** (no target in the issue; shown for completeness): for GQA models the `hf` profile's
-   `kv_read_efficiency` = 0.04 (repeat_kv + masked SDPA over the whole static cache) holds; for MHA llama-2-7b the
-   measured step is flat at 21–26 ms from 0.5 GB to 69 GB of cache, so the cache is not streamed at all on that
-   path (no repeat_kv; PyTorch picks a kernel that skips the masked slots), and the prediction is 8–15× too slow.
-   The KV-read penalty should apply only when num_kv_heads < num_heads; for MHA the KV read should be the filled
-   context only. Small models are host-bound (the `host_per_layer_s` floor), where the error is ±25%.
+7. **HF eager decode** (no target in the issue; shown for completeness). Fixed: the `hf` profile's
+   `kv_read_efficiency` (repeat_kv + masked SDPA over the whole cache, 3.7% of peak) now applies only to
+   grouped-query attention (`timing.kv_read_fraction`); MHA llama-2-7b was 8–15× too slow and is now within the
+   host floor's ±25%. Small models are host-bound (`host_per_layer_s`), where the error is ±25%; gpt2-xl's eager
+   decode stays slow by about 2× (its Conv1D/addmm path and learned positions are not modelled per kernel).
 8. **Lean (optimized) decode**: flash SDPA (`q` as b × heads × 1, `enable_gqa`) is the faster attention on most
    cases; on long contexts with few KV heads PyTorch's flash kernel has too few thread blocks and runs far under
    bandwidth; the batched-GEMM attention (flash-decoding's split over the context) is then faster. The summary
