@@ -40,15 +40,13 @@ Every figure below is read off the tables above; the formula named is the one th
    only on the next update; the `hf` profile now says so (`sliding_window_prefill_full`) and the estimate holds
    max(windowed cache at prompt + output, whole prompt in every layer). Serving engines and HF's static cache keep
    min(tokens, window) (static-cache rows within 0.1%). What remains in `kv_cache_bytes` is item 6.
-2. **Prefill activation peak of MoE models under HF** (qwen3-30b-a3b: −64%, mixtral-8x7b: −26%, constant over
-   all shapes). `memory.prefill_activation_peak` counts top-k × expert width × 3 per token for the MLP stage. The
-   ratio measured ÷ predicted is constant per model (2.76 for qwen3-30b-a3b, 1.36 for mixtral-8x7b), so the missing
-   term is linear in tokens: 94.8 kB per token for qwen3-30b-a3b (128 experts, top-8, hidden 2048) and 73.8 kB per
-   token for mixtral-8x7b (8 experts, top-2, hidden 4096). transformers 5.17's MoE blocks gather each expert's
-   tokens into new tensors (hidden-sized copies in and out, router logits and routing weights in fp32) while the
-   expert intermediates are live; the exact tensor list was not isolated in this run. A per-token MoE dispatch
-   term for the `hf` profile (engines' fused MoE kernels do not keep these copies), fitted on one MoE model and
-   checked on the other, would close it.
+2. **Fixed — prefill activation peak of MoE models** (was qwen3-30b-a3b −64%, mixtral-8x7b −26%, a constant
+   ratio per model). A CUDA memory-history trace of the peak (`benchmarks/trace_moe_peak.py`, 2-layer versions of
+   both models on the H200) showed transformers 5.17's grouped_mm experts replicate each token once per routed
+   expert: the live set per token is max(k·(h + 4·ffn), 4·k·h) plus the router's logits and fp32 softmax
+   (`memory.moe_live_elements`), where the estimate had counted 3·k·ffn. The formula came from that trace of the
+   same two architectures, so these rows confirm it on the full-depth models and other shapes but are not
+   independent of it; a third MoE family would be the real test.
 3. **Fixed — Gemma-2 logits with all positions** (was −50%) and **gpt2-xl** (was −45%). Gemma-2's
    `final_logit_softcapping` (logits ÷ cap → tanh → × cap) keeps a second b·s·V tensor live: the architecture now
    records soft-capping and the logits stage counts two copies. gpt2's `gelu_new` (tanh GELU written as elementwise

@@ -149,6 +149,25 @@ class ActivationPeak:
 EAGER_ACTIVATION_TEMPORARIES = {"gelu_new": 2}
 
 
+def moe_live_elements(arch: Architecture, tensor_parallel: int = 1) -> int:
+    """Per-token elements alive in a MoE layer during prefill.
+
+    Tokens are replicated once per routed expert (k rows each), so every per-row tensor scales with k. Up stage:
+    the gathered input (h) and two gate-up-wide tensors (2 × 2·ffn) per row; down stage: the gathered input and
+    three h-wide tensors (down output, weighted output, scatter) per row. The peak is the larger, plus shared
+    experts. Measured on transformers 5.17's grouped_mm experts (CUDA memory history of the peak, H200:
+    qwen3-30b-a3b 148,560 B and mixtral-8x7b 279,138 B per token, both within 0.2%; benchmarks/trace_moe_peak.py).
+    Fused engines (vLLM fused_moe) hold k × (3·ffn + h) per token, which this bounds from above.
+    """
+    assert arch.moe is not None
+    moe = arch.moe
+    k, h = moe.experts_per_token, arch.hidden_size
+    expert = math.ceil(moe.expert_intermediate_size / tensor_parallel)
+    routed = max(k * (h + 4 * expert), 4 * k * h)
+    shared = (3 if arch.mlp.gated else 2) * math.ceil(moe.shared_intermediate_size / tensor_parallel)
+    return routed + shared
+
+
 def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, element_bytes: int,
                             logits_all: bool, logits_fp32: bool, tensor_parallel: int = 1,
                             eager_attention: bool = False, eager_activations: bool = False) -> ActivationPeak:
@@ -167,17 +186,18 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
     ``eager_activations``: activations written as elementwise chains add `EAGER_ACTIVATION_TEMPORARIES`.
     """
     h = arch.hidden_size
+    temporaries = EAGER_ACTIVATION_TEMPORARIES.get(arch.hidden_act or "", 0) if eager_activations else 0
+    per_ffn = (3 if arch.mlp.gated else 2) + temporaries
+    mlp_live = per_ffn * math.ceil(arch.mlp.intermediate_size / tensor_parallel)
+    router_bytes = 0
     if arch.moe is not None and arch.num_moe_layers:
         moe = arch.moe
-        ffn = moe.experts_per_token * moe.expert_intermediate_size + moe.shared_intermediate_size
-        ffn = max(ffn, arch.mlp.intermediate_size if arch.num_moe_layers < arch.num_layers else 0)
-    else:
-        ffn = arch.mlp.intermediate_size
-    temporaries = EAGER_ACTIVATION_TEMPORARIES.get(arch.hidden_act or "", 0) if eager_activations else 0
-    ffn_live = ((3 if arch.mlp.gated else 2) + temporaries) * math.ceil(ffn / tensor_parallel)
+        mlp_live = max(moe_live_elements(arch, tensor_parallel),
+                       mlp_live if arch.num_moe_layers < arch.num_layers else 0)
+        router_bytes = moe.num_experts * (element_bytes + 4)  # router logits, and their fp32 softmax
     rope = 2 * arch.attention.head_dim if arch.position_embeddings == 0 else 0
     tokens_total = batch * tokens
-    layer = tokens_total * ((ffn_live + 4 * h + rope) * element_bytes + 8)
+    layer = tokens_total * ((mlp_live + 4 * h + rope) * element_bytes + 8 + router_bytes)
     if eager_attention:
         heads = math.ceil(arch.attention.num_heads / tensor_parallel)
         layer = max(layer, tokens_total * (4 * h * element_bytes) + 2 * batch * heads * tokens * tokens * 4)
