@@ -53,14 +53,19 @@ def causal_pairs(tokens: int, window: int | None, *, past: int = 0) -> int:
     return ramp + window * (last - window)
 
 
-def attention_flops(arch: Architecture, batch: int, tokens: int, *, past: int = 0) -> int:
-    """2 FLOPs per multiply–add for QKᵀ and PV over the scored pairs, summed over layers."""
+def attention_flops(arch: Architecture, batch: int, tokens: int, *, past: int = 0,
+                    ignore_windows: bool = False) -> int:
+    """2 FLOPs per multiply–add for QKᵀ and PV over the scored pairs, summed over layers.
+
+    ``ignore_windows``: a kernel that applies the sliding window as an explicit mask still scores every causal
+    pair (PyTorch SDPA with a mask, as transformers calls it); kernels with native windows skip them."""
     attn = arch.attention
     width = attn.num_heads * (attn.head_dim + attn.v_head_dim)
     total = 0
     for layer in range(arch.num_layers):
         # a bidirectional encoder scores every pair
-        pairs = causal_pairs(tokens, arch.window(layer), past=past) if arch.causal else tokens * (tokens + past)
+        window = None if ignore_windows else arch.window(layer)
+        pairs = causal_pairs(tokens, window, past=past) if arch.causal else tokens * (tokens + past)
         total += 2 * pairs * width
     return total * batch
 

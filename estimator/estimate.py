@@ -27,6 +27,7 @@ from estimator.memory import (
     weight_shares,
     weights_bytes,
 )
+from estimator.profiles import EfficiencyProfile
 from estimator.report import (
     GpuInfo,
     KvPart,
@@ -166,6 +167,12 @@ def max_context_tokens(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp:
     return 0 if prompt < 1 else prompt + w.output_tokens
 
 
+def prefill_masked_attention(arch: Architecture, profile: EfficiencyProfile) -> bool:
+    """Whether the runtime runs prefill attention with an explicit mask: sliding-window models under a profile
+    that says its kernels take windows as masks (transformers' SDPA)."""
+    return bool(arch.layer_windows) and profile.masked_attention_flop_efficiency is not None
+
+
 def _phase_costs(arch: Architecture, w: InferenceWorkload, context: int, weights_read: int,
                  kv_bytes: int) -> tuple[PhaseCost, PhaseCost]:
     tp = w.tensor_parallel
@@ -179,15 +186,17 @@ def _phase_costs(arch: Architecture, w: InferenceWorkload, context: int, weights
     prompt_tokens = w.batch * w.prompt_tokens
     positions = w.prompt_tokens if w.logits == "all" else 1
     prefill_kv = kv_bytes * w.prompt_tokens / max(context, 1)
+    masked = prefill_masked_attention(arch, w.profile)
     prefill = PhaseCost(
         matmul_flops=prefill_matmul_flops(arch, w.batch, w.prompt_tokens, logits_positions=positions) / tp,
-        attention_flops=attention_flops(arch, w.batch, w.prompt_tokens) / tp,
+        attention_flops=attention_flops(arch, w.batch, w.prompt_tokens, ignore_windows=masked) / tp,
         weight_bytes=sharded_weights_bytes(arch, w.weight_format, tp),
         kv_bytes=prefill_kv,
         elementwise_bytes=prompt_tokens * per_token_elementwise,
         layers=layers,
         allreduce_bytes=2 * layers * prompt_tokens * h * act,
         allreduces=2 * layers if tp > 1 else 0,
+        masked_attention=masked,
     )
     decode = PhaseCost(
         matmul_flops=decode_matmul_flops(arch, w.batch) / tp,

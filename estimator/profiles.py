@@ -24,6 +24,8 @@ class EfficiencyProfile(BaseModel):
     kv_read_efficiency: float | None = Field(default=None, gt=0, le=1)  # grouped-query attention only
     matmul_flop_efficiency: float = Field(gt=0, le=1)
     attention_flop_efficiency: float = Field(gt=0, le=1)
+    # attention with an explicit mask (transformers' sliding windows): a slower SDPA kernel over every causal pair
+    masked_attention_flop_efficiency: float | None = Field(default=None, gt=0, le=1)
     elementwise_hidden_passes: float = Field(ge=0)
     elementwise_ffn_passes: float = Field(ge=0)
     per_layer_step_s: float = Field(ge=0)

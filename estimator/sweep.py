@@ -27,7 +27,7 @@ from estimator.compute import (
     lm_head_numel,
 )
 from estimator.errors import MissingDependency, WorkloadInvalid
-from estimator.estimate import estimate, tensor_parallel_degrees
+from estimator.estimate import estimate, prefill_masked_attention, tensor_parallel_degrees
 from estimator.memory import (
     generic_weights_bytes,
     kv_elements_per_token,
@@ -37,7 +37,7 @@ from estimator.memory import (
 )
 from estimator.render import flatten
 from estimator.specs import GpuSpec
-from estimator.timing import kv_read_fraction
+from estimator.timing import attention_flop_fraction, kv_read_fraction
 from estimator.workload import MAX_BATCH, MAX_TOKENS, InferenceWorkload
 
 if TYPE_CHECKING:
@@ -332,7 +332,8 @@ def _time_columns(np: Any, cols: dict[str, Any], model: ModelSpec, gpu: GpuSpec,
             unique, inverse = np.unique(values, return_inverse=True)
             return np.array([float(fn(int(v))) for v in unique])[inverse.reshape(-1)]  # type: ignore[no-any-return]
 
-        prefill_att = per_value(p, lambda t: attention_flops(arch, 1, t))
+        masked = prefill_masked_attention(arch, prof)
+        prefill_att = per_value(p, lambda t: attention_flops(arch, 1, t, ignore_windows=masked))
         read_full = per_value(b, lambda x: decode_weight_bytes(arch, w.weight_format, x))
         kv_f = np.zeros(len(b)) if kv is None else kv.astype(np.float64)
         weights_tp = sharded_weights_bytes(arch, w.weight_format, tp)
@@ -356,7 +357,8 @@ def _time_columns(np: Any, cols: dict[str, Any], model: ModelSpec, gpu: GpuSpec,
             cols["time.experts_read_per_layer"] = per_value(
                 b, lambda x: expected_distinct_experts(moe.num_experts, moe.experts_per_token, x))
     link = gpu.interconnect_bytes_per_s
-    pre = _phase(np, prefill, peak, bw, frac, frac, prof, tp, link)
+    pre = _phase(np, prefill, peak, bw, frac, frac, prof, tp, link,
+                 attention_flop_fraction(prof, masked=arch is not None and prefill_masked_attention(arch, prof)))
     cols["time.prefill_s"] = pre[0]
     cols["time.prefill_bound_s"] = pre[1]
     cols["time.prefill_bound"] = pre[2]
@@ -364,8 +366,9 @@ def _time_columns(np: Any, cols: dict[str, Any], model: ModelSpec, gpu: GpuSpec,
     cols["time.prefill_flops"] = (prefill.matmul + prefill.attention) * tp
     cols["time.prefill_bytes"] = (prefill.weight + prefill.kv + prefill.elementwise) * tp
     if decoding:
-        dec = _phase(np, decode, peak, bw, frac, decode_kv_frac, prof, tp, link)
-        stp = _phase(np, step, peak, bw, frac, decode_kv_frac, prof, tp, link)
+        attention = prof.attention_flop_efficiency
+        dec = _phase(np, decode, peak, bw, frac, decode_kv_frac, prof, tp, link, attention)
+        stp = _phase(np, step, peak, bw, frac, decode_kv_frac, prof, tp, link, attention)
         cols["time.decode_step_s"] = dec[0]
         cols["time.decode_step_bound_s"] = dec[1]
         cols["time.bound"] = dec[2]
@@ -392,7 +395,7 @@ class _Cost:
 
 
 def _phase(np: Any, c: _Cost, peak: float, bw: float, frac: float, kv_frac: float, prof: Any, tp: int,
-           link: float | None) -> tuple[Floats, Floats, Any, Floats]:
+           link: float | None, attention_fraction: float) -> tuple[Floats, Floats, Any, Floats]:
     """timing.phase_time over arrays: (expected, bound, bound label, communication)."""
     compute = (c.matmul + c.attention) / peak
     memory = (c.weight + c.kv + c.elementwise) / bw
@@ -400,7 +403,7 @@ def _phase(np: Any, c: _Cost, peak: float, bw: float, frac: float, kv_frac: floa
     label = np.where(compute >= memory, "compute", "memory")
     bandwidth = bw * frac
     kv_bandwidth = bw * kv_frac
-    compute_s = c.matmul / (peak * prof.matmul_flop_efficiency) + c.attention / (peak * prof.attention_flop_efficiency)
+    compute_s = c.matmul / (peak * prof.matmul_flop_efficiency) + c.attention / (peak * attention_fraction)
     gpu_s = np.maximum(compute_s, c.weight / bandwidth) + c.elementwise / bandwidth
     gpu_s = gpu_s + c.kv / kv_bandwidth + c.layers * prof.per_layer_step_s
     host_s = c.layers * prof.host_per_layer_s

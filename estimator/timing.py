@@ -30,6 +30,7 @@ class PhaseCost:
     allreduce_bytes: float = 0.0
     allreduces: int = 0
     grouped_kv: bool = False  # decode reads a grouped-query KV cache (fewer KV heads than query heads)
+    masked_attention: bool = False  # attention runs with an explicit mask (see profiles.masked_attention_...)
 
     @property
     def flops(self) -> float:
@@ -93,14 +94,22 @@ def kv_read_fraction(profile: EfficiencyProfile, memory_type: MemoryType, *, gro
     return profile.bandwidth_fraction(memory_type)
 
 
+def attention_flop_fraction(profile: EfficiencyProfile, *, masked: bool) -> float:
+    """Achievable fraction of peak FLOP/s for attention: the masked-kernel figure where the runtime passes a mask."""
+    if masked and profile.masked_attention_flop_efficiency is not None:
+        return profile.masked_attention_flop_efficiency
+    return profile.attention_flop_efficiency
+
+
 def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> PhaseTime:
     """Bound and expected time of one phase (see module docstring)."""
     bound_s, bound = roofline_s(cost, hw)
     bandwidth = hw.bandwidth_bytes_per_s * profile.bandwidth_fraction(hw.memory_type)  # type: ignore[arg-type]
     kv_bandwidth = hw.bandwidth_bytes_per_s * kv_read_fraction(
         profile, hw.memory_type, grouped_kv=cost.grouped_kv)  # type: ignore[arg-type]
+    attention_efficiency = attention_flop_fraction(profile, masked=cost.masked_attention)
     compute_s = (cost.matmul_flops / (hw.peak_flop_per_s * profile.matmul_flop_efficiency)
-                 + cost.attention_flops / (hw.peak_flop_per_s * profile.attention_flop_efficiency))
+                 + cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency))
     memory_s = (cost.weight_bytes + cost.elementwise_bytes) / bandwidth + cost.kv_bytes / kv_bandwidth
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.
