@@ -124,7 +124,7 @@ class Registry(Generic[T]):
                 if self._index.get(key, position) != position:
                     raise SpecInvalid(f"{self.kind} name or alias {name!r} is used twice ({path})")
                 self._index[key] = position
-                self._spelled[key] = name
+                self._spelled.setdefault(key, name)  # the canonical name wins over an alias spelled alike
 
     def _at(self, position: int) -> T:
         if position not in self._built:
