@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
+from pydantic import BaseModel
+
 from estimator.report import Report
 from estimator.units import format_bytes, format_seconds
 
 
-def to_json(report: Report) -> str:
+def to_json(report: BaseModel) -> str:
+    """Any report (inference, training, plan) as the JSON its model_dump gives."""
     return json.dumps(report.model_dump(mode="json"), indent=2)
 
 
@@ -36,7 +39,7 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def to_csv(reports: Iterable[Report]) -> str:
+def to_csv(reports: Iterable[BaseModel]) -> str:
     """One header row, one row per report; the JSON fields flattened with dots."""
     rows = [flatten(r.model_dump(mode="json")) for r in reports]
     buffer = io.StringIO()

@@ -11,10 +11,11 @@ from rich.console import Console
 from estimator.architecture import ModelSpec
 from estimator.catalog import Catalog, validation_message
 from estimator.errors import WorkloadInvalid
+from estimator.render import to_csv, to_json
 from estimator.specs import GpuSpec
 from estimator.train_estimate import estimate_training
 from estimator.train_options import Attention, Optimizer, Precision, Recompute
-from estimator.train_render import render_training_table, training_to_csv, training_to_json
+from estimator.train_render import render_training_table
 from estimator.training import ALL_LORA_TARGETS, TrainingWorkload, parse_lora_targets
 from estimator.units import parse_count
 
@@ -65,8 +66,8 @@ def run_training(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_
         raise WorkloadInvalid(validation_message(error)) from None
     report = estimate_training(model, gpu, workload, requested_gpu=requested_gpu)
     if output_format == "json":
-        sys.stdout.write(training_to_json(report) + "\n")
+        sys.stdout.write(to_json(report) + "\n")
     elif output_format == "csv":
-        sys.stdout.write(training_to_csv([report]))
+        sys.stdout.write(to_csv([report]))
     else:
         render_training_table(report, Console(), binary=binary, explain=explain)

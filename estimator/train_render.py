@@ -2,31 +2,11 @@
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-
 from rich.console import Console
 from rich.table import Table
 
-from estimator.render import flatten
 from estimator.train_report import TrainingReport
 from estimator.units import format_bytes, format_seconds
-
-
-def training_to_json(report: TrainingReport) -> str:
-    return json.dumps(report.model_dump(mode="json"), indent=2)
-
-
-def training_to_csv(reports: list[TrainingReport]) -> str:
-    """One header row, one row per report; the JSON fields flattened with dots."""
-    rows = [flatten(r.model_dump(mode="json")) for r in reports]
-    buffer = io.StringIO()
-    if rows:
-        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-    return buffer.getvalue()
 
 
 def render_training_table(report: TrainingReport, console: Console, *, binary: bool = False,
