@@ -115,8 +115,9 @@ def estimate_command(
     = Logits.last,
     profile: Annotated[str, typer.Option(help="Efficiency profile: optimized (serving engine, CUDA graphs) or hf "
                                          "(Hugging Face transformers eager).")] = "optimized",
-    mla_cache: Annotated[MlaCache, typer.Option(help="MLA models: cache the compressed latent (serving engines) "
-                                                "or decompressed K/V (transformers).")] = MlaCache.latent,
+    mla_cache: Annotated[MlaCache | None, typer.Option(help="MLA models: cache the compressed latent (serving "
+                                                       "engines; the optimized profile's default) or decompressed "
+                                                       "K/V (transformers; the hf profile's).")] = None,
     group_size: Annotated[int | None, typer.Option(help="Quantization group size for grouped formats.")] = None,
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
     = OutputFormat.table,
@@ -173,6 +174,7 @@ def estimate_command(
         if not kv_format.kv_cache:
             raise WorkloadInvalid(f"--kv-dtype {kv_dtype} is not a KV-cache format; use fp32, fp16, bf16, fp8 or "
                                   "int8")
+    chosen_profile = calibrated_profile(catalog.profiles.get(profile), gpu_spec, calibration)
     try:
         workload = InferenceWorkload(
             batch=_positive("--batch", batch),
@@ -182,8 +184,8 @@ def estimate_command(
             kv_format=kv_format,
             tensor_parallel=_positive("--gpus", gpus),
             logits=logits.value,
-            mla_cache=mla_cache.value,
-            profile=calibrated_profile(catalog.profiles.get(profile), gpu_spec, calibration),
+            mla_cache=None if mla_cache is None else mla_cache.value,
+            profile=chosen_profile,
         )
     except ValidationError as error:
         raise WorkloadInvalid(validation_message(error)) from None

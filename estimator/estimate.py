@@ -101,7 +101,7 @@ class _Memory:
 
 def _memory_per_gpu(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: int) -> _Memory:
     arch = model.arch
-    decompressed = w.mla_cache == "decompressed"
+    decompressed = w.mla_layout == "decompressed"
     if arch is None:
         assert model.generic_params is not None
         weights = math.ceil(generic_weights_bytes(model.generic_params, w.weight_format) / tp)
@@ -267,7 +267,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         total_weights = weights_bytes(arch, w.weight_format)
         shares = tuple(WeightPart(role=s.role.value, params=s.numel, bits_per_weight=float(s.bits), bytes=s.bytes)
                        for s in weight_shares(arch, w.weight_format))
-        decompressed = w.mla_cache == "decompressed"
+        decompressed = w.mla_layout == "decompressed"
         divisor = kv_heads_divisor(arch, tp)
         layers_kv = kv_cache_layers(arch, w.context_tokens, w.batch, w.kv_format, decompressed_mla=decompressed,
                                     kv_heads_divisor=divisor) if arch.causal else []
@@ -365,7 +365,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         workload=WorkloadInfo(batch=w.batch, prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens,
                               dtype=w.weight_format.name, kv_dtype=w.kv_format.name, gpus=tp, logits=w.logits,
                               profile=w.profile.name,
-                              mla_cache=w.mla_cache if arch is not None and arch.attention.latent else None),
+                              mla_cache=w.mla_layout if arch is not None and arch.attention.latent else None),
         memory=memory,
         time=time,
         assumptions=tuple(assumptions),

@@ -137,7 +137,7 @@ class _Memory:
             window = None if ignore_windows else arch.window(layer)
             groups[window] = groups.get(window, 0) + 1
         bits = Fraction(str(w.kv_format.bits_per_weight))
-        elements = kv_elements_per_token(arch, 0, decompressed_mla=w.mla_cache == "decompressed")
+        elements = kv_elements_per_token(arch, 0, decompressed_mla=w.mla_layout == "decompressed")
         per_rank = math.ceil(elements / kv_heads_divisor(arch, tp))
         out = []
         for window, count in sorted(groups.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):

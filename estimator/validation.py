@@ -129,7 +129,8 @@ def _row_points(row: Mapping[str, Any], p: Predictor) -> Iterator[Point]:
         logits = "last" if keep == 1 else "all"
         case = f"prefill b{batch} s{prompt} logits={logits}"
         # right after an HF prefill, DynamicCache holds the whole prompt in sliding layers too (hf profile)
-        kept = kv_cache_bytes(arch, prompt, batch, bf16, ignore_windows=p.hf.sliding_window_prefill_full)
+        kept = kv_cache_bytes(arch, prompt, batch, bf16, ignore_windows=p.hf.sliding_window_prefill_full,
+                              decompressed_mla=p.hf.decompressed_mla_cache)
         yield Point(name, case, "kv_cache_bytes", kept, row["kept_after"])
         peak = prefill_activation_peak(arch, batch, prompt, element_bytes=2, logits_all=logits == "all",
                                        logits_fp32=p.hf.logits_fp32_upcast,
@@ -143,7 +144,8 @@ def _row_points(row: Mapping[str, Any], p: Predictor) -> Iterator[Point]:
     elif phase == "decode":
         batch, ctx = row["batch"], row["context"]
         case = f"hf decode b{batch} ctx{ctx}"
-        yield Point(name, case, "static_cache_bytes", kv_cache_bytes(arch, row["cache_len"], batch, bf16),
+        yield Point(name, case, "static_cache_bytes",
+                    kv_cache_bytes(arch, row["cache_len"], batch, bf16, decompressed_mla=p.hf.decompressed_mla_cache),
                     row["static_cache_bytes"])
         report = p.report(model, p.hf, batch, ctx, 1)
         assert report.time.decode_step_s is not None

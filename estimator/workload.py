@@ -25,8 +25,15 @@ class InferenceWorkload(BaseModel):
     kv_format: NumberFormat
     tensor_parallel: int = Field(default=1, ge=1, le=4096)
     logits: Literal["last", "all"] = "last"
-    mla_cache: Literal["latent", "decompressed"] = "latent"
+    mla_cache: Literal["latent", "decompressed"] | None = None  # None: the profile's runtime decides
     profile: EfficiencyProfile
+
+    @property
+    def mla_layout(self) -> Literal["latent", "decompressed"]:
+        """The MLA cache layout: as asked, else what the profile's runtime caches (transformers: decompressed)."""
+        if self.mla_cache is not None:
+            return self.mla_cache
+        return "decompressed" if self.profile.decompressed_mla_cache else "latent"
 
     @property
     def context_tokens(self) -> int:
