@@ -42,6 +42,14 @@ TRAIN = [  # (model, mode, batch, seq, checkpointing): llama-3.2-1b amp b4 s2048
     ("llama-3.2-3b", "bf16", 2, 2048, True),
 ]
 LATE_INFERENCE = ["llama-3.2-1b", "qwen2.5-0.5b", "gpt2-xl"]
+# --set extra: families no constant was fitted on and the first run did not measure (MoE + MLA, MQA, fused
+# projections, 5:1 local/global windows, qk-norm), and training of three more families.
+EXTRA_INFERENCE = ["deepseek-v2-lite", "phi-3-mini", "gemma-3-1b", "falcon-7b", "qwen3-8b"]
+EXTRA_TRAIN = [
+    ("gemma-3-1b", "amp", 2, 2048, False),
+    ("phi-3-mini", "bf16", 2, 2048, True),
+    ("qwen3-8b", "bf16", 1, 2048, True),
+]
 LEAN_MODELS = ["llama-3.1-8b", "llama-3.2-1b", "qwen2.5-0.5b", "qwen2.5-7b", "mistral-7b-v0.1", "llama-2-7b",
                "gemma-2-9b"]
 # gpt2 has 1,024 learned positions: its cases stay inside them
@@ -83,6 +91,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="limit to these models")
     parser.add_argument("--tiny", action="store_true", help="CPU dry run with toy configs")
     parser.add_argument("--lean-only", action="store_true", help="only the lean decodes (and --only's HF cases)")
+    parser.add_argument("--set", choices=["main", "extra"], default="main", help="which models (see the lists)")
     args = parser.parse_args()
     start = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -112,6 +121,24 @@ def main() -> None:
     def wanted(name: str) -> bool:
         return args.only is None or name in args.only
 
+    if args.set == "extra":
+        for name in EXTRA_INFERENCE:
+            if in_budget(name):
+                measure.inference_rows(name, config_of(name), prefill=PREFILL if not args.tiny else [(1, 32)],
+                                       decode=DECODE if not args.tiny else [(2, 24)],
+                                       lean=LEAN if not args.tiny else [(2, 24)], emit=emit)
+        for name, mode, batch, seq, ckpt in EXTRA_TRAIN:
+            if in_budget(name):
+                try:
+                    row = measure.measure_train(config_of(name), mode=mode, batch=batch,
+                                                seq=seq if not args.tiny else 32, checkpointing=ckpt)
+                    emit({**row, "model": name})
+                except Exception as error:
+                    emit({"kind": "train", "model": name, "mode": mode, "batch": batch, "seq": seq,
+                          "checkpointing": ckpt, "error": f"{type(error).__name__}: {error}"[:300]})
+                    measure.free_memory()
+        sink.close()
+        return
     if args.lean_only:
         for name in LEAN_MODELS:
             if in_budget(name):
