@@ -55,6 +55,7 @@ class Mlp(_Arch):
     intermediate_size: int = Field(gt=0)
     gated: bool
     bias: bool = False
+    fused_gate_up: bool = False  # one gate_up projection (Phi-3): its 2·ffn output stays alive through the product
 
 
 class MixtureOfExperts(_Arch):

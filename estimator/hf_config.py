@@ -119,7 +119,9 @@ def _qwen3(config: Config) -> Architecture:
 
 
 def _phi3(config: Config) -> Architecture:
-    return Architecture(**_llama_like(config, tie_default=False, windows=_every_layer_window(config)))
+    fields = _llama_like(config, tie_default=False, windows=_every_layer_window(config))
+    fields["mlp"] = fields["mlp"].model_copy(update={"fused_gate_up": True})  # transformers Phi3MLP.gate_up_proj
+    return Architecture(**fields)
 
 
 def _gemma(config: Config) -> Architecture:
