@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from estimator.catalog import read_yaml
 from estimator.errors import SpecInvalid, WorkloadInvalid
 from estimator.profiles import EfficiencyProfile
 from estimator.specs import GpuSpec
@@ -92,12 +93,7 @@ def derive_overrides(cal: dict[str, Any], spec: GpuSpec | None, memory_total_byt
 
 def load_calibration(path: Path) -> CalibrationFile:
     """Read and validate a calibration file; any problem is one `SpecInvalid` naming the file."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise SpecInvalid(f"{path}: cannot read calibration file: {error}") from None
-    except yaml.YAMLError as error:
-        raise SpecInvalid(f"{path}: malformed YAML: {str(error).splitlines()[0]}") from None
+    data = read_yaml(path, "calibration file")
     if not isinstance(data, dict):
         raise SpecInvalid(f"{path}: a calibration file is a mapping with 'gpus:', got {type(data).__name__}")
     try:

@@ -47,12 +47,12 @@ def normalize(name: str) -> str:
     return re.sub(r"[\s\-_./]", "", name.lower())
 
 
-def read_yaml(path: Path) -> Any:
-    """Parse one YAML file with safe_load; a syntax error becomes SpecInvalid naming the file."""
+def read_yaml(path: Path, what: str = "") -> Any:
+    """Parse one YAML file with the safe loader; a problem becomes SpecInvalid naming the file (and ``what``)."""
     try:
         return yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
     except (OSError, UnicodeDecodeError) as error:
-        raise SpecInvalid(f"{path}: cannot read: {error}") from None
+        raise SpecInvalid(f"{path}: cannot read{' ' + what if what else ''}: {error}") from None
     except yaml.YAMLError as error:
         raise SpecInvalid(f"{path}: malformed YAML: {str(error).splitlines()[0]}") from None
 
