@@ -101,13 +101,13 @@ Every figure below is read off the tables above; the formula named is the one th
      the activation and product, one ffn more than separate gate and up projections. The architecture now records
      fused gate-up (`Mlp.fused_gate_up`): −2.2% and +0.1%. So phi-3-mini's activation rows are no longer
      independent of the formula, as mixtral's, qwen3-30b-a3b's, gemma-2-9b's and gpt2-xl's are not (items 2, 3).
-   - *Falcon-7B's prefill peak and time* are −90% to −98% and −75% to −93%, not fixed: transformers' Falcon always
-     builds an explicit mask and hands SDPA one KV head beside 71 query heads without `enable_gqa`, so PyTorch
-     falls back to its math kernel, which materialises the b × 71 × s × s scores and softmax (about 10 bytes per
-     score: 2.9 GB at s = 2,048, 44 GB at s = 8,192). Modelling it means counting eager scores for that case:
-     `memory.prefill_activation_peak(eager_attention=True)` gives 8 bytes per score (−15%); the condition (which
-     model implementations pass mismatched heads with a mask) is a per-implementation fact the catalog does not
-     record yet.
+   - *Falcon-7B's prefill peak* was −90% to −98%: transformers' Falcon always builds an explicit mask and hands
+     SDPA one KV head beside 71 query heads without `enable_gqa`, so PyTorch falls back to its math kernel, which
+     materialises the b × 71 × s × s scores and their softmax in fp32. The architecture now records that
+     implementation fact (`Attention.unexpanded_kv_with_mask`) and the `hf` profile counts 8 bytes per score
+     (`math_attention_fallback`): −12% to −14% (the measurement shows about 9 bytes per score; the ninth byte, the
+     broadcast mask and upcast copies, is not itemised). Falcon's prefill *time* stays −75% to −93%: the math
+     kernel's fp32 matmuls and score traffic are not in the time model.
    - *DeepSeek-V2-Lite's prefill peak with last-position logits* is −19%, and its prefill time −40% to −57% (MoE
      routing and MLA decompression as separate HF kernels); *gemma-3-1b's prefill* is −28% to −30% (5:1
      local/global masks on a 1B model; host-bound territory); neither is closed.

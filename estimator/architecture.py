@@ -39,6 +39,9 @@ class Attention(_Arch):
     o_bias: bool = False
     qk_norm: bool = False
     latent: LatentAttention | None = None
+    # transformers' implementation hands SDPA fewer KV heads than query heads together with an explicit mask
+    # (Falcon's multi-query attention): PyTorch can then only run its math kernel, which materialises the scores
+    unexpanded_kv_with_mask: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> Attention:

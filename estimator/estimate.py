@@ -22,6 +22,7 @@ from estimator.memory import (
     kv_cache_layers,
     kv_heads_divisor,
     prefill_activation_peak,
+    runs_math_attention,
     runtime_overhead_bytes,
     sharded_weights_bytes,
     weight_shares,
@@ -115,6 +116,7 @@ def _memory_per_gpu(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: in
             arch, batch, tokens, element_bytes=w.activation_bytes_per_element,
             logits_all=w.logits == "all", logits_fp32=w.profile.logits_fp32_upcast, tensor_parallel=tp,
             eager_activations=w.profile.eager_activation_temporaries,
+            eager_attention=runs_math_attention(arch, w.profile),
         ).bytes
         if kv and w.profile.sliding_window_prefill_full and arch.layer_windows:
             kv = max(kv, kv_cache_bytes(arch, w.prompt_tokens, w.batch, w.kv_format, decompressed_mla=decompressed,

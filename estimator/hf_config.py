@@ -271,7 +271,9 @@ def _falcon(config: Config) -> Architecture:
         vocab_size=_int(config, "vocab_size"),
         tie_word_embeddings=bool(config.get("tie_word_embeddings", True)),
         attention=Attention(num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, v_head_dim=head_dim,
-                            q_bias=bias, kv_bias=bias, o_bias=bias),
+                            q_bias=bias, kv_bias=bias, o_bias=bias,
+                            # FalconAttention: SDPA(query, key with 1 head, attn_mask=...) without enable_gqa
+                            unexpanded_kv_with_mask=kv_heads < heads and not config.get("new_decoder_architecture")),
         mlp=Mlp(intermediate_size=_field(config, "ffn_hidden_size", default=4 * hidden), gated=False, bias=bias),
         norm="layer",
         norms_per_layer=norms,

@@ -168,6 +168,12 @@ def moe_live_elements(arch: Architecture, tensor_parallel: int = 1) -> int:
     return routed + shared
 
 
+def runs_math_attention(arch: Architecture, profile: EfficiencyProfile) -> bool:
+    """Whether prefill attention materialises its scores: the model's transformers code leaves PyTorch's SDPA only
+    the math kernel (`Attention.unexpanded_kv_with_mask`) and the profile runs transformers."""
+    return profile.math_attention_fallback and arch.attention.unexpanded_kv_with_mask
+
+
 def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, element_bytes: int,
                             logits_all: bool, logits_fp32: bool, tensor_parallel: int = 1,
                             eager_attention: bool = False, eager_activations: bool = False) -> ActivationPeak:
@@ -178,7 +184,8 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
     product = 3 × ffn; plain: 2 × ffn), and the rotary cos/sin tables (2 × head_dim), in the activation dtype,
     plus one int64 position id. Measured exactly on Llama-3.2-1B and Llama-3.1-8B (h200-measured.jsonl,
     ``peak_minus_before`` − ``kept_after``). MoE layers hold the top-k experts' intermediates for every token.
-    Eager attention adds the b × a × s² fp32 score matrix and its softmax.
+    Eager (or math-kernel) attention adds the b × a × s² score matrix and its softmax, both fp32 (PyTorch's math
+    SDPA computes half-precision inputs in fp32): 8 bytes per score (falcon-7b measured 9, docs/accuracy.md).
 
     Logits stage: the final hidden states and rotary tables, plus b × positions × vocab logits in the activation
     dtype (and their fp32 upcast where the runtime does it). positions = all tokens, or 1 with ``logits_to_keep=1``.

@@ -41,6 +41,8 @@ class EfficiencyProfile(BaseModel):
     sliding_window_prefill_full: bool = False
     # eager PyTorch activations written as elementwise chains (gelu_new) keep extra temporaries
     eager_activation_temporaries: bool = False
+    # the runtime is transformers: where its code leaves SDPA only the math kernel, scores are materialised
+    math_attention_fallback: bool = False
     decompressed_mla_cache: bool = False
     allreduce_latency_s: float = Field(ge=0)
     interconnect_efficiency: float = Field(gt=0, le=1)

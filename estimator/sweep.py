@@ -33,6 +33,7 @@ from estimator.memory import (
     kv_elements_per_token,
     kv_heads_divisor,
     prefill_activation_peak,
+    runs_math_attention,
     sharded_weights_bytes,
 )
 from estimator.render import flatten
@@ -185,6 +186,11 @@ class _Memory:
         else:  # hidden states scale with batch × prompt, last-position logits with batch
             per_token = stage12 - stage11
             stage = np.minimum(self._mul(tokens, per_token) + self._mul(batch, stage11 - per_token), _BIG)
+        if runs_math_attention(arch, w.profile):  # scores grow with prompt²: memory.prefill_activation_peak
+            heads = math.ceil(arch.attention.num_heads / tp)
+            scores = self._mul(_safe_product(np, batch, _safe_product(np, prompt, prompt)), 2 * heads * 4)
+            eager = np.minimum(self._mul(tokens, 4 * arch.hidden_size * w.activation_bytes_per_element) + scores, _BIG)
+            layer = np.maximum(layer, eager)
         return np.maximum(layer, stage)  # type: ignore[no-any-return]
 
     def per_gpu(self, batch: Ints, prompt: Ints, output: Ints, tp: int) -> tuple[int, Ints | None, Ints | None,

@@ -15,7 +15,13 @@ from typing import Any, Literal
 from estimator.architecture import ModelSpec
 from estimator.catalog import Catalog
 from estimator.estimate import estimate
-from estimator.memory import kv_cache_bytes, prefill_activation_peak, runtime_overhead_bytes, weights_bytes
+from estimator.memory import (
+    kv_cache_bytes,
+    prefill_activation_peak,
+    runs_math_attention,
+    runtime_overhead_bytes,
+    weights_bytes,
+)
 from estimator.profiles import EfficiencyProfile
 from estimator.report import Report
 from estimator.specs import GpuSpec
@@ -134,7 +140,8 @@ def _row_points(row: Mapping[str, Any], p: Predictor) -> Iterator[Point]:
         yield Point(name, case, "kv_cache_bytes", kept, row["kept_after"])
         peak = prefill_activation_peak(arch, batch, prompt, element_bytes=2, logits_all=logits == "all",
                                        logits_fp32=p.hf.logits_fp32_upcast,
-                                       eager_activations=p.hf.eager_activation_temporaries).bytes
+                                       eager_activations=p.hf.eager_activation_temporaries,
+                                       eager_attention=runs_math_attention(arch, p.hf)).bytes
         yield Point(name, case, "activation_bytes", peak, row["peak_minus_before"] - row["kept_after"])
         if "latency" in row:
             report = p.report(model, p.hf, batch, prompt, 0, logits)

@@ -13,16 +13,20 @@ from estimator.render import flatten
 from estimator.sweep import sweep
 from estimator.workload import InferenceWorkload
 
-COMBOS = [("llama-3.1-70b", "h100", "bf16", 4), ("gemma-2-9b", "l4", "bf16", 1), ("70b", "h100", "fp8", 2),
-          ("mixtral-8x7b", "a100", "awq-int4", 2), ("bert-base", "t4", "fp16", 1),
-          ("deepseek-v2-lite", "h200", "fp8", 1),
-          ("llama-3.1-8b", "v100-pcie-16gb", "bf16", 1)]
+COMBOS = [("llama-3.1-70b", "h100", "bf16", 4, "optimized"), ("gemma-2-9b", "l4", "bf16", 1, "optimized"),
+          ("70b", "h100", "fp8", 2, "optimized"), ("mixtral-8x7b", "a100", "awq-int4", 2, "optimized"),
+          ("bert-base", "t4", "fp16", 1, "optimized"), ("deepseek-v2-lite", "h200", "fp8", 1, "optimized"),
+          ("llama-3.1-8b", "v100-pcie-16gb", "bf16", 1, "optimized"),
+          # the hf profile's runtime details: math-kernel attention scores (falcon), sliding windows as masks and
+          # whole-prompt caches (gemma-2), fused gate-up and gelu_new temporaries (phi-3, gpt2)
+          ("falcon-7b", "h200", "bf16", 1, "hf"), ("gemma-2-9b", "h200", "bf16", 2, "hf"),
+          ("phi-3-mini", "a100", "bf16", 1, "hf"), ("gpt2-xl", "l4", "fp16", 1, "hf")]
 
 
-@pytest.mark.parametrize(("model", "gpu", "dtype", "tp"), COMBOS)
+@pytest.mark.parametrize(("model", "gpu", "dtype", "tp", "profile"), COMBOS)
 def test_sweep_rows_equal_estimate(catalog: Catalog, workload: Callable[..., InferenceWorkload], model: str, gpu: str,
-                                   dtype: str, tp: int) -> None:
-    w = workload(dtype=dtype, kv="fp16" if dtype == "fp16" else "bf16", tensor_parallel=tp)
+                                   dtype: str, tp: int, profile: str) -> None:
+    w = workload(dtype=dtype, kv="fp16" if dtype == "fp16" else "bf16", tensor_parallel=tp, profile=profile)
     m, g = catalog.model(model), catalog.gpus.get(gpu)
     result = sweep([(m, g, w, gpu)], [1, 7, 64], [1, 1000, 32_768], [0, 256])
     assert result.size == 18
