@@ -45,7 +45,7 @@ Every figure below is read off the tables above; the formula named is the one th
    ratio per model). A CUDA memory-history trace of the peak (`benchmarks/trace_moe_peak.py`, 2-layer versions of
    both models on the H200) showed transformers 5.17's grouped_mm experts replicate each token once per routed
    expert: the live set per token is max(k·(h + 4·ffn), 4·k·h) plus the router's logits and fp32 softmax
-   (`memory.moe_live_elements`), where the estimate had counted 3·k·ffn. The formula came from that trace of the
+   (`memory.moe_live_bytes`), where the estimate had counted 3·k·ffn. The formula came from that trace of the
    same two architectures, so these rows confirm it on the full-depth models and other shapes but are not
    independent of it; a third MoE family would be the real test.
 3. **Fixed — Gemma-2 logits with all positions** (was −50%) and **gpt2-xl** (was −45%). Gemma-2's
@@ -108,9 +108,16 @@ Every figure below is read off the tables above; the formula named is the one th
      (`math_attention_fallback`): −12% to −14% (the measurement shows about 9 bytes per score; the ninth byte, the
      broadcast mask and upcast copies, is not itemised). Falcon's prefill *time* stays −75% to −93%: the math
      kernel's fp32 matmuls and score traffic are not in the time model.
-   - *DeepSeek-V2-Lite's prefill peak with last-position logits* is −19%, and its prefill time −40% to −57% (MoE
-     routing and MLA decompression as separate HF kernels); *gemma-3-1b's prefill* is −28% to −30% (5:1
-     local/global masks on a 1B model; host-bound territory); neither is closed.
+   - *DeepSeek-V2-Lite's prefill peak* was −19%: a memory-history trace (2 layers) showed its router hands fp32
+     weights to the experts, so the weighted output and the scattered sum of the down stage are fp32, and its shared
+     experts run apart from the routed ones (not added to them); MLA's rotary tables cover only qk_rope_head_dim.
+     With those (`MixtureOfExperts.fp32_routing_weights`, `memory.moe_live_bytes`): ±0.1%.
+   - *The attention mask of sliding-window models*: the same trace of gemma-3-1b showed a boolean b × s × s mask
+     alive through the layers (2,048 B per token at s = 2,048), which was also mistral-7b-v0.1's −6.4% at 8k; the
+     `hf` prefill peak now counts it: gemma-3-1b −4.5% to +5.0%, mistral +0.0% to +2.1%.
+   - *Still missed*: DeepSeek-V2-Lite's prefill time (−40% to −57%: MoE routing and MLA decompression as separate
+     HF kernels) and gemma-3-1b's (−28% to −30%, a 1B model with 5:1 local/global masks, near the host floor).
+   These fixes came from traces of the same models, so their rows now confirm the mechanisms rather than test them.
 """
 
 

@@ -69,6 +69,7 @@ class MixtureOfExperts(_Arch):
     expert_intermediate_size: int = Field(gt=0)
     shared_intermediate_size: int = Field(default=0, ge=0)
     shared_expert_gate: bool = False
+    fp32_routing_weights: bool = False  # the router hands fp32 weights to the experts (DeepSeek's HF code)
 
     @model_validator(mode="after")
     def _check(self) -> MixtureOfExperts:

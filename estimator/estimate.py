@@ -22,13 +22,13 @@ from estimator.memory import (
     kv_cache_layers,
     kv_heads_divisor,
     prefill_activation_peak,
+    prefill_masked_attention,
     runs_math_attention,
     runtime_overhead_bytes,
     sharded_weights_bytes,
     weight_shares,
     weights_bytes,
 )
-from estimator.profiles import EfficiencyProfile
 from estimator.report import (
     GpuInfo,
     KvPart,
@@ -117,6 +117,7 @@ def _memory_per_gpu(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: in
             logits_all=w.logits == "all", logits_fp32=w.profile.logits_fp32_upcast, tensor_parallel=tp,
             eager_activations=w.profile.eager_activation_temporaries,
             eager_attention=runs_math_attention(arch, w.profile),
+            explicit_mask=prefill_masked_attention(arch, w.profile),
         ).bytes
         if kv and w.profile.sliding_window_prefill_full and arch.layer_windows:
             kv = max(kv, kv_cache_bytes(arch, w.prompt_tokens, w.batch, w.kv_format, decompressed_mla=decompressed,
@@ -167,12 +168,6 @@ def max_context_tokens(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp:
 
     prompt = largest_true(fits, 1, MAX_TOKENS - w.output_tokens)
     return 0 if prompt < 1 else prompt + w.output_tokens
-
-
-def prefill_masked_attention(arch: Architecture, profile: EfficiencyProfile) -> bool:
-    """Whether the runtime runs prefill attention with an explicit mask: sliding-window models under a profile
-    that says its kernels take windows as masks (transformers' SDPA)."""
-    return bool(arch.layer_windows) and profile.masked_attention_flop_efficiency is not None
 
 
 def _phase_costs(arch: Architecture, w: InferenceWorkload, context: int, weights_read: int,

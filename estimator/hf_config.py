@@ -225,6 +225,7 @@ def _deepseek(config: Config) -> Architecture:
             experts_per_token=_int(config, "num_experts_per_tok"),
             expert_intermediate_size=expert_width,
             shared_intermediate_size=expert_width * _int(config, "n_shared_experts", default=0),
+            fp32_routing_weights=True,  # transformers DeepseekV2/V3 MoE: topk_weight stays fp32
         ),
         moe_layers=_moe_layers(
             config, layers, first_dense=_int(config, "first_k_dense_replace", default=0),

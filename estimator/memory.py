@@ -149,23 +149,32 @@ class ActivationPeak:
 EAGER_ACTIVATION_TEMPORARIES = {"gelu_new": 2}
 
 
-def moe_live_elements(arch: Architecture, tensor_parallel: int = 1) -> int:
-    """Per-token elements alive in a MoE layer during prefill.
+def moe_live_bytes(arch: Architecture, element_bytes: int, tensor_parallel: int = 1) -> int:
+    """Per-token bytes alive in a MoE layer during prefill.
 
     Tokens are replicated once per routed expert (k rows each), so every per-row tensor scales with k. Up stage:
-    the gathered input (h) and two gate-up-wide tensors (2 × 2·ffn) per row; down stage: the gathered input and
-    three h-wide tensors (down output, weighted output, scatter) per row. The peak is the larger, plus shared
-    experts. Measured on transformers 5.17's grouped_mm experts (CUDA memory history of the peak, H200:
-    qwen3-30b-a3b 148,560 B and mixtral-8x7b 279,138 B per token, both within 0.2%; benchmarks/trace_moe_peak.py).
-    Fused engines (vLLM fused_moe) hold k × (3·ffn + h) per token, which this bounds from above.
+    the gathered input (h) and two gate-up-wide tensors (2 × 2·ffn) per row. Down stage: the gathered input and
+    the down output per row, then the output weighted by its routing weight and the scattered sum — in fp32 where
+    the router keeps fp32 weights (DeepSeek), else in the activation dtype. Shared experts run apart. The peak is
+    the largest. Measured on transformers 5.17's grouped_mm experts by CUDA memory history of the peak
+    (benchmarks/trace_moe_peak.py, H200): qwen3-30b-a3b 148,560 B, mixtral-8x7b 279,138 B and deepseek-v2-lite
+    164,630 B per token, each within 0.2%. Fused engines (vLLM fused_moe) hold k × (3·ffn + h); this bounds it.
     """
     assert arch.moe is not None
     moe = arch.moe
-    k, h = moe.experts_per_token, arch.hidden_size
+    k, h, e = moe.experts_per_token, arch.hidden_size, element_bytes
+    weighted = 4 if moe.fp32_routing_weights else e
     expert = math.ceil(moe.expert_intermediate_size / tensor_parallel)
-    routed = max(k * (h + 4 * expert), 4 * k * h)
-    shared = (3 if arch.mlp.gated else 2) * math.ceil(moe.shared_intermediate_size / tensor_parallel)
-    return routed + shared
+    up = k * (h + 4 * expert) * e
+    down = k * h * (2 * e + 2 * weighted)
+    shared = (3 if arch.mlp.gated else 2) * math.ceil(moe.shared_intermediate_size / tensor_parallel) * e
+    return max(up, down, shared)
+
+
+def prefill_masked_attention(arch: Architecture, profile: EfficiencyProfile) -> bool:
+    """Whether the runtime runs prefill attention with an explicit mask: sliding-window models under a profile
+    that says its kernels take windows as masks (transformers' SDPA)."""
+    return bool(arch.layer_windows) and profile.masked_attention_flop_efficiency is not None
 
 
 def runs_math_attention(arch: Architecture, profile: EfficiencyProfile) -> bool:
@@ -176,7 +185,8 @@ def runs_math_attention(arch: Architecture, profile: EfficiencyProfile) -> bool:
 
 def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, element_bytes: int,
                             logits_all: bool, logits_fp32: bool, tensor_parallel: int = 1,
-                            eager_attention: bool = False, eager_activations: bool = False) -> ActivationPeak:
+                            eager_attention: bool = False, eager_activations: bool = False,
+                            explicit_mask: bool = False) -> ActivationPeak:
     """Largest set of live tensors during one prefill forward, excluding weights and the KV cache.
 
     Layer stage (inside the MLP, where the peak sits for every dense model measured): per token, the residual
@@ -191,25 +201,32 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
     dtype (and their fp32 upcast where the runtime does it). positions = all tokens, or 1 with ``logits_to_keep=1``.
     Final-logit soft-capping (Gemma 2) keeps a second logits tensor live (measured: −50% without it).
     ``eager_activations``: activations written as elementwise chains add `EAGER_ACTIVATION_TEMPORARIES`.
+    ``explicit_mask``: a boolean b × s × s attention mask is alive through the layers (transformers builds one for
+    sliding windows; measured: gemma-3-1b 2,048 B per token at s = 2,048, mistral-7b-v0.1 −6.4% at 8k without it).
+    Rotary tables are 2 × the rotated width (MLA rotates only qk_rope_head_dim).
     """
     h = arch.hidden_size
     temporaries = EAGER_ACTIVATION_TEMPORARIES.get(arch.hidden_act or "", 0) if eager_activations else 0
     # gated: act(gate), up and their product; a fused gate_up projection keeps its whole 2·ffn output alive instead
     # of up alone (measured: phi-3-mini −18% without it, docs/accuracy.md)
     per_ffn = (4 if arch.mlp.fused_gate_up else 3 if arch.mlp.gated else 2) + temporaries
-    mlp_live = per_ffn * math.ceil(arch.mlp.intermediate_size / tensor_parallel)
+    mlp_bytes = per_ffn * math.ceil(arch.mlp.intermediate_size / tensor_parallel) * element_bytes
     router_bytes = 0
     if arch.moe is not None and arch.num_moe_layers:
         moe = arch.moe
-        mlp_live = max(moe_live_elements(arch, tensor_parallel),
-                       mlp_live if arch.num_moe_layers < arch.num_layers else 0)
+        mlp_bytes = max(moe_live_bytes(arch, element_bytes, tensor_parallel),
+                        mlp_bytes if arch.num_moe_layers < arch.num_layers else 0)
         router_bytes = moe.num_experts * (element_bytes + 4)  # router logits, and their fp32 softmax
-    rope = 2 * arch.attention.head_dim if arch.position_embeddings == 0 else 0
+    latent = arch.attention.latent
+    rotated = latent.qk_rope_head_dim if latent is not None else arch.attention.head_dim
+    rope = 2 * rotated if arch.position_embeddings == 0 else 0
     tokens_total = batch * tokens
-    layer = tokens_total * ((mlp_live + 4 * h + rope) * element_bytes + 8 + router_bytes)
+    layer = tokens_total * (mlp_bytes + (4 * h + rope) * element_bytes + 8 + router_bytes)
     if eager_attention:
         heads = math.ceil(arch.attention.num_heads / tensor_parallel)
         layer = max(layer, tokens_total * (4 * h * element_bytes) + 2 * batch * heads * tokens * tokens * 4)
+    if explicit_mask:
+        layer += batch * tokens * tokens
     positions = tokens if logits_all else 1
     logits_elements = batch * positions * arch.vocab_size if arch.lm_head else 0
     copies = 2 if arch.final_logit_softcapping else 1

@@ -27,12 +27,13 @@ from estimator.compute import (
     lm_head_numel,
 )
 from estimator.errors import MissingDependency, WorkloadInvalid
-from estimator.estimate import estimate, prefill_masked_attention, tensor_parallel_degrees
+from estimator.estimate import estimate, tensor_parallel_degrees
 from estimator.memory import (
     generic_weights_bytes,
     kv_elements_per_token,
     kv_heads_divisor,
     prefill_activation_peak,
+    prefill_masked_attention,
     runs_math_attention,
     sharded_weights_bytes,
 )
@@ -191,6 +192,8 @@ class _Memory:
             scores = self._mul(_safe_product(np, batch, _safe_product(np, prompt, prompt)), 2 * heads * 4)
             eager = np.minimum(self._mul(tokens, 4 * arch.hidden_size * w.activation_bytes_per_element) + scores, _BIG)
             layer = np.maximum(layer, eager)
+        if prefill_masked_attention(arch, w.profile):  # the b × s × s boolean mask
+            layer = np.minimum(layer + _safe_product(np, batch, _safe_product(np, prompt, prompt)), _BIG)
         return np.maximum(layer, stage)  # type: ignore[no-any-return]
 
     def per_gpu(self, batch: Ints, prompt: Ints, output: Ints, tp: int) -> tuple[int, Ints | None, Ints | None,

@@ -18,6 +18,7 @@ from estimator.estimate import estimate
 from estimator.memory import (
     kv_cache_bytes,
     prefill_activation_peak,
+    prefill_masked_attention,
     runs_math_attention,
     runtime_overhead_bytes,
     weights_bytes,
@@ -141,7 +142,8 @@ def _row_points(row: Mapping[str, Any], p: Predictor) -> Iterator[Point]:
         peak = prefill_activation_peak(arch, batch, prompt, element_bytes=2, logits_all=logits == "all",
                                        logits_fp32=p.hf.logits_fp32_upcast,
                                        eager_activations=p.hf.eager_activation_temporaries,
-                                       eager_attention=runs_math_attention(arch, p.hf)).bytes
+                                       eager_attention=runs_math_attention(arch, p.hf),
+                                       explicit_mask=prefill_masked_attention(arch, p.hf)).bytes
         yield Point(name, case, "activation_bytes", peak, row["peak_minus_before"] - row["kept_after"])
         if "latency" in row:
             report = p.report(model, p.hf, batch, prompt, 0, logits)
