@@ -58,11 +58,12 @@ def predict(row: dict[str, Any], gpu: str) -> TrainingReport:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path", nargs="?", type=Path, default=DEFAULT)
+    parser.add_argument("paths", nargs="*", type=Path, default=[DEFAULT])
     parser.add_argument("--gpu", default="h200")
     args = parser.parse_args(argv)
     worst = 0.0
-    for line in args.path.read_text().splitlines():
+    lines = [line for path in args.paths for line in path.read_text().splitlines() if line.strip()]
+    for line in lines:
         row = json.loads(line)
         if row.get("kind") != "train":
             continue
