@@ -192,3 +192,16 @@ def test_golden_tables(catalog: Catalog, make_workload: Callable[..., object], u
     if update_golden or not path.exists():
         path.write_text(buffer.getvalue())
     assert buffer.getvalue() == path.read_text()
+
+
+def test_every_command_is_documented_in_the_readme() -> None:
+    import typer
+
+    from estimator.cli import app
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    group = typer.main.get_command(app)
+    names = list(group.commands)  # type: ignore[attr-defined]
+    assert len(names) >= 9
+    for name in names:
+        assert f"estimator {name}" in readme or (name == "estimate" and "estimate --model" in readme), name
