@@ -323,7 +323,7 @@ def run(command: Any, args: list[str] | None = None) -> None:
         # Usage errors (missing or unknown option, bad choice) are click exceptions; typer vendors click, so they
         # are recognised by their interface rather than their class.
         if hasattr(error, "format_message") and hasattr(error, "exit_code"):
-            _fail(" ".join(str(error.format_message()).split()), int(error.exit_code) or 2)
+            _fail(" ".join(str(error.format_message()).split()).replace("Value error, ", ""), int(error.exit_code) or 2)
         raise
     if isinstance(code, int) and code:
         raise SystemExit(code)
