@@ -11,7 +11,7 @@ import math
 from fractions import Fraction
 
 from estimator.architecture import Architecture
-from estimator.inventory import Role, tensor_inventory
+from estimator.inventory import Role, lm_head_numel, tensor_inventory
 from estimator.memory import bytes_of, tensor_bits
 from estimator.specs import NumberFormat
 
@@ -32,10 +32,6 @@ def linear_params_per_token(arch: Architecture) -> float:
         elif group.role.is_linear or group.role in (Role.ROUTER, Role.POOLER):
             total += group.total
     return total
-
-
-def lm_head_numel(arch: Architecture) -> int:
-    return arch.hidden_size * arch.vocab_size if arch.lm_head else 0
 
 
 def causal_pairs(tokens: int, window: int | None, *, past: int = 0) -> int:

@@ -24,10 +24,10 @@ from estimator.compute import (
     decode_weight_bytes,
     expected_distinct_experts,
     linear_params_per_token,
-    lm_head_numel,
 )
 from estimator.errors import MissingDependency, WorkloadInvalid
 from estimator.estimate import estimate, tensor_parallel_degrees
+from estimator.inventory import lm_head_numel
 from estimator.memory import (
     generic_weights_bytes,
     kv_elements_per_token,
