@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,16 @@ def predict(profile: EfficiencyProfile, model: str, batch: int, prompt: int, out
                           kv_format=bf16, profile=profile)
     report = estimate(catalog.models.get(model), catalog.gpus.get("h200"), w)
     return report.time.prefill_s, report.time.decode_step_s or math.nan
+
+
+def grid_fit(base: EfficiencyProfile, candidates: list[dict[str, float]],
+             relative_errors: Callable[[EfficiencyProfile], list[float]]) -> EfficiencyProfile:
+    """The candidate update of ``base`` with the smallest RMS relative error (first one on ties)."""
+    def rms(update: dict[str, float]) -> float:
+        errs = relative_errors(base.model_copy(update=update))
+        return math.sqrt(sum(e * e for e in errs) / len(errs))
+
+    return base.model_copy(update=min(candidates, key=rms))
 
 
 def fit_optimized(data: list[dict[str, Any]], base: EfficiencyProfile) -> EfficiencyProfile:
@@ -85,43 +96,30 @@ def fit_hf(data: list[dict[str, Any]], base: EfficiencyProfile) -> EfficiencyPro
     profile = base.model_copy(update={"host_per_layer_s": host})
 
     points = _prefill_points(data)
-    best: tuple[float, float, float] | None = None
-    for mm in [x / 100 for x in range(50, 90)]:
-        for at in [x / 100 for x in range(20, 80, 2)]:
-            trial = profile.model_copy(update={"matmul_flop_efficiency": mm, "attention_flop_efficiency": at})
-            errs = [predict(trial, m, b, s, 0)[0] / t - 1 for m, b, s, t in points]
-            rms = math.sqrt(sum(e * e for e in errs) / len(errs))
-            if best is None or rms < best[0]:
-                best = (rms, mm, at)
-    assert best is not None
-    profile = profile.model_copy(update={"matmul_flop_efficiency": best[1], "attention_flop_efficiency": best[2]})
-
+    profile = grid_fit(
+        profile,
+        [{"matmul_flop_efficiency": mm / 100, "attention_flop_efficiency": at / 100}
+         for mm in range(50, 90) for at in range(20, 80, 2)],
+        lambda trial: [predict(trial, m, b, s, 0)[0] / t - 1 for m, b, s, t in points],
+    )
     big = [(r["model"], r["batch"], r["context"], r["eager"]["median_s"]) for r in data
            if r["kind"] == "model" and r.get("phase") == "decode" and r["batch"] >= 16]
-    best_kv: tuple[float, float] | None = None
-    for k in [x / 1000 for x in range(10, 200)]:
-        trial = profile.model_copy(update={"kv_read_efficiency": k})
-        errs = [predict(trial, m, b, c, 1)[1] / t - 1 for m, b, c, t in big]
-        rms = math.sqrt(sum(e * e for e in errs) / len(errs))
-        if best_kv is None or rms < best_kv[0]:
-            best_kv = (rms, k)
-    assert best_kv is not None
-    return profile.model_copy(update={"kv_read_efficiency": best_kv[1]})
+    return grid_fit(
+        profile,
+        [{"kv_read_efficiency": k / 1000} for k in range(10, 200)],
+        lambda trial: [predict(trial, m, b, c, 1)[1] / t - 1 for m, b, c, t in big],
+    )
 
 
 def fit_masked_attention(data: list[dict[str, Any]], base: EfficiencyProfile) -> EfficiencyProfile:
     """transformers passes sliding windows to SDPA as an explicit mask: a slower kernel over every causal pair.
     Grid search of its efficiency on MASKED_FIT_MODEL's measured prefill latencies (tests/data/measured)."""
     points = [(m, b, s, t) for m, b, s, t in _prefill_points(data) if m == MASKED_FIT_MODEL]
-    best: tuple[float, float] | None = None
-    for eff in [x / 100 for x in range(5, 60)]:
-        trial = base.model_copy(update={"masked_attention_flop_efficiency": eff})
-        errs = [predict(trial, m, b, s, 0)[0] / t - 1 for m, b, s, t in points]
-        rms = math.sqrt(sum(e * e for e in errs) / len(errs))
-        if best is None or rms < best[0]:
-            best = (rms, eff)
-    assert best is not None
-    return base.model_copy(update={"masked_attention_flop_efficiency": best[1]})
+    return grid_fit(
+        base,
+        [{"masked_attention_flop_efficiency": eff / 100} for eff in range(5, 60)],
+        lambda trial: [predict(trial, m, b, s, 0)[0] / t - 1 for m, b, s, t in points],
+    )
 
 
 def main() -> None:
