@@ -117,12 +117,19 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
         times.add_row("tokens/s per sequence", "", f"{t.tokens_per_s_per_sequence:,.1f}", "")
     console.print(times)
 
-    for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
-    if explain:
-        console.print("[bold]Arithmetic[/]")
-        for line in report.explain:
-            console.print(f"  {line}", highlight=False, markup=False)
-        console.print("[bold]Assumptions[/]")
-        for line in report.assumptions:
-            console.print(f"  - {line}", highlight=False, markup=False)
+    render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
+                                            ("Assumptions", report.assumptions, "  - ")] if explain else [])
+
+
+def render_notes(console: Console, warnings: Iterable[str],
+                 sections: Iterable[tuple[str, Iterable[str], str]]) -> None:
+    """Warnings, then titled sections of plain lines (the arithmetic, the assumptions) under any report's table.
+    Lines are printed without rich markup: they hold brackets such as ``weights[mlp]``."""
+    from rich.markup import escape
+
+    for warning in warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+    for title, lines, prefix in sections:
+        console.print(f"[bold]{title}[/]")
+        for line in lines:
+            console.print(f"{prefix}{line}", highlight=False, markup=False)

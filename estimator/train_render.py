@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from estimator.render import render_notes
 from estimator.train_report import TrainingReport
 from estimator.units import format_bytes, format_seconds
 
@@ -63,16 +64,7 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
     times.add_row("tokens/s (all GPUs)", f"{t.tokens_per_s:,.0f}")
     times.add_row("MFU", f"{t.mfu:.1%}")
     console.print(times)
-    for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False, markup=True)
-    if explain:
-        console.print("[bold]Arithmetic[/]")
-        for line in report.explain:
-            console.print(f"  {line}", highlight=False, markup=False)
-        console.print("[bold]Saved tensors per layer[/]")
-        for part in mem.layer_tensors:
-            console.print(f"  {part.name}: {part.bytes_per_token:,.0f} B/token = {b(part.bytes)}", highlight=False,
-                          markup=False)
-        console.print("[bold]Assumptions[/]")
-        for line in report.assumptions:
-            console.print(f"  - {line}", highlight=False, markup=False)
+    tensors = [f"{part.name}: {part.bytes_per_token:,.0f} B/token = {b(part.bytes)}" for part in mem.layer_tensors]
+    render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
+                                            ("Saved tensors per layer", tensors, "  "),
+                                            ("Assumptions", report.assumptions, "  - ")] if explain else [])
