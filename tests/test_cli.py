@@ -189,8 +189,9 @@ def test_golden_tables(catalog: Catalog, make_workload: Callable[..., object], u
     buffer = io.StringIO()
     render_table(report, Console(file=buffer, width=110, color_system=None, force_terminal=False), explain=True)
     path = GOLDEN / f"{name}.txt"
-    if update_golden or not path.exists():
+    if update_golden:
         path.write_text(buffer.getvalue())
+    assert path.exists(), f"{path} missing: run pytest --update-golden and commit it"
     assert buffer.getvalue() == path.read_text()
 
 
