@@ -20,10 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tp_points import compare as compare_tp  # benchmarks/tp_points.py, beside this file
 from training_points import predict as predict_training  # benchmarks/training_points.py, beside this file
 
-from estimator.calibration import apply_calibration, entry_for, load_calibration
-from estimator.catalog import default_catalog
+from estimator.catalog.registry import default_catalog
+from estimator.live.calibration import apply_calibration, entry_for, load_calibration
+from estimator.live.validation import Point, Predictor, points, summarize
 from estimator.units import format_bytes
-from estimator.validation import Point, Predictor, points, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 # The shipped profiles were fitted on the shared reference points of these two models (specs/profiles/*.yaml).

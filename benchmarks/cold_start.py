@@ -20,7 +20,7 @@ COMMAND = ["-m", "estimator", "estimate", "--model", "llama-3.1-70b", "--gpu", "
 BASELINES = {
     "python -c pass": ["-c", "pass"],
     "import pydantic": ["-c", "import pydantic"],
-    "import estimator.cli": ["-c", "import estimator.cli"],
+    "import estimator.cli.main": ["-c", "import estimator.cli.main"],
 }
 
 

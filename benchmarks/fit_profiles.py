@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from estimator import InferenceWorkload, default_catalog, estimate
-from estimator.profiles import EfficiencyProfile
+from estimator.catalog.profiles import EfficiencyProfile
 
 DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "h200-measured.jsonl"
 MEASURED = Path(__file__).resolve().parent.parent / "tests" / "data" / "measured" / "h200-2026-11-30.jsonl"

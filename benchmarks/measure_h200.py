@@ -22,8 +22,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from estimator import measure
-from estimator.catalog import default_catalog, read_yaml
+from estimator.catalog.registry import default_catalog, read_yaml
+from estimator.live import measure
 
 PREFILL = [(1, 2048), (1, 8192), (8, 2048)]
 DECODE = [(1, 1024), (16, 4096), (64, 2048)]

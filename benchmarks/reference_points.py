@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from estimator import InferenceWorkload, default_catalog, estimate
-from estimator.architecture import ModelSpec
-from estimator.memory import prefill_activation_peak
+from estimator.catalog.architecture import ModelSpec
+from estimator.model.memory import prefill_activation_peak
 
 DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "h200-measured.jsonl"
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from estimator.catalog import default_catalog
-from estimator.sweep import sweep
-from estimator.tables import rows_to_csv_file
-from estimator.workload import InferenceWorkload
+from estimator.catalog.registry import default_catalog
+from estimator.inference.workload import InferenceWorkload
+from estimator.planning.sweep import sweep
+from estimator.render.plan_table import rows_to_csv_file
 
 
 def main() -> None:

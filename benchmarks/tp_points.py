@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from estimator import InferenceWorkload, default_catalog, estimate
-from estimator.memory import kv_cache_bytes, kv_heads_divisor, sharded_weights_bytes
+from estimator.model.memory import kv_cache_bytes, kv_heads_divisor, sharded_weights_bytes
 
 
 def rows(path: Path) -> Iterator[dict[str, object]]:

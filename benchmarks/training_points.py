@@ -20,9 +20,9 @@ from typing import Any
 
 from estimator import default_catalog
 from estimator.errors import EstimatorError
-from estimator.train_estimate import estimate_training
-from estimator.train_report import TrainingReport
-from estimator.training import TrainingWorkload
+from estimator.training.estimate import estimate_training
+from estimator.training.report import TrainingReport
+from estimator.training.workload import TrainingWorkload
 
 DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "h200-measured.jsonl"
 _PRECISION = {"amp": "amp-bf16", "amp-bf16": "amp-bf16", "amp-fp16": "amp-fp16", "bf16": "bf16", "fp32": "fp32"}

@@ -3,8 +3,10 @@
 >>> from estimator import default_catalog, estimate, InferenceWorkload
 """
 
-from estimator.architecture import Architecture, ModelSpec
-from estimator.catalog import Catalog, default_catalog
+from estimator.catalog.architecture import Architecture, ModelSpec
+from estimator.catalog.profiles import EfficiencyProfile
+from estimator.catalog.registry import Catalog, default_catalog
+from estimator.catalog.specs import GpuSpec, NumberFormat
 from estimator.errors import (
     DeviceUnavailable,
     EstimatorError,
@@ -13,11 +15,9 @@ from estimator.errors import (
     SpecNotFound,
     WorkloadInvalid,
 )
-from estimator.estimate import estimate
-from estimator.profiles import EfficiencyProfile
-from estimator.report import Report
-from estimator.specs import GpuSpec, NumberFormat
-from estimator.workload import InferenceWorkload
+from estimator.inference.estimate import estimate
+from estimator.inference.report import Report
+from estimator.inference.workload import InferenceWorkload
 
 __all__ = [
     "Architecture",

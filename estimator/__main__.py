@@ -1,3 +1,3 @@
-from estimator.cli import main
+from estimator.cli.main import main
 
 main()

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from estimator import InferenceWorkload
-from estimator.catalog import Catalog, default_catalog
-from estimator.cli import estimate_main, main
+from estimator.catalog.registry import Catalog, default_catalog
+from estimator.cli.main import estimate_main, main
 
 REFERENCE = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "h200-measured.jsonl"
 

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from estimator.calibration import (
+from estimator.catalog.registry import Catalog
+from estimator.errors import SpecInvalid, WorkloadInvalid
+from estimator.live.calibration import (
     GpuCalibration,
     apply_calibration,
     calibrated_profile,
@@ -19,8 +21,6 @@ from estimator.calibration import (
     save_calibration,
     user_calibration_path,
 )
-from estimator.catalog import Catalog
-from estimator.errors import SpecInvalid, WorkloadInvalid
 from tests.conftest import CliResult
 
 MEASURED = Path(__file__).resolve().parent / "data" / "measured" / "h200-2026-11-30-calibration.yaml"

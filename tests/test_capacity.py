@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from estimator.capacity import largest_true
-from estimator.catalog import Catalog
-from estimator.estimate import _memory_per_gpu, estimate, max_batch, max_context_tokens
-from estimator.workload import MAX_BATCH, MAX_TOKENS, InferenceWorkload
+from estimator.catalog.registry import Catalog
+from estimator.inference.estimate import _memory_per_gpu, estimate, max_batch, max_context_tokens
+from estimator.inference.workload import MAX_BATCH, MAX_TOKENS, InferenceWorkload
+from estimator.model.capacity import largest_true
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "gemma-2-9b", "mixtral-8x7b", "deepseek-v2-lite", "gpt2"]
 GPUS = ["h100", "rtx-4090", "a100-40gb-pcie", "h200", "l4"]

@@ -13,8 +13,8 @@ import pytest
 from rich.console import Console
 
 from estimator import estimate
-from estimator.catalog import Catalog, default_specs_dir
-from estimator.render import render_table
+from estimator.catalog.registry import Catalog, default_specs_dir
+from estimator.render.formats import render_table
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
@@ -198,7 +198,7 @@ def test_golden_tables(catalog: Catalog, make_workload: Callable[..., object], u
 def test_every_command_is_documented_in_the_readme() -> None:
     import typer
 
-    from estimator.cli import app
+    from estimator.cli.main import app
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     group = typer.main.get_command(app)

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from estimator import cli_gpu, measure
+from estimator.cli import gpu as cli_gpu
 from estimator.errors import DeviceUnavailable, MissingDependency
-from estimator.probe import FakeProbe, GpuProcess, LiveGpu, NvmlProbe, Snapshot
+from estimator.live import measure
+from estimator.live.probe import FakeProbe, GpuProcess, LiveGpu, NvmlProbe, Snapshot
 from tests.conftest import CliResult
 from tests.fake_nvml import DRIVER_NOT_LOADED, LIBRARY_NOT_FOUND, FakeNvml
 

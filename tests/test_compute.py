@@ -6,15 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from estimator.catalog import Catalog
-from estimator.compute import (
+from estimator.catalog.registry import Catalog
+from estimator.model.compute import (
     attention_flops,
     causal_pairs,
     decode_weight_bytes,
     expected_distinct_experts,
     linear_params_per_token,
 )
-from estimator.memory import weights_bytes
+from estimator.model.memory import weights_bytes
 
 
 @pytest.mark.property

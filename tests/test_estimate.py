@@ -8,9 +8,9 @@ from collections.abc import Callable
 import pytest
 
 from estimator import InferenceWorkload, estimate
-from estimator.catalog import Catalog
+from estimator.catalog.registry import Catalog
 from estimator.errors import WorkloadInvalid
-from estimator.estimate import prefill_shape
+from estimator.inference.estimate import prefill_shape
 
 Make = Callable[..., InferenceWorkload]
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from estimator.catalog import Catalog, default_specs_dir, model_from_config_file, read_yaml
+from estimator.catalog.hf_config import READERS, architecture_from_config
+from estimator.catalog.registry import Catalog, default_specs_dir, model_from_config_file, read_yaml
 from estimator.errors import SpecInvalid
-from estimator.hf_config import READERS, architecture_from_config
-from estimator.inventory import param_count
+from estimator.model.inventory import param_count
 
 MODEL_FILES = sorted((default_specs_dir() / "models").glob("*.yaml"))
 

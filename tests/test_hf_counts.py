@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from estimator.catalog import Catalog, default_specs_dir
+from estimator.catalog.registry import Catalog, default_specs_dir
 
 pytestmark = [
     pytest.mark.hf,
@@ -23,7 +23,7 @@ TOOLS = Path(__file__).resolve().parent.parent / "tools"
 
 
 def test_transformers_meta_counts_equal_ours(catalog: Catalog) -> None:
-    from estimator.inventory import param_count
+    from estimator.model.inventory import param_count
 
     sys.path.insert(0, str(TOOLS))
     try:

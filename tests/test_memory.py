@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from estimator import InferenceWorkload
-from estimator.catalog import Catalog
-from estimator.inventory import Role
-from estimator.memory import (
+from estimator.catalog.registry import Catalog
+from estimator.model.inventory import Role
+from estimator.model.memory import (
     generic_weights_bytes,
     kv_cache_bytes,
     kv_cache_layers,

@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
-from estimator.catalog import Catalog, read_yaml
+from estimator.catalog.registry import Catalog, read_yaml
 from estimator.errors import SpecInvalid, WorkloadInvalid
-from estimator.estimate import estimate
-from estimator.plan import HOURS_PER_YEAR, Goal, Prices, load_prices, plan
-from estimator.workload import InferenceWorkload
+from estimator.inference.estimate import estimate
+from estimator.inference.workload import InferenceWorkload
+from estimator.planning.plan import HOURS_PER_YEAR, Goal, Prices, load_prices, plan
 
 
 @pytest.fixture(scope="module")

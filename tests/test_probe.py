@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from estimator.catalog import Catalog
+from estimator.catalog.registry import Catalog
 from estimator.errors import DeviceUnavailable
-from estimator.probe import FakeProbe, LiveGpu, NvmlProbe, Snapshot, compare_with_spec, match_catalog
+from estimator.live.probe import FakeProbe, LiveGpu, NvmlProbe, Snapshot, compare_with_spec, match_catalog
 from estimator.units import MIB
 from tests.fake_nvml import DRIVER_NOT_LOADED, LIBRARY_NOT_FOUND, FakeDevice, FakeNvml
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from estimator.catalog import Catalog, default_specs_dir, read_yaml
-from estimator.inventory import param_count
+from estimator.catalog.registry import Catalog, default_specs_dir, read_yaml
+from estimator.model.inventory import param_count
 
 SPECS = default_specs_dir()
 GPU_FILES = sorted((SPECS / "gpus").glob("*.yaml"))

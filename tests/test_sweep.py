@@ -7,11 +7,11 @@ from collections.abc import Callable
 
 import pytest
 
-from estimator.catalog import Catalog
-from estimator.estimate import estimate
-from estimator.render import flatten
-from estimator.sweep import sweep
-from estimator.workload import InferenceWorkload
+from estimator.catalog.registry import Catalog
+from estimator.inference.estimate import estimate
+from estimator.inference.workload import InferenceWorkload
+from estimator.planning.sweep import sweep
+from estimator.report import flatten
 
 COMBOS = [("llama-3.1-70b", "h100", "bf16", 4, "optimized"), ("gemma-2-9b", "l4", "bf16", 1, "optimized"),
           ("70b", "h100", "fp8", 2, "optimized"), ("mixtral-8x7b", "a100", "awq-int4", 2, "optimized"),

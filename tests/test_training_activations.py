@@ -8,8 +8,8 @@ from fractions import Fraction
 import pytest
 
 from estimator import default_catalog
-from estimator.architecture import Architecture, Attention, Mlp
-from estimator.train_activations import (
+from estimator.catalog.architecture import Architecture, Attention, Mlp
+from estimator.training.activations import (
     MEGATRON_GPT3,
     Trainable,
     hf_convention,
@@ -17,8 +17,8 @@ from estimator.train_activations import (
     layer_saved_tensors,
     per_token_bytes,
 )
-from estimator.train_estimate import estimate_training
-from estimator.training import ALL_LORA_TARGETS, TrainingWorkload
+from estimator.training.estimate import estimate_training
+from estimator.training.workload import ALL_LORA_TARGETS, TrainingWorkload
 
 # GPT-3 175B layer (Brown et al. 2020; Korthikanti et al. 2022 Table 3): h 12288, a 96, s 2048; b 1, t 8.
 H, A, S, B, T = 12288, 96, 2048, 1, 8

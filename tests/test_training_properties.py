@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from estimator import default_catalog
-from estimator.architecture import ModelSpec
-from estimator.specs import GpuSpec
-from estimator.train_estimate import estimate_training
-from estimator.training import TrainingWorkload
+from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.specs import GpuSpec
+from estimator.training.estimate import estimate_training
+from estimator.training.workload import TrainingWorkload
 
 pytestmark = pytest.mark.property
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from estimator import default_catalog
-from estimator.train_states import lora_params, model_states, optimizer_step_transient_bytes
+from estimator.training.states import lora_params, model_states, optimizer_step_transient_bytes
 
 PSI = 7_500_000_000  # the ZeRO paper's example model (Rajbhandari et al. 2020, Figure 1), N_d = 64, K = 12
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from estimator.catalog import Catalog
-from estimator.validation import Point, Predictor, points, summarize
+from estimator.catalog.registry import Catalog
+from estimator.live.validation import Point, Predictor, points, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASURED = ROOT / "tests" / "data" / "measured" / "h200-2026-11-30.jsonl"
@@ -75,7 +75,7 @@ def test_measurement_code_paths_on_cpu(tmp_path: Path) -> None:
     """The torch measurements on a toy Llama on the CPU (memory reads 0 there; this checks the code paths)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from estimator import measure
+    from estimator.live import measure
 
     measure.dry_run_on_cpu()
     try:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from estimator import InferenceWorkload, estimate
-from estimator.catalog import default_catalog
+from estimator.catalog.registry import default_catalog
 
 CATALOG = default_catalog()
 MODELS = sorted(m.name for m in CATALOG.models)
@@ -63,7 +63,7 @@ def test_memory_grows_with_batch_and_context(model: str, batch: int, prompt: int
 @given(model=st.sampled_from(MODELS), dtype=st.sampled_from(["fp32", "bf16", "fp8", "int8", "gptq-int4", "nf4",
                                                               "int4"]))
 def test_fewer_bits_never_more_weight_bytes(model: str, dtype: str) -> None:
-    from estimator.memory import weights_bytes
+    from estimator.model.memory import weights_bytes
 
     arch = CATALOG.models.get(model).arch
     assert arch is not None

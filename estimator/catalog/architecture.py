@@ -1,0 +1,157 @@
+"""Model architecture: the normalised shape of a transformer, whatever family its config.json came from.
+
+Everything that decides memory lives here: widths, layer count, attention layout (grouped-query, multi-query,
+multi-head latent), per-layer sliding windows, MLP type and width, mixture-of-experts routing, norms, biases,
+embeddings. `estimator.catalog.hf_config` builds one from a Hugging Face ``config.json``;
+`estimator.model.inventory` lists its tensors. A model given only by its size (``--model 70b``) has no architecture:
+`ModelSpec.arch` is ``None``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Arch(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+class LatentAttention(_Arch):
+    """Multi-head latent attention (DeepSeek-V2/V3): K and V are rebuilt from a compressed latent."""
+
+    q_lora_rank: int | None = Field(default=None, gt=0)
+    kv_lora_rank: int = Field(gt=0)
+    qk_nope_head_dim: int = Field(gt=0)
+    qk_rope_head_dim: int = Field(gt=0)
+    v_head_dim: int = Field(gt=0)
+
+
+class Attention(_Arch):
+    """Attention projections of one layer. ``head_dim`` is the query/key width, ``v_head_dim`` the value width."""
+
+    num_heads: int = Field(gt=0)
+    num_kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    v_head_dim: int = Field(gt=0)
+    q_bias: bool = False
+    kv_bias: bool = False
+    o_bias: bool = False
+    qk_norm: bool = False
+    latent: LatentAttention | None = None
+    # transformers' implementation hands SDPA fewer KV heads than query heads together with an explicit mask
+    # (Falcon's multi-query attention): PyTorch can then only run its math kernel, which materialises the scores
+    unexpanded_kv_with_mask: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> Attention:
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_attention_heads ({self.num_heads}) is not a multiple of num_key_value_heads ({self.num_kv_heads})"
+            )
+        return self
+
+
+class Mlp(_Arch):
+    """A feed-forward block: gated (SwiGLU/GeGLU: gate, up, down) or plain (up, down)."""
+
+    intermediate_size: int = Field(gt=0)
+    gated: bool
+    bias: bool = False
+    fused_gate_up: bool = False  # one gate_up projection (Phi-3): its 2·ffn output stays alive through the product
+
+
+class MixtureOfExperts(_Arch):
+    """Routed experts of a MoE layer, plus optional always-on shared experts."""
+
+    num_experts: int = Field(gt=1)
+    experts_per_token: int = Field(gt=0)
+    expert_intermediate_size: int = Field(gt=0)
+    shared_intermediate_size: int = Field(default=0, ge=0)
+    shared_expert_gate: bool = False
+    fp32_routing_weights: bool = False  # the router hands fp32 weights to the experts (DeepSeek's HF code)
+
+    @model_validator(mode="after")
+    def _check(self) -> MixtureOfExperts:
+        if self.experts_per_token > self.num_experts:
+            raise ValueError(
+                f"experts per token ({self.experts_per_token}) exceeds the number of experts ({self.num_experts})"
+            )
+        return self
+
+
+class Architecture(_Arch):
+    """The whole network. Per-layer lists (`layer_windows`, `moe_layers`) have one entry per layer."""
+
+    model_type: str
+    hidden_size: int = Field(gt=0)
+    num_layers: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    tie_word_embeddings: bool
+    attention: Attention
+    mlp: Mlp
+    moe: MixtureOfExperts | None = None
+    moe_layers: tuple[bool, ...] = ()
+    layer_windows: tuple[int | None, ...] = ()
+    norm: Literal["rms", "layer"] = "rms"
+    norms_per_layer: int = Field(default=2, ge=0)
+    final_norm: bool = True
+    position_embeddings: int = Field(default=0, ge=0)
+    token_type_embeddings: int = Field(default=0, ge=0)
+    embedding_norm: bool = False
+    pooler: bool = False
+    lm_head: bool = True
+    causal: bool = True
+    max_position_embeddings: int | None = Field(default=None, gt=0)
+    hidden_act: str | None = None  # config.json's activation name (e.g. gelu_new, silu)
+    final_logit_softcapping: bool = False  # Gemma 2: logits ÷ cap → tanh → × cap
+
+    @model_validator(mode="after")
+    def _check(self) -> Architecture:
+        if self.layer_windows and len(self.layer_windows) != self.num_layers:
+            raise ValueError(f"layer_windows has {len(self.layer_windows)} entries for {self.num_layers} layers")
+        if self.moe_layers and len(self.moe_layers) != self.num_layers:
+            raise ValueError(f"moe_layers has {len(self.moe_layers)} entries for {self.num_layers} layers")
+        if any(self.moe_layers) and self.moe is None:
+            raise ValueError("moe_layers marks MoE layers but no experts are described")
+        if any(w is not None and w <= 0 for w in self.layer_windows):
+            raise ValueError("sliding windows must be positive")
+        return self
+
+    def window(self, layer: int) -> int | None:
+        """Sliding-window length of ``layer`` in tokens, or None for global attention."""
+        return self.layer_windows[layer] if self.layer_windows else None
+
+    def is_moe_layer(self, layer: int) -> bool:
+        return bool(self.moe_layers) and self.moe_layers[layer]
+
+    @property
+    def num_moe_layers(self) -> int:
+        return sum(self.moe_layers)
+
+    @property
+    def kv_cache_kind(self) -> Literal["none", "standard", "latent"]:
+        if not self.causal:
+            return "none"
+        return "latent" if self.attention.latent is not None else "standard"
+
+
+class ModelSpec(BaseModel):
+    """A catalog or user model: an architecture, or (for ``--model 70b``) only a parameter count."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    arch: Architecture | None = None
+    generic_params: int | None = Field(default=None, gt=0)
+    hf_params: int | None = Field(default=None, gt=0)
+    notes: str | None = None
+    sources: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelSpec:
+        if (self.arch is None) == (self.generic_params is None):
+            raise ValueError("a model has either an architecture or a generic parameter count, not both")
+        return self

@@ -1,0 +1,55 @@
+"""Efficiency profiles: how far below the datasheet peaks a given software stack runs.
+
+A profile is data (``specs/profiles/*.yaml``), calibrated against measurements; a calibration file measured on
+the user's own card (``estimator calibrate``) overrides it. Every time the estimator reports has a *bound*
+(datasheet peaks, no profile) and an *expected* value (this profile applied).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from estimator.catalog.specs import MemoryType
+
+
+class EfficiencyProfile(BaseModel):
+    """Achievable fractions of peak, fixed per-step costs, and runtime memory of one software stack."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    name: str
+    description: str
+    bandwidth_efficiency: float = Field(gt=0, le=1)
+    bandwidth_efficiency_by_memory: dict[MemoryType, float] = Field(default_factory=dict)
+    kv_read_efficiency: float | None = Field(default=None, gt=0, le=1)  # grouped-query attention only
+    matmul_flop_efficiency: float = Field(gt=0, le=1)
+    attention_flop_efficiency: float = Field(gt=0, le=1)
+    # attention with an explicit mask (transformers' sliding windows): a slower SDPA kernel over every causal pair
+    masked_attention_flop_efficiency: float | None = Field(default=None, gt=0, le=1)
+    elementwise_hidden_passes: float = Field(ge=0)
+    elementwise_ffn_passes: float = Field(ge=0)
+    per_layer_step_s: float = Field(ge=0)
+    host_per_layer_s: float = Field(ge=0)
+    cuda_context_bytes: int = Field(ge=0)
+    workspace_bytes: int = Field(ge=0)
+    driver_reserved_fraction: float = Field(ge=0, lt=0.1)
+    allocator_slack_fraction: float = Field(ge=0, lt=1)
+    nccl_buffer_bytes: int = Field(ge=0)
+    logits_fp32_upcast: bool
+    prefill_chunk_tokens: int | None = Field(default=None, gt=0)
+    # transformers' DynamicCache keeps the whole prompt in sliding-window layers until its next update
+    sliding_window_prefill_full: bool = False
+    # eager PyTorch activations written as elementwise chains (gelu_new) keep extra temporaries
+    eager_activation_temporaries: bool = False
+    # the runtime is transformers: where its code leaves SDPA only the math kernel, scores are materialised
+    math_attention_fallback: bool = False
+    decompressed_mla_cache: bool = False
+    allreduce_latency_s: float = Field(ge=0)
+    interconnect_efficiency: float = Field(gt=0, le=1)
+    train_flop_efficiency: float = Field(gt=0, le=1)  # step FLOPs ÷ (peak × this): estimator.training.estimate
+    fitted_on: tuple[str, ...] = ()
+    sources: tuple[str, ...] = Field(min_length=1)
+
+    def bandwidth_fraction(self, memory_type: MemoryType) -> float:
+        """Achievable fraction of peak bandwidth on this memory technology."""
+        return self.bandwidth_efficiency_by_memory.get(memory_type, self.bandwidth_efficiency)

@@ -1,0 +1,101 @@
+"""`estimator gpus` and `estimator models`: list the catalogs, or show one entry with its sources."""
+
+from __future__ import annotations
+
+import typer
+
+from estimator.cli.options import SpecsDir, catalog_for, console
+from estimator.model.inventory import active_param_count, param_count
+from estimator.units import format_bytes
+
+gpus_app = typer.Typer(help="The GPU catalog. Example: estimator gpus show rtx-4090", invoke_without_command=True)
+models_app = typer.Typer(help="The model catalog. Example: estimator models show llama-3.1-70b",
+                         invoke_without_command=True)
+
+
+@gpus_app.callback()
+def gpus_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
+    """List the GPU catalog."""
+    if ctx.invoked_subcommand is not None:
+        return
+    out = console()
+    from rich.table import Table
+
+    table = Table("name", "aliases", "memory", "type", "GB/s", "bf16/fp16 TFLOP/s", "W")
+    for g in sorted(catalog_for(specs_dir).gpus, key=lambda g: (g.vendor, g.name)):
+        flops = g.dense_tflop_per_s.get("bf16") or g.dense_tflop_per_s.get("fp16")
+        table.add_row(g.name, ", ".join(g.aliases), format_bytes(g.memory_bytes, binary=False), g.memory_type,
+                      f"{g.bandwidth_gb_per_s:,.0f}", "—" if flops is None else f"{flops:,.1f}", f"{g.tdp_w:g}")
+    out.print(table)
+
+
+@gpus_app.command("show")
+def gpus_show(name: str, specs_dir: SpecsDir = None) -> None:
+    """Show one card's spec with units and sources. Example: estimator gpus show rtx-4090"""
+    g = catalog_for(specs_dir).gpus.get(name)
+    out = console()
+    out.print(f"[bold]{g.name}[/]" + (f"  (from '{name}')" if name != g.name else ""))
+    out.print(f"  aliases: {', '.join(g.aliases)}")
+    out.print(f"  memory: {g.memory_gb:g} GB marketed; reports {format_bytes(g.memory_bytes, binary=True)} "
+                  f"({g.memory_bytes:,} B), {g.memory_type}")
+    out.print(f"  bandwidth: {g.bus_width_bits} bit / 8 × {g.data_rate_gbps:g} Gbps = "
+                  f"{g.derived_bandwidth_gb_per_s:,.1f} GB/s; vendor {g.bandwidth_gb_per_s:,.0f} GB/s")
+    out.print("  dense TFLOP/s: " + ", ".join(f"{k} {v:,.1f}" for k, v in g.dense_tflop_per_s.items()))
+    out.print(f"  TDP {g.tdp_w:g} W; interconnect: {g.interconnect}")
+    if g.price_usd:
+        out.print(f"  price ≈ ${g.price_usd:,.0f} ({g.price_date}, approximate)")
+    if g.notes:
+        out.print(f"  notes: {g.notes}", highlight=False)
+    for source in g.sources:
+        out.print(f"  source: {source}", highlight=False)
+
+
+@models_app.callback()
+def models_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
+    """List the model catalog."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from rich.table import Table
+
+    table = Table("name", "type", "params", "active", "layers", "hidden", "heads/kv", "context")
+    for m in sorted(catalog_for(specs_dir).models, key=lambda m: m.name):
+        a = m.arch
+        assert a is not None
+        table.add_row(m.name, a.model_type, f"{param_count(a) / 1e9:,.2f} B", f"{active_param_count(a) / 1e9:,.2f} B",
+                      str(a.num_layers), str(a.hidden_size), f"{a.attention.num_heads}/{a.attention.num_kv_heads}",
+                      f"{a.max_position_embeddings or '—'}")
+    console().print(table)
+
+
+@models_app.command("show")
+def models_show(name: str, specs_dir: SpecsDir = None) -> None:
+    """Show one model's architecture and parameter counts. Example: estimator models show mixtral-8x7b"""
+    m = catalog_for(specs_dir).model(name)
+    out = console()
+    out.print(f"[bold]{m.name}[/]")
+    a = m.arch
+    if a is None:
+        out.print(f"  generic dense model: {m.generic_params:,} parameters, no architecture")
+        return
+    att = a.attention
+    out.print(f"  params: {param_count(a):,} total, {active_param_count(a):,} active per token")
+    out.print(f"  {a.model_type}: {a.num_layers} layers, hidden {a.hidden_size}, vocab {a.vocab_size:,}, "
+                  f"tied embeddings: {a.tie_word_embeddings}")
+    layout = "MLA" if att.latent else ("MQA" if att.num_kv_heads == 1 else "GQA" if att.num_kv_heads < att.num_heads
+                                       else "MHA")
+    out.print(f"  attention: {layout}, {att.num_heads} heads, {att.num_kv_heads} KV heads, head_dim "
+                  f"{att.head_dim}" + (f", latent {att.latent.kv_lora_rank}+{att.latent.qk_rope_head_dim}"
+                                        if att.latent else ""))
+    windows = sorted({w for w in a.layer_windows if w is not None})
+    if windows:
+        local = sum(1 for w in a.layer_windows if w is not None)
+        out.print(f"  sliding window {', '.join(map(str, windows))} on {local} of {a.num_layers} layers")
+    out.print(f"  MLP: {'gated' if a.mlp.gated else 'plain'}, width {a.mlp.intermediate_size}")
+    if a.moe:
+        out.print(f"  MoE: {a.moe.num_experts} experts, top-{a.moe.experts_per_token}, expert width "
+                      f"{a.moe.expert_intermediate_size}, shared width {a.moe.shared_intermediate_size}, "
+                      f"{a.num_moe_layers} MoE layers")
+    if m.hf_params:
+        out.print(f"  Hugging Face transformers count: {m.hf_params:,}")
+    for source in m.sources:
+        out.print(f"  source: {source}", highlight=False)

@@ -1,0 +1,186 @@
+"""The `estimate` command: parse its options, build the workload, estimate, render.
+
+`inference_report` does everything but the rendering, so `monitor --expect` gets a Report from the same options
+without running the command.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from pydantic import ValidationError
+
+from estimator.catalog.registry import validation_message
+from estimator.cli.options import (
+    OutputFormat,
+    PlotOption,
+    SpecsDir,
+    Units,
+    catalog_for,
+    console,
+    kv_format,
+    number_format,
+    positive,
+)
+from estimator.errors import WorkloadInvalid
+from estimator.inference.estimate import estimate
+from estimator.inference.report import Report
+from estimator.inference.workload import InferenceWorkload
+from estimator.live.calibration import calibrated_profile
+from estimator.render.formats import render_table, to_csv, to_json
+from estimator.training.options import (
+    Attention,
+    Fsdp,
+    Mode,
+    Optimizer,
+    Precision,
+    Recompute,
+    reject_training_options,
+)
+
+if TYPE_CHECKING:
+    from estimator.catalog.architecture import ModelSpec
+    from estimator.catalog.registry import Catalog
+    from estimator.catalog.specs import GpuSpec
+
+
+class Logits(str, Enum):
+    last = "last"
+    all = "all"
+
+
+class MlaCache(str, Enum):
+    latent = "latent"
+    decompressed = "decompressed"
+
+
+def estimate_command(
+    model: Annotated[str, typer.Option("--model", "-m", help="Catalog name (llama-3.1-8b), config.json path or "
+                                       "folder, or a size such as 70b.")],
+    gpu: Annotated[str, typer.Option("--gpu", "-g", help="Catalog name or alias (h100, a100, rtx-4090).")],
+    dtype: Annotated[str, typer.Option(help="Weight format: fp32 fp16 bf16 fp8 int8 int4, or a quantization "
+                                       "format (gptq-int4, awq-int4, nf4, q4_k_m...).")] = "bf16",
+    kv_dtype: Annotated[str | None, typer.Option(help="KV-cache format: fp32 fp16 bf16 fp8 int8. Default: the "
+                                                 "activation precision (bf16, or fp32 for fp32 models).")] = None,
+    batch: Annotated[str, typer.Option(help="Concurrent sequences.")] = "1",
+    prompt_tokens: Annotated[str, typer.Option(help="Prompt length per sequence (2048, 8k, 32Ki).")] = "2048",
+    output_tokens: Annotated[str, typer.Option(help="Generated tokens per sequence (their KV is cached too).")]
+    = "0",
+    gpus: Annotated[str, typer.Option(help="Tensor-parallel degree: GPUs that split the model.")] = "1",
+    logits: Annotated[Logits, typer.Option(help="Compute logits for the last position only, or all positions.")]
+    = Logits.last,
+    profile: Annotated[str, typer.Option(help="Efficiency profile: optimized (serving engine, CUDA graphs) or hf "
+                                         "(Hugging Face transformers eager).")] = "optimized",
+    mla_cache: Annotated[MlaCache | None, typer.Option(help="MLA models: cache the compressed latent (serving "
+                                                       "engines; the optimized profile's default) or decompressed "
+                                                       "K/V (transformers; the hf profile's).")] = None,
+    group_size: Annotated[int | None, typer.Option(help="Quantization group size for grouped formats.")] = None,
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
+    = OutputFormat.table,
+    units: Annotated[Units, typer.Option(help="Table units: gb (10⁹ B) or gib (2³⁰ B).")] = Units.gb,
+    explain: Annotated[bool, typer.Option("--explain", help="Print the arithmetic and assumptions.")] = False,
+    specs_dir: SpecsDir = None,
+    # Training (--mode train): see docs/training.md. Left unset, each takes the default in its help.
+    mode: Annotated[Mode, typer.Option(help="infer, or train (one optimizer step; --batch is the micro-batch).")]
+    = Mode.infer,
+    seq_len: Annotated[str | None, typer.Option(help="Train: tokens per sequence (default 2048).")] = None,
+    grad_accum: Annotated[str | None, typer.Option(help="Train: micro-batches per optimizer step (1).")] = None,
+    precision: Annotated[Precision | None, typer.Option(help="Train: amp = fp32 weights + 16-bit autocast "
+                                                        "(default amp-bf16).")] = None,
+    optimizer: Annotated[Optimizer | None, typer.Option(help="Train: optimizer (adamw = PyTorch foreach).")] = None,
+    recompute: Annotated[Recompute | None, typer.Option(help="Train: activation recomputation (none).")] = None,
+    attention: Annotated[Attention | None, typer.Option(help="Train: attention kernel (sdpa).")] = None,
+    zero: Annotated[str | None, typer.Option(help="Train: DeepSpeed ZeRO stage 0-3 over --dp ranks (0).")] = None,
+    fsdp: Annotated[Fsdp | None, typer.Option(help="Train: PyTorch FSDP sharding over --dp ranks.")] = None,
+    dp: Annotated[str | None, typer.Option(help="Train: data-parallel ranks (1).")] = None,
+    tp: Annotated[str | None, typer.Option(help="Train: tensor-parallel ranks (1).")] = None,
+    pp: Annotated[str | None, typer.Option(help="Train: pipeline stages, 1F1B (1).")] = None,
+    sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel", help="Train: split norms and "
+                                                    "dropout along the sequence over --tp.")] = False,
+    lora_rank: Annotated[str | None, typer.Option(help="Train: LoRA rank (frozen base, adapters trained).")] = None,
+    lora_targets: Annotated[str | None, typer.Option(help="Train: 'all' or e.g. q,k,v,o,gate,up,down (all).")]
+    = None,
+    qlora: Annotated[bool, typer.Option("--qlora", help="Train: 4-bit NF4 base (needs --lora-rank).")] = False,
+    plot: PlotOption = None,
+    calibration: Annotated[Path | None, typer.Option(help="Calibration file from `estimator calibrate` (default: "
+                                                     "the user config dir's, when it has this card).")] = None,
+) -> None:
+    """Estimate memory and speed. Example: estimate --model 70b --dtype fp16 --gpu a100"""
+    catalog = catalog_for(specs_dir)
+    model_spec = catalog.model(model)
+    gpu_spec = catalog.gpus.get(gpu)
+    training = {"--seq-len": seq_len, "--grad-accum": grad_accum, "--precision": precision, "--optimizer": optimizer,
+                "--recompute": recompute, "--attention": attention, "--zero": zero, "--fsdp": fsdp, "--dp": dp,
+                "--tp": tp, "--pp": pp, "--sequence-parallel": sequence_parallel, "--lora-rank": lora_rank,
+                "--lora-targets": lora_targets, "--qlora": qlora}
+    if mode is Mode.train:
+        from estimator.cli.train import run_training
+
+        run_training(catalog, model_spec, gpu_spec, requested_gpu=gpu, batch=batch, profile=profile, options=training,
+                     output_format=output_format.value, binary=units is Units.gib, explain=explain)
+        return
+    reject_training_options(training)
+    report = inference_report(catalog, model_spec, gpu_spec, requested_gpu=gpu, dtype=dtype, kv_dtype=kv_dtype,
+                              batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens, gpus=gpus,
+                              logits=logits.value, profile=profile,
+                              mla_cache=None if mla_cache is None else mla_cache.value, group_size=group_size,
+                              calibration=calibration)
+    if plot is not None:
+        from estimator.render.plot import estimate_chart  # matplotlib loads only when asked
+
+        estimate_chart(report, plot)
+    if output_format is OutputFormat.json:
+        sys.stdout.write(to_json(report) + "\n")
+    elif output_format is OutputFormat.csv:
+        sys.stdout.write(to_csv([report]))
+    else:
+        render_table(report, console(), binary=units is Units.gib, explain=explain)
+
+
+def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu_spec: GpuSpec, *, requested_gpu: str,
+                     dtype: str, kv_dtype: str | None, batch: str, prompt_tokens: str, output_tokens: str,
+                     gpus: str, logits: str, profile: str, mla_cache: str | None, group_size: int | None,
+                     calibration: Path | None) -> Report:
+    """The Report for `estimate`'s inference options, given as typed on the command line."""
+    weight_format = number_format(catalog, dtype, group_size)
+    kv = kv_format(catalog, weight_format, kv_dtype)
+    chosen_profile = calibrated_profile(catalog.profiles.get(profile), gpu_spec, calibration)
+    try:
+        workload = InferenceWorkload(
+            batch=positive("--batch", batch),
+            prompt_tokens=positive("--prompt-tokens", prompt_tokens),
+            output_tokens=positive("--output-tokens", output_tokens, allow_zero=True),
+            weight_format=weight_format,
+            kv_format=kv,
+            tensor_parallel=positive("--gpus", gpus),
+            logits=logits,
+            mla_cache=mla_cache,
+            profile=chosen_profile,
+        )
+    except ValidationError as error:
+        raise WorkloadInvalid(validation_message(error)) from None
+    return estimate(model_spec, gpu_spec, workload, requested_gpu=requested_gpu)
+
+
+def report_for_args(args: Sequence[str]) -> Report:
+    """The inference Report that ``estimate ARGS`` would print, parsed by the same option definitions."""
+    alone = typer.Typer(add_completion=False)
+    alone.command()(estimate_command)
+    with typer.main.get_command(alone).make_context("estimate", list(args)) as ctx:
+        p = dict(ctx.params)
+    if str(getattr(p["mode"], "value", p["mode"])) != Mode.infer.value:
+        raise WorkloadInvalid("--expect takes inference options of estimate, not --mode train")
+    calibration = None if p["calibration"] is None else Path(p["calibration"])
+    catalog = catalog_for(None if p["specs_dir"] is None else Path(p["specs_dir"]))
+    return inference_report(catalog, catalog.model(p["model"]), catalog.gpus.get(p["gpu"]), requested_gpu=p["gpu"],
+                            dtype=p["dtype"], kv_dtype=p["kv_dtype"], batch=p["batch"],
+                            prompt_tokens=p["prompt_tokens"], output_tokens=p["output_tokens"], gpus=p["gpus"],
+                            logits=str(getattr(p["logits"], "value", p["logits"])), profile=p["profile"],
+                            mla_cache=None if p["mla_cache"] is None else str(getattr(p["mla_cache"], "value",
+                                                                                      p["mla_cache"])),
+                            group_size=p["group_size"], calibration=calibration)

@@ -1,0 +1,83 @@
+"""What every command shares: option types, the catalog to read, and parsing of counts and number formats.
+
+Commands import from here and never from each other, so the CLI's modules form no circle.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from estimator.catalog.registry import Catalog, default_catalog
+from estimator.errors import WorkloadInvalid
+from estimator.units import parse_count
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from estimator.catalog.specs import NumberFormat
+
+KV_FORMATS_HINT = "use fp32, fp16, bf16, fp8 or int8"
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class Units(str, Enum):
+    gb = "gb"
+    gib = "gib"
+
+
+SpecsDir = Annotated[Path | None, typer.Option("--specs-dir", help="Read specs from this folder instead of the "
+                                                "packaged catalog (same layout as specs/).")]
+PlotOption = Annotated[Path | None, typer.Option("--plot", help="Also draw charts to FILE.png or FILE.svg "
+                                                 "(needs matplotlib: pip install 'estimator[plot]').")]
+OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout "
+                                                   "(required for xlsx).")]
+
+
+def catalog_for(specs_dir: Path | None) -> Catalog:
+    """The packaged catalog, or the one in ``specs_dir``."""
+    return default_catalog() if specs_dir is None else Catalog.load(specs_dir)
+
+
+def positive(name: str, text: str, *, allow_zero: bool = False) -> int:
+    """A count option (``2048``, ``8k``, ``32Ki``) that must be positive (or non-negative)."""
+    value = parse_count(text)
+    if value < 0 or (value == 0 and not allow_zero):
+        raise WorkloadInvalid(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {text!r}")
+    return value
+
+
+def number_format(catalog: Catalog, name: str, group_size: int | None) -> NumberFormat:
+    """A weight format by name, with ``--group-size`` applied where the format is grouped."""
+    fmt = catalog.formats.get(name)
+    if group_size is not None:
+        if fmt.group_size is None:
+            raise WorkloadInvalid(f"--group-size applies to grouped formats (gptq-int4, awq-int4, nf4, mxfp4, "
+                                  f"nvfp4), not {fmt.name}")
+        fmt = fmt.with_group_size(group_size)
+    return fmt
+
+
+def kv_format(catalog: Catalog, weights: NumberFormat, kv_dtype: str | None) -> NumberFormat:
+    """The KV-cache format: as asked, else the compute precision (fp16 models cache fp16, quantized ones bf16)."""
+    if kv_dtype is None:
+        return catalog.formats.get(weights.compute_dtype if weights.compute_dtype in ("fp32", "fp16") else "bf16")
+    fmt = catalog.formats.get(kv_dtype)
+    if not fmt.kv_cache:
+        raise WorkloadInvalid(f"--kv-dtype {kv_dtype} is not a KV-cache format; {KV_FORMATS_HINT}")
+    return fmt
+
+
+def console() -> Console:
+    """A rich console for tables (rich loads only here, so JSON and CSV start faster)."""
+    from rich.console import Console
+
+    return Console()

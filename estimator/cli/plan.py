@@ -1,0 +1,254 @@
+"""Command line for capacity planning: ``estimator plan`` and ``estimator sweep``.
+
+Registered in estimator/cli/main.py. Thin: parse, build workloads, call `estimator.planning.plan` /
+`estimator.planning.sweep`, render with `estimator.render.plan_table`. Heavy imports (numpy, matplotlib, openpyxl)
+happen inside the commands, so `estimate`'s cold start does not pay for them.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from estimator.cli.options import (
+    OutputOption,
+    PlotOption,
+    SpecsDir,
+    catalog_for,
+    kv_format,
+    number_format,
+    positive,
+)
+
+if TYPE_CHECKING:
+    from estimator.catalog.registry import Catalog
+    from estimator.catalog.specs import NumberFormat
+    from estimator.inference.report import Report
+    from estimator.inference.workload import InferenceWorkload
+
+app = typer.Typer()
+
+
+class PlanFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    xlsx = "xlsx"
+
+
+class SortBy(str, Enum):
+    cost = "cost"
+    cards = "cards"
+    throughput = "throughput"
+
+
+SpecsDirOption = SpecsDir
+
+
+def _split(text: str) -> list[str]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        from estimator.errors import WorkloadInvalid
+
+        raise WorkloadInvalid(f"expected a comma-separated list, got {text!r}")
+    return items
+
+
+def _counts(option: str, text: str, *, allow_zero: bool = False) -> list[int]:
+
+    return [positive(option, t, allow_zero=allow_zero) for t in _split(text)]
+
+
+def _number(option: str, text: str | None) -> float | None:
+    import math
+
+    from estimator.errors import WorkloadInvalid
+
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise WorkloadInvalid(f"{option} must be a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise WorkloadInvalid(f"{option} must be a positive finite number, got {text!r}")
+    return value
+
+
+def _formats(catalog: Catalog, dtype: str, kv_dtype: str | None) -> tuple[NumberFormat, NumberFormat]:
+    """The weight format and the KV format, defaulting as `estimate` does."""
+    weights = number_format(catalog, dtype, None)
+    return weights, kv_format(catalog, weights, kv_dtype)
+
+
+def _workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profile: str, **fields: int) -> InferenceWorkload:
+    from pydantic import ValidationError
+
+    from estimator.catalog.registry import validation_message
+    from estimator.errors import WorkloadInvalid
+    from estimator.inference.workload import InferenceWorkload
+
+    weights, kv = _formats(catalog, dtype, kv_dtype)
+    try:
+        return InferenceWorkload(weight_format=weights, kv_format=kv, profile=catalog.profiles.get(profile),
+                                 **fields)
+    except ValidationError as error:
+        raise WorkloadInvalid(validation_message(error)) from None
+
+
+def estimate_plot(report: Report, path: Path) -> None:
+    """`estimate --plot`: memory breakdown and roofline (imports matplotlib only when asked)."""
+    from estimator.render.plot import estimate_chart
+
+    estimate_chart(report, path)
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+
+
+@app.command("plan")
+def plan_command(
+    model: Annotated[str, typer.Option("--model", "-m", help="Catalog name, config.json, or a size such as 70b.")],
+    prompt_tokens: Annotated[str, typer.Option(help="Prompt length per request.")] = "2048",
+    output_tokens: Annotated[str, typer.Option(help="Generated tokens per request.")] = "256",
+    concurrency: Annotated[str | None, typer.Option(help="Requests served at once.")] = None,
+    target_tokens_per_s: Annotated[str | None, typer.Option(help="Aggregate generated tokens/s to reach.")] = None,
+    max_ttft_s: Annotated[str | None, typer.Option(help="Limit on time to first token, seconds.")] = None,
+    max_tpot_s: Annotated[str | None, typer.Option(help="Limit on time per output token, seconds.")] = None,
+    gpus: Annotated[str | None, typer.Option(help="Cards to compare (default: the whole catalog), e.g. "
+                                             "a100,h100,l40s.")] = None,
+    dtype: Annotated[str, typer.Option(help="Weight format (bf16, fp8, awq-int4...).")] = "bf16",
+    kv_dtype: Annotated[str | None, typer.Option(help="KV-cache format (default as estimate).")] = None,
+    profile: Annotated[str, typer.Option(help="Efficiency profile: optimized or hf.")] = "optimized",
+    prices: Annotated[Path | None, typer.Option(help="YAML file of card prices (docs/planning.md).")] = None,
+    sort: Annotated[SortBy, typer.Option(help="Rank by cost ($/Mtoken), cards, or throughput.")] = SortBy.cost,
+    output_format: Annotated[PlanFormat, typer.Option("--format", "-f", help="table, json, csv or xlsx.")]
+    = PlanFormat.table,
+    output: OutputOption = None,
+    plot: PlotOption = None,
+    specs_dir: SpecsDirOption = None,
+) -> None:
+    """Rank cards for a serving workload. Example: estimator plan --model llama-3.1-70b --prompt-tokens 4096
+    --output-tokens 512 --concurrency 32"""
+    from estimator.catalog.registry import read_yaml
+    from estimator.planning.plan import Goal, load_prices, plan
+    from estimator.render.plan_table import plan_rows, render_plan, rows_to_csv, rows_to_xlsx
+
+    if output_format is PlanFormat.xlsx and output is None:
+        from estimator.errors import WorkloadInvalid
+
+        raise WorkloadInvalid("--format xlsx needs --output FILE.xlsx")
+    catalog = catalog_for(specs_dir)
+    model_spec = catalog.model(model)
+    cards = list(catalog.gpus) if gpus is None else [catalog.gpus.get(g) for g in _split(gpus)]
+    goal = Goal(concurrency=None if concurrency is None else positive("--concurrency", concurrency),
+                target_tokens_per_s=_number("--target-tokens-per-s", target_tokens_per_s),
+                max_ttft_s=_number("--max-ttft-s", max_ttft_s), max_tpot_s=_number("--max-tpot-s", max_tpot_s))
+    goal.check()
+    workload = _workload(catalog, dtype, kv_dtype, profile, prompt_tokens=positive("--prompt-tokens", prompt_tokens),
+                         output_tokens=positive("--output-tokens", output_tokens, allow_zero=True))
+    costs = read_yaml(catalog.root / "costs.yaml")
+    user = None if prices is None else read_yaml(prices)
+    if user is not None and not isinstance(user, dict):
+        from estimator.errors import SpecInvalid
+
+        raise SpecInvalid(f"{prices}: expected a mapping of keys")
+    price_book = load_prices(costs, user, user_path=prices, resolve=catalog.gpus.get)
+    report = plan(model_spec, cards, workload, goal, price_book, sort=sort.value)
+    if plot is not None:
+        from estimator.render.plot import plan_chart
+
+        plan_chart(report, plot)
+    if output_format is PlanFormat.json:
+        import json
+
+        _write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n", output)
+    elif output_format is PlanFormat.csv:
+        keys, rows = plan_rows(report)
+        _write(rows_to_csv(keys, rows), output)
+    elif output_format is PlanFormat.xlsx:
+        assert output is not None
+        keys, rows = plan_rows(report)
+        rows_to_xlsx(keys, rows, output, sheet="plan")
+    else:
+        from rich.console import Console
+
+        render_plan(report, Console(record=output is not None, width=200 if output else None), record_to=output)
+
+
+@app.command("sweep")
+def sweep_command(
+    model: Annotated[str, typer.Option("--model", "-m", help="Models, comma-separated.")],
+    gpu: Annotated[str, typer.Option("--gpu", "-g", help="Cards, comma-separated.")],
+    dtype: Annotated[str, typer.Option(help="Weight formats, comma-separated.")] = "bf16",
+    kv_dtype: Annotated[str | None, typer.Option(help="KV-cache format (default as estimate).")] = None,
+    batch: Annotated[str, typer.Option(help="Batches, comma-separated (1,8,64).")] = "1",
+    prompt_tokens: Annotated[str, typer.Option(help="Prompt lengths (1k,8k,32k).")] = "2048",
+    output_tokens: Annotated[str, typer.Option(help="Output lengths.")] = "256",
+    gpus: Annotated[str, typer.Option(help="Tensor-parallel degrees, comma-separated.")] = "1",
+    profile: Annotated[str, typer.Option(help="Efficiency profile: optimized or hf.")] = "optimized",
+    output_format: Annotated[PlanFormat, typer.Option("--format", "-f", help="csv, json or xlsx (table: csv).")]
+    = PlanFormat.csv,
+    output: OutputOption = None,
+    plot: PlotOption = None,
+    progress: Annotated[bool, typer.Option(help="Progress bar (shown only in a terminal).")] = True,
+    specs_dir: SpecsDirOption = None,
+) -> None:
+    """Evaluate a grid; one row per point with estimate's JSON fields flattened. Example: estimator sweep
+    --model llama-3.1-8b,llama-3.1-70b --gpu h100 --gpus 1,4 --batch 1,8,64 --prompt-tokens 1k,8k,32k -o grid.csv"""
+    from estimator.errors import WorkloadInvalid
+    from estimator.inference.estimate import valid_tensor_parallel
+    from estimator.planning.sweep import sweep
+    from estimator.render.plan_table import rows_to_csv_file, rows_to_xlsx
+
+    if output_format is PlanFormat.xlsx and output is None:
+        raise WorkloadInvalid("--format xlsx needs --output FILE.xlsx")
+    catalog = catalog_for(specs_dir)
+    batches = _counts("--batch", batch)
+    prompts = _counts("--prompt-tokens", prompt_tokens)
+    outputs = _counts("--output-tokens", output_tokens, allow_zero=True)
+    items = []
+    for model_name in _split(model):
+        model_spec = catalog.model(model_name)
+        for gpu_name in _split(gpu):
+            gpu_spec = catalog.gpus.get(gpu_name)
+            for fmt in _split(dtype):
+                for tp in _counts("--gpus", gpus):
+                    if valid_tensor_parallel(model_spec.arch, tp):
+                        raise WorkloadInvalid(f"{model_spec.name}: {valid_tensor_parallel(model_spec.arch, tp)}")
+                    w = _workload(catalog, fmt, kv_dtype, profile, tensor_parallel=tp)
+                    items.append((model_spec, gpu_spec, w, gpu_name))
+    total = len(items) * len(batches) * len(prompts) * len(outputs)
+    show = progress and sys.stderr.isatty() and total >= 100_000
+    if show:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as bar:
+            task = bar.add_task("sweep", total=total)
+            result = sweep(items, batches, prompts, outputs, progress=lambda n: bar.advance(task, n))
+    else:
+        result = sweep(items, batches, prompts, outputs)
+    if plot is not None:
+        from estimator.render.plot import sweep_chart
+
+        sweep_chart(result, plot)
+    if output_format is PlanFormat.json:
+        import json
+
+        _write(json.dumps(list(result.rows()), indent=1) + "\n", output)
+    elif output_format is PlanFormat.xlsx:
+        assert output is not None
+        rows_to_xlsx(result.keys, result.rows(), output, sheet="sweep")
+    elif output is None:
+        rows_to_csv_file(result.keys, result.rows(), sys.stdout)
+    else:
+        with output.open("w", encoding="utf-8", newline="") as handle:
+            rows_to_csv_file(result.keys, result.rows(), handle)

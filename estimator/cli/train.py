@@ -1,0 +1,73 @@
+"""The ``--mode train`` branch of the ``estimate`` command: option types, workload construction, rendering."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+from rich.console import Console
+
+from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.registry import Catalog, validation_message
+from estimator.catalog.specs import GpuSpec
+from estimator.errors import WorkloadInvalid
+from estimator.render.formats import to_csv, to_json
+from estimator.render.training_table import render_training_table
+from estimator.training.estimate import estimate_training
+from estimator.training.options import Attention, Optimizer, Precision, Recompute
+from estimator.training.workload import ALL_LORA_TARGETS, TrainingWorkload, parse_lora_targets
+from estimator.units import parse_count
+
+QLORA_FORMAT = "nf4-dq"  # QLoRA paper: NF4 with double quantization (specs/quant/nf4-dq.yaml)
+
+
+def _count(name: str, text: str | None, default: int) -> int:
+    if text is None:
+        return default
+    value = parse_count(text)
+    if value <= 0:
+        raise WorkloadInvalid(f"{name} must be positive, got {text!r}")
+    return value
+
+
+def run_training(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_gpu: str, batch: str,
+                 profile: str, options: dict[str, Any], output_format: str, binary: bool, explain: bool) -> None:
+    """Build the TrainingWorkload from the CLI's options, estimate, and write the chosen format to stdout."""
+    o = options
+    zero = 0 if o["--zero"] is None else int(o["--zero"])
+    if zero not in (0, 1, 2, 3):
+        raise WorkloadInvalid(f"--zero must be 0, 1, 2 or 3, got {o['--zero']!r}")
+    lora_rank = None if o["--lora-rank"] is None else _count("--lora-rank", o["--lora-rank"], 0)
+    targets = ALL_LORA_TARGETS if o["--lora-targets"] is None else parse_lora_targets(o["--lora-targets"])
+    if o["--lora-targets"] is not None and lora_rank is None:
+        raise WorkloadInvalid("--lora-targets needs --lora-rank")
+    try:
+        workload = TrainingWorkload(
+            batch=_count("--batch", batch, 1),
+            seq_len=_count("--seq-len", o["--seq-len"], 2048),
+            grad_accum=_count("--grad-accum", o["--grad-accum"], 1),
+            precision=(o["--precision"] or Precision.amp_bf16).value,
+            optimizer=(o["--optimizer"] or Optimizer.adamw).value,
+            recompute=(o["--recompute"] or Recompute.none).value,
+            attention=(o["--attention"] or Attention.sdpa).value,
+            zero=zero,
+            fsdp=None if o["--fsdp"] is None else o["--fsdp"].value,
+            dp=_count("--dp", o["--dp"], 1),
+            tp=_count("--tp", o["--tp"], 1),
+            pp=_count("--pp", o["--pp"], 1),
+            sequence_parallel=bool(o["--sequence-parallel"]),
+            lora_rank=lora_rank,
+            lora_targets=targets,
+            qlora=catalog.formats.get(QLORA_FORMAT) if o["--qlora"] else None,
+            profile=catalog.profiles.get(profile),
+        )
+    except ValidationError as error:
+        raise WorkloadInvalid(validation_message(error)) from None
+    report = estimate_training(model, gpu, workload, requested_gpu=requested_gpu)
+    if output_format == "json":
+        sys.stdout.write(to_json(report) + "\n")
+    elif output_format == "csv":
+        sys.stdout.write(to_csv([report]))
+    else:
+        render_training_table(report, Console(), binary=binary, explain=explain)

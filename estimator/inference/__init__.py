@@ -1,0 +1,1 @@
+"""Inference: the workload, `estimate` and its Report."""

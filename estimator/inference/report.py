@@ -1,0 +1,112 @@
+"""The Report (the product) and `estimate`, which fills it from a model, a GPU and a workload.
+
+JSON output is ``Report.model_dump(mode="json")``; field names are a contract (procurement spreadsheets read them).
+A term that cannot be computed is ``None`` with a warning saying why — never silently zero.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from estimator.report import SCHEMA_VERSION
+from estimator.report import Frozen as _Frozen
+
+
+class ModelInfo(_Frozen):
+    name: str
+    params: int
+    active_params: int
+    architecture: str | None  # model_type, or None for a generic size-only model
+    layers: int | None
+    hidden_size: int | None
+    kv_cache_kind: str | None
+
+
+class GpuInfo(_Frozen):
+    name: str
+    requested_as: str
+    memory_type: str
+    memory_bytes: int
+    bandwidth_bytes_per_s: float
+    peak_flop_per_s: float
+    compute_dtype: str
+
+
+class WorkloadInfo(_Frozen):
+    mode: Literal["inference"] = "inference"
+    batch: int
+    prompt_tokens: int
+    output_tokens: int
+    dtype: str
+    kv_dtype: str
+    gpus: int
+    logits: str
+    profile: str
+    mla_cache: str | None
+
+
+class WeightPart(_Frozen):
+    """Weights of one kind of tensor and the format they are stored in (e.g. attention at 4.156 bits)."""
+
+    role: str
+    params: int
+    bits_per_weight: float
+    bytes: int
+
+
+class KvPart(_Frozen):
+    """KV cache of the layers sharing one attention window."""
+
+    window: int | None
+    layers: int
+    tokens: int
+    bytes: int
+
+
+class MemoryReport(_Frozen):
+    weights_bytes: int
+    kv_cache_bytes: int | None
+    activation_bytes: int | None
+    overhead_bytes: int
+    total_bytes: int
+    per_gpu_bytes: int
+    capacity_bytes: int
+    gpus_required: int | None
+    fits: bool
+    headroom_bytes: int
+    max_batch: int | None  # largest batch that fits at this prompt + output on these GPUs (0: none fits)
+    max_context_tokens: int | None  # longest prompt + output that fits at this batch, output fixed (0: none)
+    kv_cache_per_token_bytes: int | None
+    weights_by_role: tuple[WeightPart, ...]
+    kv_by_window: tuple[KvPart, ...]
+
+
+class TimeReport(_Frozen):
+    prefill_s: float
+    prefill_bound_s: float
+    prefill_bound: str
+    decode_step_s: float | None
+    decode_step_bound_s: float | None
+    bound: str | None
+    time_to_first_token_s: float
+    tokens_per_s: float | None
+    tokens_per_s_bound: float | None  # the most any implementation could decode (peak bandwidth / FLOP/s)
+    tokens_per_s_per_sequence: float | None
+    prefill_flops: float
+    prefill_bytes: float
+    decode_bytes: float | None
+    decode_flops: float | None
+    communication_s: float
+    experts_read_per_layer: float | None = None  # MoE: expected distinct experts one decode step reads
+
+
+class Report(_Frozen):
+    schema_version: str = SCHEMA_VERSION
+    model: ModelInfo
+    gpu: GpuInfo
+    workload: WorkloadInfo
+    memory: MemoryReport
+    time: TimeReport
+    assumptions: tuple[str, ...]
+    warnings: tuple[str, ...]
+    explain: tuple[str, ...]

@@ -1,0 +1,171 @@
+"""Calibration files: what `estimator calibrate` measured on a card, and the profile values it implies.
+
+A file (YAML, read with safe_load) holds one entry per GPU, keyed by the name NVML reports::
+
+    schema_version: 1
+    gpus:
+      NVIDIA H200:
+        catalog_gpu: NVIDIA H200 SXM 141GB
+        gemv_bytes_per_s: 3.97e12
+        ...
+        profile_overrides: {bandwidth_efficiency: 0.83, matmul_flop_efficiency: 0.77, per_layer_step_s: 3.1e-05, ...}
+
+`estimate --calibration FILE` applies the entry for the requested card to the chosen efficiency profile; without
+the option, ``<user config dir>/estimator/calibration.yaml`` (platformdirs) is used when it has an entry for that
+card. Only hardware facts are overridden (bandwidth and matmul fractions, per-layer graph cost, context, workspace
+and driver reservation); software traits of a profile (host dispatch, KV read path) stay as the profile has them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from estimator.catalog.profiles import EfficiencyProfile
+from estimator.catalog.registry import read_yaml
+from estimator.catalog.specs import GpuSpec
+from estimator.errors import SpecInvalid, WorkloadInvalid
+
+SCHEMA_VERSION = 1
+FILE_NAME = "calibration.yaml"
+
+# Profile fields a calibration may set: facts of the card and its driver, not of the software stack.
+OVERRIDABLE = ("bandwidth_efficiency", "matmul_flop_efficiency", "per_layer_step_s", "cuda_context_bytes",
+               "workspace_bytes", "driver_reserved_fraction")
+
+
+class GpuCalibration(BaseModel):
+    """Measurements on one card and the profile values derived from them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gpu: str
+    catalog_gpu: str | None
+    measured_at: str
+    software: dict[str, str] = Field(default_factory=dict)
+    memory_total_bytes: int = Field(gt=0)
+    copy_bytes_per_s: float = Field(gt=0)
+    read_bytes_per_s: float = Field(gt=0)
+    gemv_bytes_per_s: float = Field(gt=0)
+    matmul_flop_per_s: dict[str, float]
+    driver_reserved_bytes: int = Field(ge=0)
+    cuda_context_bytes: int = Field(ge=0)
+    workspace_bytes: int = Field(ge=0)
+    graph_kernel_s: float = Field(ge=0)
+    graph_layer_s: float = Field(ge=0)
+    graph_bandwidth_bytes_per_s: float = Field(gt=0)
+    profile_overrides: dict[str, float]
+
+
+class CalibrationFile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    gpus: dict[str, GpuCalibration] = Field(default_factory=dict)
+
+
+def derive_overrides(cal: dict[str, Any], spec: GpuSpec | None, memory_total_bytes: int) -> dict[str, float]:
+    """Profile values from raw measurements: fractions are measured rate ÷ the catalog's peak for this card.
+
+    bandwidth_efficiency  = lean graph decode's bandwidth term ÷ spec bandwidth (what weight streaming achieves)
+    matmul_flop_efficiency = bf16 matmul rate ÷ spec bf16 peak
+    per_layer_step_s      = lean graph decode's fixed cost per layer
+    driver_reserved_fraction = NVML reservation ÷ total; context and workspace bytes as measured.
+    """
+    out: dict[str, float] = {
+        "per_layer_step_s": float(cal["graph_layer_s"]),
+        "cuda_context_bytes": int(cal["cuda_context_bytes"]),
+        "workspace_bytes": int(cal["workspace_bytes"]),
+        "driver_reserved_fraction": cal["driver_reserved_bytes"] / memory_total_bytes,
+    }
+    if spec is not None:
+        out["bandwidth_efficiency"] = min(1.0, cal["graph_bandwidth_bytes_per_s"] / spec.bandwidth_bytes_per_s)
+        peak = spec.peak_flop_per_s("bf16") or spec.peak_flop_per_s("fp16")
+        rate = cal["matmul_flop_per_s"].get("bf16") or cal["matmul_flop_per_s"].get("fp16")
+        if peak and rate:
+            out["matmul_flop_efficiency"] = min(1.0, rate / peak)
+    return out
+
+
+def load_calibration(path: Path) -> CalibrationFile:
+    """Read and validate a calibration file; any problem is one `SpecInvalid` naming the file."""
+    data = read_yaml(path, "calibration file")
+    if not isinstance(data, dict):
+        raise SpecInvalid(f"{path}: a calibration file is a mapping with 'gpus:', got {type(data).__name__}")
+    try:
+        file = CalibrationFile.model_validate(data)
+    except ValidationError as error:
+        from estimator.catalog.registry import validation_message
+
+        raise SpecInvalid(f"{path}: {validation_message(error)}") from None
+    if file.schema_version != SCHEMA_VERSION:
+        raise SpecInvalid(f"{path}: calibration schema_version {file.schema_version} is not {SCHEMA_VERSION}")
+    for name, entry in file.gpus.items():
+        unknown = sorted(set(entry.profile_overrides) - set(OVERRIDABLE))
+        if unknown:
+            raise SpecInvalid(f"{path}: gpus.{name}.profile_overrides: unknown keys {', '.join(unknown)}")
+    return file
+
+
+def save_calibration(path: Path, entry: GpuCalibration) -> None:
+    """Write ``entry`` into the file at ``path``, keeping the entries of other cards already there."""
+    existing = load_calibration(path) if path.is_file() else CalibrationFile()
+    gpus = {**existing.gpus, entry.gpu: entry}
+    data = CalibrationFile(gpus=gpus).model_dump(mode="json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = "# Written by `estimator calibrate`; read by `estimate` (see estimator/live/calibration.py).\n"
+    path.write_text(header + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+def user_calibration_path() -> Path:
+    """``<user config dir>/estimator/calibration.yaml`` (platformdirs; $XDG_CONFIG_HOME on Linux)."""
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("estimator")) / FILE_NAME
+
+
+def entry_for(file: CalibrationFile, gpu: GpuSpec) -> GpuCalibration | None:
+    """The entry measured on this catalog card (matched through the catalog name recorded at calibration)."""
+    for entry in file.gpus.values():
+        if entry.catalog_gpu == gpu.name:
+            return entry
+    return None
+
+
+def apply_calibration(profile: EfficiencyProfile, entry: GpuCalibration, source: str) -> EfficiencyProfile:
+    """``profile`` with the card's measured values in place of its defaults; the description says so."""
+    update: dict[str, Any] = {k: v for k, v in entry.profile_overrides.items() if k in OVERRIDABLE}
+    for key in ("cuda_context_bytes", "workspace_bytes"):
+        if key in update:
+            update[key] = int(update[key])
+    update["description"] = f"{profile.description}; calibrated on {entry.gpu} ({source}, {entry.measured_at})"
+    update["fitted_on"] = (*profile.fitted_on, f"calibration {source}")
+    try:
+        return EfficiencyProfile.model_validate({**profile.model_dump(), **update})
+    except ValidationError as error:
+        from estimator.catalog.registry import validation_message
+
+        raise SpecInvalid(f"{source}: calibrated profile is invalid: {validation_message(error)}") from None
+
+
+def calibrated_profile(profile: EfficiencyProfile, gpu: GpuSpec, path: Path | None) -> EfficiencyProfile:
+    """The profile `estimate` uses: with ``path``, that file's entry for ``gpu`` (it must have one); without, the
+    user's calibration file when it exists and has an entry for ``gpu``; otherwise ``profile`` unchanged.
+    ``ESTIMATOR_NO_CALIBRATION=1`` turns the automatic pick-up off."""
+    if path is not None:
+        entry = entry_for(load_calibration(path), gpu)
+        if entry is None:
+            raise WorkloadInvalid(f"{path} has no calibration for {gpu.name}; run `estimator calibrate` on one, "
+                                  "or leave out --calibration")
+        return apply_calibration(profile, entry, str(path))
+    if os.environ.get("ESTIMATOR_NO_CALIBRATION"):
+        return profile
+    user = user_calibration_path()
+    if not user.is_file():
+        return profile
+    entry = entry_for(load_calibration(user), gpu)
+    return profile if entry is None else apply_calibration(profile, entry, str(user))

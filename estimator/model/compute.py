@@ -1,0 +1,97 @@
+"""FLOPs and bytes moved by each inference phase (pure functions of an architecture and a workload).
+
+Forward FLOPs per token ≈ 2 × (parameters a token passes through) + attention (Kaplan et al. 2020, §2.1);
+causal attention costs 2 · pairs · heads · (d_qk + d_v) per layer, pairs = Σᵢ min(i, window).
+A decode step reads every weight it uses once plus the KV cache (formulas.md, FLOPs and time).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from estimator.catalog.architecture import Architecture
+from estimator.catalog.specs import NumberFormat
+from estimator.model.inventory import Role, lm_head_numel, tensor_inventory
+from estimator.model.memory import bytes_of, tensor_bits
+
+
+def expected_distinct_experts(num_experts: int, top_k: int, tokens: int) -> float:
+    """Expected experts hit per MoE layer when ``tokens`` each pick ``top_k`` of ``num_experts`` uniformly:
+    E · (1 − (1 − k/E)^tokens)."""
+    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** tokens)
+
+
+def linear_params_per_token(arch: Architecture) -> float:
+    """Linear-layer parameters one token multiplies through (MoE: k of E experts), excluding the LM head."""
+    total = 0.0
+    for group in tensor_inventory(arch):
+        if group.role is Role.EXPERT:
+            assert arch.moe is not None
+            total += group.total * arch.moe.experts_per_token / arch.moe.num_experts
+        elif group.role.is_linear or group.role in (Role.ROUTER, Role.POOLER):
+            total += group.total
+    return total
+
+
+def causal_pairs(tokens: int, window: int | None, *, past: int = 0) -> int:
+    """Query–key pairs scored when ``tokens`` new tokens attend causally after ``past`` cached ones.
+
+    Token i (1-based, counting the past) sees min(i, window) keys; a bidirectional encoder would see all.
+    """
+    first, last = past + 1, past + tokens
+    if window is None or window >= last:
+        return (first + last) * tokens // 2
+    if window <= first:
+        return window * tokens
+    # tokens first..window see i keys; window+1..last see window keys
+    ramp = (first + window) * (window - first + 1) // 2
+    return ramp + window * (last - window)
+
+
+def attention_flops(arch: Architecture, batch: int, tokens: int, *, past: int = 0,
+                    ignore_windows: bool = False) -> int:
+    """2 FLOPs per multiply–add for QKᵀ and PV over the scored pairs, summed over layers.
+
+    ``ignore_windows``: a kernel that applies the sliding window as an explicit mask still scores every causal
+    pair (PyTorch SDPA with a mask, as transformers calls it); kernels with native windows skip them."""
+    attn = arch.attention
+    width = attn.num_heads * (attn.head_dim + attn.v_head_dim)
+    total = 0
+    for layer in range(arch.num_layers):
+        # a bidirectional encoder scores every pair
+        window = None if ignore_windows else arch.window(layer)
+        pairs = causal_pairs(tokens, window, past=past) if arch.causal else tokens * (tokens + past)
+        total += 2 * pairs * width
+    return total * batch
+
+
+def prefill_matmul_flops(arch: Architecture, batch: int, tokens: int, *, logits_positions: int) -> float:
+    """2 × linear parameters × tokens, plus the LM head for the positions whose logits are computed."""
+    return 2 * linear_params_per_token(arch) * batch * tokens + 2 * lm_head_numel(arch) * batch * logits_positions
+
+
+def decode_matmul_flops(arch: Architecture, batch: int) -> float:
+    """One decode step: every sequence's new token through the linear layers and the LM head."""
+    return 2 * (linear_params_per_token(arch) + lm_head_numel(arch)) * batch
+
+
+def decode_weight_bytes(arch: Architecture, fmt: NumberFormat, batch: int) -> int:
+    """Weights one decode step reads: every tensor once, except the token-embedding table (only ``batch`` rows
+    are gathered) and the routed experts no token in the batch picked (expected distinct experts per layer)."""
+    total = Fraction(0)
+    for group in tensor_inventory(arch):
+        bits = tensor_bits(group.role, fmt)
+        if group.role is Role.EMBEDDING:
+            rows = min(batch, arch.vocab_size)
+            numel = group.total if arch.tie_word_embeddings and arch.lm_head else rows * arch.hidden_size
+            total += numel * bits / 8
+        elif group.role is Role.POSITION:
+            total += min(batch, group.total // arch.hidden_size) * arch.hidden_size * bits / 8
+        elif group.role is Role.EXPERT:
+            assert arch.moe is not None
+            hit = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token, batch)
+            total += Fraction(bytes_of(group.total, bits)) * Fraction(hit / arch.moe.num_experts)
+        else:
+            total += Fraction(bytes_of(group.total, bits))
+    return math.ceil(total)

@@ -1,0 +1,170 @@
+"""The tensors of a model: every weight matrix, embedding, norm and bias, grouped by shape and role.
+
+Parameter counts, weight bytes under a quantization format, and the bytes a decode step reads all come from this
+one list, so they cannot disagree. Counts follow the module layout of Hugging Face transformers for each family
+(tests compare them with transformers' own count on the ``meta`` device).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from functools import cache
+
+from estimator.catalog.architecture import Architecture, Attention, Mlp
+
+
+class Role(str, Enum):
+    """What a tensor is for: decides whether a format quantizes it and whether a decode step reads it."""
+
+    EMBEDDING = "embedding"  # token embedding table: a decode step gathers rows, it does not read the table
+    POSITION = "position_embedding"
+    LM_HEAD = "lm_head"
+    ATTENTION = "attention"
+    MLP = "mlp"
+    EXPERT = "expert"  # routed experts: a decode step reads only those the batch routes to
+    SHARED_EXPERT = "shared_expert"
+    ROUTER = "router"
+    NORM = "norm"
+    BIAS = "bias"
+    POOLER = "pooler"
+
+    @property
+    def is_linear(self) -> bool:
+        """Weight matrices of linear layers: what weight-only quantization formats (GPTQ, AWQ, GGUF) pack."""
+        return self in _LINEAR
+
+
+_LINEAR = {Role.ATTENTION, Role.MLP, Role.EXPERT, Role.SHARED_EXPERT}
+
+
+@dataclass(frozen=True)
+class TensorGroup:
+    """``count`` tensors of ``numel`` elements each, e.g. the q_proj weight of every layer."""
+
+    name: str
+    role: Role
+    numel: int
+    count: int
+
+    @property
+    def total(self) -> int:
+        return self.numel * self.count
+
+
+def _attention_tensors(attn: Attention, hidden: int, layers: int, prefix: str) -> list[TensorGroup]:
+    out: list[TensorGroup] = []
+    q_width = attn.num_heads * attn.head_dim
+    o_width = attn.num_heads * attn.v_head_dim
+    latent = attn.latent
+    if latent is None:
+        kv_width_k = attn.num_kv_heads * attn.head_dim
+        kv_width_v = attn.num_kv_heads * attn.v_head_dim
+        out += [
+            TensorGroup(f"{prefix}.q_proj.weight", Role.ATTENTION, hidden * q_width, layers),
+            TensorGroup(f"{prefix}.k_proj.weight", Role.ATTENTION, hidden * kv_width_k, layers),
+            TensorGroup(f"{prefix}.v_proj.weight", Role.ATTENTION, hidden * kv_width_v, layers),
+        ]
+        if attn.q_bias:
+            out.append(TensorGroup(f"{prefix}.q_proj.bias", Role.BIAS, q_width, layers))
+        if attn.kv_bias:
+            out.append(TensorGroup(f"{prefix}.k_proj.bias", Role.BIAS, kv_width_k, layers))
+            out.append(TensorGroup(f"{prefix}.v_proj.bias", Role.BIAS, kv_width_v, layers))
+    else:
+        if latent.q_lora_rank is None:
+            out.append(TensorGroup(f"{prefix}.q_proj.weight", Role.ATTENTION, hidden * q_width, layers))
+        else:
+            out += [
+                TensorGroup(f"{prefix}.q_a_proj.weight", Role.ATTENTION, hidden * latent.q_lora_rank, layers),
+                TensorGroup(f"{prefix}.q_a_layernorm.weight", Role.NORM, latent.q_lora_rank, layers),
+                TensorGroup(f"{prefix}.q_b_proj.weight", Role.ATTENTION, latent.q_lora_rank * q_width, layers),
+            ]
+        kv_a = latent.kv_lora_rank + latent.qk_rope_head_dim
+        kv_b = attn.num_heads * (latent.qk_nope_head_dim + latent.v_head_dim)
+        out += [
+            TensorGroup(f"{prefix}.kv_a_proj_with_mqa.weight", Role.ATTENTION, hidden * kv_a, layers),
+            TensorGroup(f"{prefix}.kv_a_layernorm.weight", Role.NORM, latent.kv_lora_rank, layers),
+            TensorGroup(f"{prefix}.kv_b_proj.weight", Role.ATTENTION, latent.kv_lora_rank * kv_b, layers),
+        ]
+    out.append(TensorGroup(f"{prefix}.o_proj.weight", Role.ATTENTION, o_width * hidden, layers))
+    if attn.o_bias:
+        out.append(TensorGroup(f"{prefix}.o_proj.bias", Role.BIAS, hidden, layers))
+    if attn.qk_norm:
+        out.append(TensorGroup(f"{prefix}.q_norm.weight", Role.NORM, attn.head_dim, layers))
+        out.append(TensorGroup(f"{prefix}.k_norm.weight", Role.NORM, attn.head_dim, layers))
+    return out
+
+
+def _mlp_tensors(mlp: Mlp, hidden: int, count: int, prefix: str, role: Role) -> list[TensorGroup]:
+    if count == 0:
+        return []
+    width = mlp.intermediate_size
+    names = ("gate_proj", "up_proj") if mlp.gated else ("up_proj",)
+    out = [TensorGroup(f"{prefix}.{n}.weight", role, hidden * width, count) for n in names]
+    out.append(TensorGroup(f"{prefix}.down_proj.weight", role, width * hidden, count))
+    if mlp.bias:
+        out += [TensorGroup(f"{prefix}.{n}.bias", Role.BIAS, width, count) for n in names]
+        out.append(TensorGroup(f"{prefix}.down_proj.bias", Role.BIAS, hidden, count))
+    return out
+
+
+def _norm_numel(arch: Architecture) -> int:
+    return arch.hidden_size * (2 if arch.norm == "layer" else 1)  # LayerNorm: weight and bias
+
+
+@cache
+def tensor_inventory(arch: Architecture) -> tuple[TensorGroup, ...]:
+    """Every parameter tensor of ``arch``, grouped; tied embeddings appear once."""
+    h, layers = arch.hidden_size, arch.num_layers
+    out = [TensorGroup("embed_tokens.weight", Role.EMBEDDING, arch.vocab_size * h, 1)]
+    if arch.position_embeddings:
+        out.append(TensorGroup("embed_positions.weight", Role.POSITION, arch.position_embeddings * h, 1))
+    if arch.token_type_embeddings:
+        out.append(TensorGroup("token_type_embeddings.weight", Role.POSITION, arch.token_type_embeddings * h, 1))
+    if arch.embedding_norm:
+        out.append(TensorGroup("embeddings.norm", Role.NORM, _norm_numel(arch), 1))
+
+    out += _attention_tensors(arch.attention, h, layers, "layers.*.self_attn")
+    if arch.norms_per_layer:
+        out.append(TensorGroup("layers.*.norms", Role.NORM, _norm_numel(arch), layers * arch.norms_per_layer))
+
+    moe_layers = arch.num_moe_layers
+    out += _mlp_tensors(arch.mlp, h, layers - moe_layers, "layers.*.mlp", Role.MLP)
+    if arch.moe is not None and moe_layers:
+        moe = arch.moe
+        expert = Mlp(intermediate_size=moe.expert_intermediate_size, gated=arch.mlp.gated)
+        out.append(TensorGroup("layers.*.mlp.gate.weight", Role.ROUTER, h * moe.num_experts, moe_layers))
+        out += _mlp_tensors(expert, h, moe_layers * moe.num_experts, "layers.*.mlp.experts.*", Role.EXPERT)
+        if moe.shared_intermediate_size:
+            shared = Mlp(intermediate_size=moe.shared_intermediate_size, gated=arch.mlp.gated)
+            out += _mlp_tensors(shared, h, moe_layers, "layers.*.mlp.shared_experts", Role.SHARED_EXPERT)
+        if moe.shared_expert_gate:
+            out.append(TensorGroup("layers.*.mlp.shared_expert_gate.weight", Role.ROUTER, h, moe_layers))
+
+    if arch.final_norm:
+        out.append(TensorGroup("norm", Role.NORM, _norm_numel(arch), 1))
+    if arch.pooler:
+        out.append(TensorGroup("pooler.dense.weight", Role.POOLER, h * h, 1))
+        out.append(TensorGroup("pooler.dense.bias", Role.BIAS, h, 1))
+    if arch.lm_head and not arch.tie_word_embeddings:
+        out.append(TensorGroup("lm_head.weight", Role.LM_HEAD, h * arch.vocab_size, 1))
+    return tuple(out)
+
+
+def param_count(arch: Architecture) -> int:
+    """Total parameters, tied embeddings counted once (what ``sum(p.numel() for p in model.parameters())`` gives)."""
+    return sum(t.total for t in tensor_inventory(arch))
+
+
+def active_param_count(arch: Architecture) -> int:
+    """Parameters one token uses: everything except the routed experts it is not sent to."""
+    total = param_count(arch)
+    if arch.moe is None:
+        return total
+    expert_params = sum(t.total for t in tensor_inventory(arch) if t.role is Role.EXPERT)
+    return total - expert_params + expert_params * arch.moe.experts_per_token // arch.moe.num_experts
+
+
+def lm_head_numel(arch: Architecture) -> int:
+    """Elements of the output projection, which is the embedding matrix itself when tied."""
+    return arch.hidden_size * arch.vocab_size if arch.lm_head else 0

@@ -1,0 +1,260 @@
+"""Memory terms of an inference job, each a pure function returning bytes.
+
+Sources: formulas.md (shared reference) for the formulas; the H200 measurements in
+``shared/reference/h200-measured.jsonl`` for the live-tensor accounting of the prefill peak.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from estimator.catalog.architecture import Architecture
+from estimator.catalog.profiles import EfficiencyProfile
+from estimator.catalog.specs import NumberFormat
+from estimator.model.inventory import Role, TensorGroup, tensor_inventory
+
+SIXTEEN_BIT = Fraction(16)
+
+
+def tensor_bits(role: Role, fmt: NumberFormat) -> Fraction:
+    """Storage bits per element of a tensor with ``role`` under ``fmt``.
+
+    Formats with scope ``linear`` (GPTQ, AWQ, NF4, FP8, int8...) pack only linear weight matrices; embeddings, the
+    LM head, norms and biases stay in 16 bit, as quantized checkpoints ship them.
+    """
+    if fmt.scope == "all" or role.is_linear:
+        return Fraction(str(fmt.bits_per_weight))
+    return SIXTEEN_BIT
+
+
+def bytes_of(numel: int, bits: Fraction) -> int:
+    """Bytes for ``numel`` elements of ``bits`` each: multiply bits first, divide by 8 last, round up."""
+    return math.ceil(numel * bits / 8)
+
+
+@dataclass(frozen=True)
+class WeightShare:
+    """Weights of one role under one format: what ``--explain`` and the report's breakdown show."""
+
+    role: Role
+    numel: int
+    bits: Fraction
+
+    @property
+    def bytes(self) -> int:
+        return bytes_of(self.numel, self.bits)
+
+
+def weight_shares(arch: Architecture, fmt: NumberFormat) -> list[WeightShare]:
+    """Weights grouped by role, each with the bits per element its format gives it."""
+    numel: dict[Role, int] = {}
+    for group in tensor_inventory(arch):
+        numel[group.role] = numel.get(group.role, 0) + group.total
+    return [WeightShare(role, n, tensor_bits(role, fmt)) for role, n in numel.items()]
+
+
+def weights_bytes(arch: Architecture, fmt: NumberFormat) -> int:
+    """Σ over tensors of numel × bits / 8 (formulas.md, Weights)."""
+    return sum(share.bytes for share in weight_shares(arch, fmt))
+
+
+def generic_weights_bytes(params: int, fmt: NumberFormat) -> int:
+    """A model known only by its parameter count: every parameter in ``fmt``."""
+    return bytes_of(params, Fraction(str(fmt.bits_per_weight)))
+
+
+def kv_elements_per_token(arch: Architecture, layer: int, *, decompressed_mla: bool) -> int:
+    """Cached elements per token in one layer.
+
+    Standard attention: K and V for every KV head, n_kv × (d_k + d_v). Multi-head latent attention in engines
+    that cache the latent: kv_lora_rank + qk_rope_head_dim (DeepSeek-V3: 512 + 64 = 576); Hugging Face
+    transformers' code caches decompressed K and V instead: n_heads × (d_qk + d_v).
+    """
+    del layer  # every supported family has the same cache width on every layer
+    attn = arch.attention
+    if arch.kv_cache_kind == "none":
+        return 0
+    if attn.latent is not None and not decompressed_mla:
+        return attn.latent.kv_lora_rank + attn.latent.qk_rope_head_dim
+    return attn.num_kv_heads * (attn.head_dim + attn.v_head_dim)
+
+
+@dataclass(frozen=True)
+class KvLayers:
+    """Layers that share one window: how many, the tokens each holds, and the bytes all of them hold."""
+
+    window: int | None
+    layers: int
+    tokens: int
+    bytes: int
+
+
+def kv_cache_layers(arch: Architecture, tokens: int, batch: int, fmt: NumberFormat, *,
+                    decompressed_mla: bool = False, kv_heads_divisor: int = 1,
+                    ignore_windows: bool = False) -> list[KvLayers]:
+    """KV cache split by window: a sliding-window layer holds min(tokens, window) tokens (formulas.md, KV cache).
+
+    bytes = layers × elements per token × held tokens × batch × bits / 8, with the elements divided over
+    ``kv_heads_divisor`` tensor-parallel ranks where the heads shard. ``ignore_windows``: every layer holds all
+    ``tokens`` (transformers' DynamicCache right after a prefill, before its next update crops the window).
+    """
+    groups: dict[int | None, int] = {}
+    for layer in range(arch.num_layers):
+        window = None if ignore_windows else arch.window(layer)
+        groups[window] = groups.get(window, 0) + 1
+    bits = Fraction(str(fmt.bits_per_weight))
+    out = []
+    for window, count in sorted(groups.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
+        held = tokens if window is None else min(tokens, window)
+        elements = kv_elements_per_token(arch, 0, decompressed_mla=decompressed_mla)
+        per_rank = math.ceil(elements / kv_heads_divisor)
+        out.append(KvLayers(window, count, held, bytes_of(count * per_rank * held * batch, bits)))
+    return out
+
+
+def kv_cache_bytes(arch: Architecture, tokens: int, batch: int, fmt: NumberFormat, *,
+                   decompressed_mla: bool = False, kv_heads_divisor: int = 1, ignore_windows: bool = False) -> int:
+    """Total KV cache for ``batch`` sequences of ``tokens`` each (see `kv_cache_layers`)."""
+    return sum(g.bytes for g in kv_cache_layers(arch, tokens, batch, fmt, decompressed_mla=decompressed_mla,
+                                                 kv_heads_divisor=kv_heads_divisor, ignore_windows=ignore_windows))
+
+
+def kv_heads_divisor(arch: Architecture, tensor_parallel: int) -> int:
+    """How many ways TP splits the KV cache: KV heads shard until each rank holds one head, then replicate.
+
+    The latent cache of multi-head latent attention has no heads to split: every rank holds all of it (vLLM).
+    """
+    if arch.attention.latent is not None:
+        return 1
+    return min(tensor_parallel, arch.attention.num_kv_heads)
+
+
+@dataclass(frozen=True)
+class ActivationPeak:
+    """The prefill transient beyond weights and KV cache: the larger of the layer and the logits stage."""
+
+    layer_bytes: int
+    logits_bytes: int
+
+    @property
+    def bytes(self) -> int:
+        return max(self.layer_bytes, self.logits_bytes)
+
+
+# Activations that transformers writes as a chain of elementwise PyTorch ops keep extra ffn-wide temporaries alive
+# in eager mode: gelu_new = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) holds x, 0.5·x and the running chain beside
+# the output (two more than a fused kernel). Measured: gpt2-xl prefill peak −45% without them (docs/accuracy.md).
+EAGER_ACTIVATION_TEMPORARIES = {"gelu_new": 2}
+
+
+def moe_live_bytes(arch: Architecture, element_bytes: int, tensor_parallel: int = 1) -> int:
+    """Per-token bytes alive in a MoE layer during prefill.
+
+    Tokens are replicated once per routed expert (k rows each), so every per-row tensor scales with k. Up stage:
+    the gathered input (h) and two gate-up-wide tensors (2 × 2·ffn) per row. Down stage: the gathered input and
+    the down output per row, then the output weighted by its routing weight and the scattered sum — in fp32 where
+    the router keeps fp32 weights (DeepSeek), else in the activation dtype. Shared experts run apart. The peak is
+    the largest. Measured on transformers 5.17's grouped_mm experts by CUDA memory history of the peak
+    (benchmarks/trace_moe_peak.py, H200): qwen3-30b-a3b 148,560 B, mixtral-8x7b 279,138 B and deepseek-v2-lite
+    164,630 B per token, each within 0.2%. Fused engines (vLLM fused_moe) hold k × (3·ffn + h); this bounds it.
+    """
+    assert arch.moe is not None
+    moe = arch.moe
+    k, h, e = moe.experts_per_token, arch.hidden_size, element_bytes
+    weighted = 4 if moe.fp32_routing_weights else e
+    expert = math.ceil(moe.expert_intermediate_size / tensor_parallel)
+    up = k * (h + 4 * expert) * e
+    down = k * h * (2 * e + 2 * weighted)
+    shared = (3 if arch.mlp.gated else 2) * math.ceil(moe.shared_intermediate_size / tensor_parallel) * e
+    return max(up, down, shared)
+
+
+def prefill_masked_attention(arch: Architecture, profile: EfficiencyProfile) -> bool:
+    """Whether the runtime runs prefill attention with an explicit mask: sliding-window models under a profile
+    that says its kernels take windows as masks (transformers' SDPA)."""
+    return bool(arch.layer_windows) and profile.masked_attention_flop_efficiency is not None
+
+
+def runs_math_attention(arch: Architecture, profile: EfficiencyProfile) -> bool:
+    """Whether prefill attention materialises its scores: the model's transformers code leaves PyTorch's SDPA only
+    the math kernel (`Attention.unexpanded_kv_with_mask`) and the profile runs transformers."""
+    return profile.math_attention_fallback and arch.attention.unexpanded_kv_with_mask
+
+
+def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, element_bytes: int,
+                            logits_all: bool, logits_fp32: bool, tensor_parallel: int = 1,
+                            eager_attention: bool = False, eager_activations: bool = False,
+                            explicit_mask: bool = False) -> ActivationPeak:
+    """Largest set of live tensors during one prefill forward, excluding weights and the KV cache.
+
+    Layer stage (inside the MLP, where the peak sits for every dense model measured): per token, the residual
+    stream and its normed copies (4 × h), the MLP intermediates alive together (gated: act(gate), up and their
+    product = 3 × ffn; plain: 2 × ffn), and the rotary cos/sin tables (2 × head_dim), in the activation dtype,
+    plus one int64 position id. Measured exactly on Llama-3.2-1B and Llama-3.1-8B (h200-measured.jsonl,
+    ``peak_minus_before`` − ``kept_after``). MoE layers hold the top-k experts' intermediates for every token.
+    Eager (or math-kernel) attention adds the b × a × s² score matrix and its softmax, both fp32 (PyTorch's math
+    SDPA computes half-precision inputs in fp32): 8 bytes per score (falcon-7b measured 9, docs/accuracy.md).
+
+    Logits stage: the final hidden states and rotary tables, plus b × positions × vocab logits in the activation
+    dtype (and their fp32 upcast where the runtime does it). positions = all tokens, or 1 with ``logits_to_keep=1``.
+    Final-logit soft-capping (Gemma 2) keeps a second logits tensor live (measured: −50% without it).
+    ``eager_activations``: activations written as elementwise chains add `EAGER_ACTIVATION_TEMPORARIES`.
+    ``explicit_mask``: a boolean b × s × s attention mask is alive through the layers (transformers builds one for
+    sliding windows; measured: gemma-3-1b 2,048 B per token at s = 2,048, mistral-7b-v0.1 −6.4% at 8k without it).
+    Rotary tables are 2 × the rotated width (MLA rotates only qk_rope_head_dim).
+    """
+    h = arch.hidden_size
+    temporaries = EAGER_ACTIVATION_TEMPORARIES.get(arch.hidden_act or "", 0) if eager_activations else 0
+    # gated: act(gate), up and their product; a fused gate_up projection keeps its whole 2·ffn output alive instead
+    # of up alone (measured: phi-3-mini −18% without it, docs/accuracy.md)
+    per_ffn = (4 if arch.mlp.fused_gate_up else 3 if arch.mlp.gated else 2) + temporaries
+    mlp_bytes = per_ffn * math.ceil(arch.mlp.intermediate_size / tensor_parallel) * element_bytes
+    router_bytes = 0
+    if arch.moe is not None and arch.num_moe_layers:
+        moe = arch.moe
+        mlp_bytes = max(moe_live_bytes(arch, element_bytes, tensor_parallel),
+                        mlp_bytes if arch.num_moe_layers < arch.num_layers else 0)
+        router_bytes = moe.num_experts * (element_bytes + 4)  # router logits, and their fp32 softmax
+    latent = arch.attention.latent
+    rotated = latent.qk_rope_head_dim if latent is not None else arch.attention.head_dim
+    rope = 2 * rotated if arch.position_embeddings == 0 else 0
+    tokens_total = batch * tokens
+    layer = tokens_total * (mlp_bytes + (4 * h + rope) * element_bytes + 8 + router_bytes)
+    if eager_attention:
+        heads = math.ceil(arch.attention.num_heads / tensor_parallel)
+        layer = max(layer, tokens_total * (4 * h * element_bytes) + 2 * batch * heads * tokens * tokens * 4)
+    if explicit_mask:
+        layer += batch * tokens * tokens
+    positions = tokens if logits_all else 1
+    logits_elements = batch * positions * arch.vocab_size if arch.lm_head else 0
+    copies = 2 if arch.final_logit_softcapping else 1
+    logits = logits_elements * (copies * element_bytes + (4 if logits_fp32 else 0))
+    logits_stage = tokens_total * (h + rope) * element_bytes + logits
+    return ActivationPeak(layer, logits_stage)
+
+
+def runtime_overhead_bytes(capacity_bytes: int, profile: EfficiencyProfile, *, tensor_parallel: int,
+                           dynamic_bytes: int) -> int:
+    """Memory beyond tensors on each GPU: driver reservation, CUDA context, library workspaces, NCCL buffers,
+    and allocator slack on the dynamic (KV + activation) memory. Each constant is in the profile with its source.
+    """
+    reserved = round(capacity_bytes * profile.driver_reserved_fraction)
+    nccl = profile.nccl_buffer_bytes if tensor_parallel > 1 else 0
+    slack = round(dynamic_bytes * profile.allocator_slack_fraction)
+    return reserved + profile.cuda_context_bytes + profile.workspace_bytes + nccl + slack
+
+
+def sharded_weights_bytes(arch: Architecture, fmt: NumberFormat, tensor_parallel: int) -> int:
+    """Weights on one of ``tensor_parallel`` ranks: linear layers and the (vocab-parallel) embedding and head
+    split evenly; norms, biases, routers and position tables are replicated on every rank (Megatron/vLLM)."""
+    total = 0
+    for group in tensor_inventory(arch):
+        group_bytes = bytes_of(group.total, tensor_bits(group.role, fmt))
+        total += math.ceil(group_bytes / tensor_parallel) if _is_sharded(group) else group_bytes
+    return total
+
+
+def _is_sharded(group: TensorGroup) -> bool:
+    return group.role.is_linear or group.role in (Role.EMBEDDING, Role.LM_HEAD)

@@ -1,0 +1,121 @@
+"""Time: the roofline bound (datasheet peaks) and the expected time (an efficiency profile applied).
+
+bound    = max(FLOPs / peak FLOP/s, bytes / peak bandwidth)            — no implementation beats it
+expected = max(Σ FLOPs / (peak × efficiency) + Σ bytes / (bandwidth × efficiency) + layers × per-layer cost,
+               layers × host dispatch per layer)                        — calibrated, see specs/profiles/
+Tensor parallelism adds two all-reduces of the activations per layer (Megatron-LM, Shoeybi et al. 2019).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from estimator.catalog.profiles import EfficiencyProfile
+from estimator.catalog.specs import MemoryType
+
+Bound = Literal["memory", "compute"]
+
+
+@dataclass(frozen=True)
+class PhaseCost:
+    """Work of one phase on one GPU: FLOPs by kind and bytes by kind."""
+
+    matmul_flops: float
+    attention_flops: float
+    weight_bytes: float
+    kv_bytes: float
+    elementwise_bytes: float
+    layers: int
+    allreduce_bytes: float = 0.0
+    allreduces: int = 0
+    grouped_kv: bool = False  # decode reads a grouped-query KV cache (fewer KV heads than query heads)
+    masked_attention: bool = False  # attention runs with an explicit mask (see profiles.masked_attention_...)
+
+    @property
+    def flops(self) -> float:
+        return self.matmul_flops + self.attention_flops
+
+    @property
+    def bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes + self.elementwise_bytes
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """The rates one GPU offers: peak FLOP/s at the kernel precision, bandwidth, memory type, link."""
+
+    peak_flop_per_s: float
+    bandwidth_bytes_per_s: float
+    memory_type: str
+    link_bytes_per_s: float | None
+    tensor_parallel: int
+
+
+@dataclass(frozen=True)
+class PhaseTime:
+    bound_s: float
+    bound: Bound
+    expected_s: float
+    compute_s: float
+    memory_s: float
+    communication_s: float
+
+
+def roofline_s(cost: PhaseCost, hw: Hardware) -> tuple[float, Bound]:
+    """max(FLOPs / peak, bytes / bandwidth) and which one sets it."""
+    compute = cost.flops / hw.peak_flop_per_s
+    memory = cost.bytes / hw.bandwidth_bytes_per_s
+    return (compute, "compute") if compute >= memory else (memory, "memory")
+
+
+def allreduce_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> float:
+    """Ring all-reduce: 2 (N − 1) / N × bytes over the per-direction link bandwidth, plus a latency per call."""
+    n = hw.tensor_parallel
+    if n == 1 or cost.allreduces == 0:
+        return 0.0
+    link = hw.link_bytes_per_s / 2 if hw.link_bytes_per_s else None  # datasheets give bidirectional totals
+    if link is None:
+        return cost.allreduces * profile.allreduce_latency_s
+    volume = 2 * (n - 1) / n * cost.allreduce_bytes
+    return volume / (link * profile.interconnect_efficiency) + cost.allreduces * profile.allreduce_latency_s
+
+
+def kv_read_fraction(profile: EfficiencyProfile, memory_type: MemoryType, *, grouped_kv: bool) -> float:
+    """Achievable fraction of peak bandwidth for reading the KV cache in a decode step.
+
+    A profile's ``kv_read_efficiency`` applies to grouped-query attention only: transformers' eager decode copies
+    the shared KV heads for every query head (repeat_kv) and runs masked SDPA over them (3.7% of peak measured on
+    H200); with as many KV as query heads nothing is copied and the cache streams at the normal rate (llama-2-7b:
+    a flat 21–26 ms step from 0.5 to 69 GB of cache, docs/accuracy.md).
+    """
+    if grouped_kv and profile.kv_read_efficiency is not None:
+        return profile.kv_read_efficiency
+    return profile.bandwidth_fraction(memory_type)
+
+
+def attention_flop_fraction(profile: EfficiencyProfile, *, masked: bool) -> float:
+    """Achievable fraction of peak FLOP/s for attention: the masked-kernel figure where the runtime passes a mask."""
+    if masked and profile.masked_attention_flop_efficiency is not None:
+        return profile.masked_attention_flop_efficiency
+    return profile.attention_flop_efficiency
+
+
+def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> PhaseTime:
+    """Bound and expected time of one phase (see module docstring)."""
+    bound_s, bound = roofline_s(cost, hw)
+    bandwidth = hw.bandwidth_bytes_per_s * profile.bandwidth_fraction(hw.memory_type)  # type: ignore[arg-type]
+    kv_bandwidth = hw.bandwidth_bytes_per_s * kv_read_fraction(
+        profile, hw.memory_type, grouped_kv=cost.grouped_kv)  # type: ignore[arg-type]
+    attention_efficiency = attention_flop_fraction(profile, masked=cost.masked_attention)
+    compute_s = (cost.matmul_flops / (hw.peak_flop_per_s * profile.matmul_flop_efficiency)
+                 + cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency))
+    memory_s = (cost.weight_bytes + cost.elementwise_bytes) / bandwidth + cost.kv_bytes / kv_bandwidth
+    # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
+    # phase); elementwise kernels and the KV read add to it.
+    gpu_s = max(compute_s, cost.weight_bytes / bandwidth) + cost.elementwise_bytes / bandwidth
+    gpu_s += cost.kv_bytes / kv_bandwidth + cost.layers * profile.per_layer_step_s
+    host_s = cost.layers * profile.host_per_layer_s
+    communication_s = allreduce_s(cost, hw, profile)
+    expected = max(gpu_s, host_s) + communication_s
+    return PhaseTime(bound_s, bound, max(expected, bound_s), compute_s, memory_s, communication_s)

@@ -1,0 +1,1 @@
+"""Capacity planning over the catalog: `plan` (rank cards for a goal) and `sweep` (a grid at numpy speed)."""

@@ -1,0 +1,119 @@
+"""Report → table (rich), JSON, or CSV. Renderers format; they never compute."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+from pydantic import BaseModel
+
+from estimator.inference.report import Report
+from estimator.report import flatten
+from estimator.units import format_bytes, format_seconds
+
+
+def to_json(report: BaseModel) -> str:
+    """Any report (inference, training, plan) as the JSON its model_dump gives."""
+    return json.dumps(report.model_dump(mode="json"), indent=2)
+
+
+def to_csv(reports: Iterable[BaseModel]) -> str:
+    """One header row, one row per report; the JSON fields flattened with dots."""
+    rows = [flatten(r.model_dump(mode="json")) for r in reports]
+    buffer = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def _bytes(n: int | None, binary: bool) -> str:
+    return "not computed" if n is None else format_bytes(n, binary=binary)
+
+
+def _time(s: float | None) -> str:
+    return "—" if s is None else format_seconds(s)
+
+
+def render_table(report: Report, console: Console, *, binary: bool = False, explain: bool = False) -> None:
+    """The human view: which card was chosen, where every byte goes, how long each phase takes and why."""
+    from rich.table import Table  # rich loads only for tables: JSON and CSV start faster
+    m, g, w, mem, t = report.model, report.gpu, report.workload, report.memory, report.time
+    unit = "GiB (2³⁰ B)" if binary else "GB (10⁹ B)"
+    chosen = f"{g.name}" + (f"  (from '{g.requested_as}')" if g.requested_as != g.name else "")
+    console.print(f"[bold]Model[/]  {m.name}: {m.params:,} params"
+                  + (f" ({m.active_params:,} active)" if m.active_params != m.params else "")
+                  + (f", {m.architecture}, {m.layers} layers" if m.architecture else ", generic (size only)"))
+    console.print(f"[bold]GPU[/]    {chosen}: {format_bytes(g.memory_bytes, binary=binary)}, {g.memory_type}, "
+                  f"{g.bandwidth_bytes_per_s / 1e9:,.0f} GB/s, {g.peak_flop_per_s / 1e12:,.1f} TFLOP/s "
+                  f"{g.compute_dtype} × {w.gpus}")
+    console.print(f"[bold]Job[/]    batch {w.batch}, prompt {w.prompt_tokens:,} + output {w.output_tokens:,} tokens, "
+                  f"weights {w.dtype}, KV {w.kv_dtype}, profile {w.profile}"
+                  + (f", MLA cache {w.mla_cache}" if w.mla_cache else ""))
+
+    table = Table(title=f"Memory per GPU ({unit})", title_justify="left")
+    table.add_column("term")
+    table.add_column("total", justify="right")
+    table.add_column("per GPU", justify="right")
+    n = w.gpus
+
+    def per_gpu(value: int | None) -> str:
+        return _bytes(None if value is None else value // n, binary)
+
+    table.add_row("weights", _bytes(mem.weights_bytes, binary), "")
+    for part in mem.weights_by_role:
+        table.add_row(f"  {part.role} @ {part.bits_per_weight:g} bit", _bytes(part.bytes, binary), "")
+    table.add_row("KV cache", _bytes(mem.kv_cache_bytes, binary), per_gpu(mem.kv_cache_bytes))
+    for kv in mem.kv_by_window:
+        span = "global" if kv.window is None else f"window {kv.window:,}"
+        table.add_row(f"  {kv.layers} layers {span} × {kv.tokens:,} tok", _bytes(kv.bytes * n, binary), "")
+    table.add_row("activations (prefill peak)", _bytes(mem.activation_bytes, binary), per_gpu(mem.activation_bytes))
+    table.add_row("runtime overhead", _bytes(mem.overhead_bytes, binary), per_gpu(mem.overhead_bytes))
+    table.add_row("[bold]total[/]", _bytes(mem.total_bytes, binary), f"[bold]{_bytes(mem.per_gpu_bytes, binary)}[/]")
+    table.add_row("capacity", "", _bytes(mem.capacity_bytes, binary))
+    verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"
+    table.add_row("headroom", "", f"{_bytes(mem.headroom_bytes, binary)}  {verdict}")
+    needed = "no group fits" if mem.gpus_required is None else str(mem.gpus_required)
+    table.add_row("GPUs required", "", needed)
+    if mem.max_batch is not None:
+        table.add_row("max batch (this context)", "", f"{mem.max_batch:,}")
+    if mem.max_context_tokens is not None:
+        table.add_row("max prompt + output (this batch)", "", f"{mem.max_context_tokens:,} tok")
+    console.print(table)
+
+    times = Table(title="Time", title_justify="left")
+    times.add_column("phase")
+    times.add_column("bound (peak)", justify="right")
+    times.add_column(f"expected ({w.profile})", justify="right")
+    times.add_column("limited by")
+    times.add_row("prefill / first token", _time(t.prefill_bound_s), _time(t.prefill_s), t.prefill_bound)
+    times.add_row("decode step", _time(t.decode_step_bound_s), _time(t.decode_step_s), t.bound or "—")
+    if t.tokens_per_s is not None:
+        bound = "" if t.tokens_per_s_bound is None else f"{t.tokens_per_s_bound:,.1f}"
+        times.add_row("tokens/s (all sequences)", bound, f"{t.tokens_per_s:,.1f}", "")
+        times.add_row("tokens/s per sequence", "", f"{t.tokens_per_s_per_sequence:,.1f}", "")
+    console.print(times)
+
+    render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
+                                            ("Assumptions", report.assumptions, "  - ")] if explain else [])
+
+
+def render_notes(console: Console, warnings: Iterable[str],
+                 sections: Iterable[tuple[str, Iterable[str], str]]) -> None:
+    """Warnings, then titled sections of plain lines (the arithmetic, the assumptions) under any report's table.
+    Lines are printed without rich markup: they hold brackets such as ``weights[mlp]``."""
+    from rich.markup import escape
+
+    for warning in warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+    for title, lines, prefix in sections:
+        console.print(f"[bold]{title}[/]")
+        for line in lines:
+            console.print(f"{prefix}{line}", highlight=False, markup=False)

@@ -1,0 +1,114 @@
+"""Rows for spreadsheets (CSV, XLSX) and the plan table. Renderers format; they never compute."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from estimator.errors import MissingDependency
+from estimator.report import flatten
+from estimator.units import format_bytes, format_seconds
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from estimator.planning.plan import PlanReport
+
+XLSX_MAX_ROWS = 1_048_576  # Excel's sheet limit, header included
+
+
+def plan_rows(report: PlanReport) -> tuple[list[str], list[dict[str, Any]]]:
+    """One row per card: the PlanOption fields, with the workload repeated so each row stands alone."""
+    head = {"model": report.model, "dtype": report.dtype, "kv_dtype": report.kv_dtype, "profile": report.profile,
+            "prompt_tokens": report.prompt_tokens, "output_tokens": report.output_tokens,
+            **flatten(report.goal.model_dump(mode="json"), "goal.")}
+    rows = [{**head, **o.model_dump(mode="json")} for o in report.options]
+    return list(rows[0]) if rows else list(head), rows
+
+
+def rows_to_csv_file(keys: Sequence[str], rows: Iterable[dict[str, Any]], handle: TextIO) -> None:
+    writer = csv.DictWriter(handle, fieldnames=list(keys), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+def rows_to_csv(keys: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    rows_to_csv_file(keys, rows, buffer)
+    return buffer.getvalue()
+
+
+def rows_to_xlsx(keys: Sequence[str], rows: Iterable[dict[str, Any]], path: Path, *, sheet: str) -> None:
+    """A workbook with one sheet (write-only mode: constant memory); refuses more rows than Excel holds."""
+    try:
+        from openpyxl import Workbook
+    except ImportError:
+        raise MissingDependency("xlsx output needs openpyxl: pip install 'estimator[xlsx]'") from None
+    book = Workbook(write_only=True)
+    ws = book.create_sheet(sheet)
+    ws.append(list(keys))
+    count = 1
+    for row in rows:
+        count += 1
+        if count > XLSX_MAX_ROWS:
+            from estimator.errors import WorkloadInvalid
+
+            raise WorkloadInvalid(f"more than {XLSX_MAX_ROWS - 1:,} rows do not fit an Excel sheet; use --format csv")
+        ws.append([row[k] for k in keys])
+    book.save(path)
+
+
+def _num(value: float | None, spec: str = ",.0f") -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def render_plan(report: PlanReport, console: Console, *, record_to: Path | None = None) -> None:
+    from rich.table import Table
+
+    goal = report.goal
+    if goal.concurrency is not None:
+        wanted = f"{goal.concurrency} concurrent requests"
+    elif goal.target_tokens_per_s is not None:
+        wanted = f"{goal.target_tokens_per_s:,.0f} tokens/s aggregate"
+    else:
+        wanted = "the most concurrent requests"
+    limits = ([f"TTFT ≤ {goal.max_ttft_s:g} s"] if goal.max_ttft_s else []) + (
+        [f"TPOT ≤ {goal.max_tpot_s:g} s"] if goal.max_tpot_s else [])
+    console.print(f"[bold]Plan[/]  {report.model} ({report.params / 1e9:,.1f} B params), weights {report.dtype}, KV "
+                  f"{report.kv_dtype}, prompt {report.prompt_tokens:,} + output {report.output_tokens:,} tokens; "
+                  f"goal: {wanted}" + (f" with {', '.join(limits)}" if limits else "") + f"; ranked by {report.sort}",
+                  highlight=False)
+    table = Table(title_justify="left", show_lines=False)
+    for name, justify in [("#", "right"), ("GPU", "left"), ("cards", "right"), ("TP×rep", "right"),
+                          ("batch", "right"), ("max batch", "right"), ("max ctx", "right"), ("tok/s", "right"),
+                          ("tok/s/user", "right"), ("TTFT", "right"), ("TPOT", "right"), ("mem/GPU", "right"),
+                          ("headroom", "right"), ("power", "right"), ("$/card", "right"), ("$/h", "right"),
+                          ("$/Mtok", "right")]:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for o in report.options:
+        if not o.feasible and o.cards is None:
+            table.add_row("—", o.gpu, "", "", "", "", "", "", "", "", "", "", "", "",
+                          _num(o.price_usd_per_card), "", f"[red]{o.reason}[/]")
+            continue
+        price = "—" if o.price_usd_per_card is None else f"{o.price_usd_per_card:,.0f} ({o.price_date})"
+        row = [str(o.rank) if o.rank else "—", o.gpu, str(o.cards), f"{o.tensor_parallel}×{o.replicas}",
+               _num(o.batch_per_replica), _num(o.max_batch), _num(o.max_context_tokens), _num(o.tokens_per_s),
+               _num(o.tokens_per_s_per_user, ",.1f"),
+               "—" if o.time_to_first_token_s is None else format_seconds(o.time_to_first_token_s),
+               "—" if o.time_per_output_token_s is None else format_seconds(o.time_per_output_token_s),
+               "—" if o.memory_per_gpu_bytes is None else format_bytes(o.memory_per_gpu_bytes, binary=False),
+               "—" if o.headroom_fraction is None else f"{o.headroom_fraction:.0%}",
+               _num(o.power_w) + " W", price, _num(o.usd_per_hour, ",.2f"), _num(o.usd_per_million_tokens, ",.2f")]
+        if not o.feasible:
+            row[-1] = f"[red]{o.reason}[/]"
+        table.add_row(*row)
+    console.print(table)
+    console.print("Prices are approximate street prices with their date, or from --prices; $/h and $/Mtok use the "
+                  "cost basis in the JSON/CSV (cost_basis).", highlight=False)
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    if record_to is not None:
+        record_to.write_text(console.export_text(), encoding="utf-8")

@@ -1,0 +1,1 @@
+"""Training and fine-tuning: the workload, model states, activations, `estimate_training` and its report."""

@@ -1,0 +1,101 @@
+"""The TrainingReport: the product of ``estimate --mode train`` (JSON = ``model_dump(mode="json")``).
+
+Every memory term is bytes on ONE GPU (the busiest pipeline stage); ``total_bytes`` sums over all GPUs of the run.
+Transient terms (autocast copies, loss gradients, optimizer temporaries) are counted in the phase where they
+peak; ``peak_phase`` says which phase sets ``per_gpu_bytes``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from estimator.inference.report import GpuInfo, ModelInfo
+from estimator.report import Frozen as _Frozen
+
+TRAINING_SCHEMA_VERSION = "1.0"
+
+PeakPhase = Literal["forward-backward", "recompute", "optimizer-step"]
+
+
+class TrainingWorkloadInfo(_Frozen):
+    mode: Literal["train"] = "train"
+    batch: int
+    seq_len: int
+    grad_accum: int
+    tokens_per_step: int
+    precision: str
+    optimizer: str
+    recompute: str
+    attention: str
+    zero: int
+    fsdp: str | None
+    dp: int
+    tp: int
+    pp: int
+    gpus: int
+    sequence_parallel: bool
+    lora_rank: int | None
+    lora_targets: tuple[str, ...] | None
+    qlora: str | None
+    profile: str
+
+
+class ActivationPart(_Frozen):
+    """One saved tensor of a layer (per GPU, all micro-batches in flight), for --explain and the breakdown."""
+
+    name: str
+    bytes_per_token: float
+    bytes: int
+
+
+class TrainingMemoryReport(_Frozen):
+    weights_bytes: int
+    gradient_bytes: int
+    master_weights_bytes: int
+    optimizer_bytes: int
+    model_states_bytes: int
+    trainable_params: int
+    autocast_copy_bytes: int
+    gathered_params_bytes: int
+    ddp_bucket_bytes: int
+    activation_bytes: int
+    activation_per_layer_bytes: int
+    in_flight_micro_batches: int
+    output_layer_bytes: int
+    loss_backward_bytes: int
+    recompute_bytes: int
+    optimizer_step_bytes: int
+    peak_phase: PeakPhase
+    peak_tensor_bytes: int
+    overhead_bytes: int
+    per_gpu_bytes: int
+    total_bytes: int
+    capacity_bytes: int
+    fits: bool
+    headroom_bytes: int
+    layer_tensors: tuple[ActivationPart, ...]
+
+
+class TrainingTimeReport(_Frozen):
+    step_s: float
+    step_bound_s: float
+    compute_s: float
+    optimizer_s: float
+    communication_s: float
+    pipeline_bubble_fraction: float
+    tokens_per_s: float
+    mfu: float
+    model_flops_per_step: float
+    executed_flops_per_gpu: float
+
+
+class TrainingReport(_Frozen):
+    schema_version: str = TRAINING_SCHEMA_VERSION
+    model: ModelInfo
+    gpu: GpuInfo
+    workload: TrainingWorkloadInfo
+    memory: TrainingMemoryReport
+    time: TrainingTimeReport
+    assumptions: tuple[str, ...]
+    warnings: tuple[str, ...]
+    explain: tuple[str, ...]

@@ -1,0 +1,134 @@
+"""What a training or fine-tuning run is: precision, optimizer, recomputation, sharding, parallel layout, LoRA.
+
+`TrainingWorkload` validates the numbers on their own; `check_layout` validates them against an architecture
+(heads divisible by TP, layers by PP) and raises `WorkloadInvalid` with every problem on one line.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from estimator.catalog.architecture import Architecture
+from estimator.catalog.profiles import EfficiencyProfile
+from estimator.catalog.specs import NumberFormat
+from estimator.errors import WorkloadInvalid
+from estimator.inference.workload import MAX_BATCH, MAX_TOKENS
+
+Precision = Literal["fp32", "amp-bf16", "amp-fp16", "bf16"]
+Optimizer = Literal["adamw", "adamw-fused", "adam-8bit", "sgd", "sgd-momentum", "adafactor", "lion"]
+Recompute = Literal["none", "selective", "full"]
+AttentionImpl = Literal["sdpa", "flash", "eager"]
+Fsdp = Literal["full", "grad-op"]
+LoraTarget = Literal["q", "k", "v", "o", "gate", "up", "down"]
+
+ALL_LORA_TARGETS: tuple[LoraTarget, ...] = ("q", "k", "v", "o", "gate", "up", "down")
+MAX_GPUS = 1_000_000
+
+
+class TrainingWorkload(BaseModel):
+    """One optimizer step: ``grad_accum`` micro-batches of ``batch`` sequences × ``seq_len`` tokens per DP rank.
+
+    ``precision``: ``fp32`` (everything fp32), ``amp-bf16``/``amp-fp16`` (fp32 parameters, 16-bit autocast, as
+    PyTorch AMP does; with ZeRO, DeepSpeed's 16-bit parameters + fp32 master), ``bf16`` (parameters, gradients
+    and optimizer states all bf16). ``zero`` 1/2/3 shards optimizer states / + gradients / + parameters over
+    ``dp`` ranks (Rajbhandari et al. 2020); ``fsdp`` is PyTorch FSDP (``full`` ≈ ZeRO-3, ``grad-op`` ≈ ZeRO-2).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    batch: int = Field(default=1, ge=1, le=MAX_BATCH)
+    seq_len: int = Field(default=2048, ge=1, le=MAX_TOKENS)
+    grad_accum: int = Field(default=1, ge=1, le=MAX_BATCH)
+    precision: Precision = "amp-bf16"
+    optimizer: Optimizer = "adamw"
+    recompute: Recompute = "none"
+    attention: AttentionImpl = "sdpa"
+    zero: Literal[0, 1, 2, 3] = 0
+    fsdp: Fsdp | None = None
+    dp: int = Field(default=1, ge=1, le=MAX_GPUS)
+    tp: int = Field(default=1, ge=1, le=4096)
+    pp: int = Field(default=1, ge=1, le=4096)
+    sequence_parallel: bool = False
+    lora_rank: int | None = Field(default=None, ge=1, le=65_536)
+    lora_targets: tuple[LoraTarget, ...] = ALL_LORA_TARGETS
+    qlora: NumberFormat | None = None  # the 4-bit base format (NF4 with double quantization in the QLoRA paper)
+    profile: EfficiencyProfile
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainingWorkload:
+        problems = []
+        if self.fsdp is not None and self.zero:
+            problems.append(f"--fsdp {self.fsdp} and --zero {self.zero} are two ways to shard; pick one")
+        if self.sequence_parallel and self.tp == 1:
+            problems.append("--sequence-parallel splits along the tensor-parallel group; it needs --tp > 1")
+        if self.qlora is not None and self.lora_rank is None:
+            problems.append("--qlora trains LoRA adapters on a 4-bit base; give --lora-rank")
+        if self.qlora is not None and self.precision == "fp32":
+            problems.append("--qlora computes in 16 bit; use --precision amp-bf16, amp-fp16 or bf16")
+        if not self.lora_targets:
+            problems.append("--lora-targets is empty")
+        if len(set(self.lora_targets)) != len(self.lora_targets):
+            problems.append(f"--lora-targets repeats a target: {','.join(self.lora_targets)}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def gpus(self) -> int:
+        return self.dp * self.tp * self.pp
+
+    @property
+    def lora(self) -> bool:
+        return self.lora_rank is not None
+
+    @property
+    def amp(self) -> bool:
+        """Autocast: fp32 parameters, 16-bit matmuls."""
+        return self.precision.startswith("amp")
+
+    @property
+    def compute_dtype(self) -> Literal["fp32", "bf16", "fp16"]:
+        return "fp32" if self.precision == "fp32" else "fp16" if self.precision == "amp-fp16" else "bf16"
+
+    @property
+    def shard_stage(self) -> int:
+        """0 none, 1 optimizer states, 2 + gradients, 3 + parameters (FSDP full = 3, grad-op = 2)."""
+        if self.fsdp is not None:
+            return 3 if self.fsdp == "full" else 2
+        return self.zero
+
+    @property
+    def tokens_per_micro_batch(self) -> int:
+        return self.batch * self.seq_len
+
+
+def parse_lora_targets(text: str) -> tuple[LoraTarget, ...]:
+    """``q,v`` or ``all`` → targets; names may carry ``_proj`` (``q_proj,v_proj``)."""
+    if text.strip().lower() == "all":
+        return ALL_LORA_TARGETS
+    out: list[LoraTarget] = []
+    for raw in text.split(","):
+        name = raw.strip().lower().removesuffix("_proj")
+        if name not in ALL_LORA_TARGETS:
+            raise WorkloadInvalid(f"unknown LoRA target {raw.strip()!r}; use 'all' or a comma list of "
+                                  + ", ".join(ALL_LORA_TARGETS))
+        out.append(name)
+    return tuple(out)
+
+
+def check_layout(arch: Architecture, w: TrainingWorkload) -> None:
+    """Reject layouts that cannot run: TP must split heads (and KV heads), PP must split layers evenly."""
+    problems = []
+    heads, kv = arch.attention.num_heads, arch.attention.num_kv_heads
+    if heads % w.tp:
+        problems.append(f"tensor parallel {w.tp} does not divide {heads} attention heads")
+    elif kv % w.tp and w.tp % kv:
+        problems.append(f"tensor parallel {w.tp} neither divides nor is a multiple of {kv} KV heads")
+    if arch.num_layers % w.pp:
+        problems.append(f"pipeline parallel {w.pp} does not divide {arch.num_layers} layers")
+    if w.sequence_parallel and w.seq_len % w.tp:
+        problems.append(f"sequence parallel needs seq_len ({w.seq_len}) divisible by tp ({w.tp})")
+    if problems:
+        raise WorkloadInvalid("; ".join(problems))
