@@ -4,7 +4,7 @@ One `estimate` call per combination gives the row template (every field that doe
 and validates the combination; every field that does is computed over the whole grid with numpy arrays, from
 per-model constants taken from the same memory and compute functions `estimate` uses (called at unit sizes or
 once per distinct value), so a sweep row equals ``flatten(estimate(...).model_dump())`` at that point
-(tests/test_sweep.py checks it; floats agree to rounding, integers exactly). ``explain`` is left out of rows.
+(tests/planning/test_sweep.py checks it; floats agree to rounding, integers exactly). ``explain`` is left out of rows.
 
 Integer memory terms are exact int64 arithmetic; a point whose memory would exceed 2⁶⁰ bytes is refused.
 """

@@ -5,7 +5,7 @@ a GPT-3 layer in 16 bit (LayerNorm, GeLU MLP of 4h, dropout), sbh(34 + 5as/h) by
 the parts inside the attention and MLP blocks by t, sequence parallelism the rest; selective recomputation drops
 the attention core (5as/h); full recomputation keeps only the layer input (2sbh). The constant 34 is a sum of
 saved tensors, so it is rebuilt here tensor by tensor under a `Convention`: ``megatron`` reproduces Table 2
-exactly (tests/test_training_activations.py), ``hf`` follows what PyTorch autograd saves for a Hugging Face
+exactly (tests/training/test_training_activations.py), ``hf`` follows what PyTorch autograd saves for a Hugging Face
 transformers layer — RMSNorm upcast to fp32, one autocast copy per linear that casts a non-16-bit input, SwiGLU
 intermediates, GQA widths, SDPA/flash kernels that keep q, k, v, the output and an fp32 log-sum-exp (no s² term),
 no dropout. The ``hf`` count reproduces the H200 reference training step (benchmarks/training_points.py).

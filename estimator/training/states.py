@@ -160,7 +160,7 @@ def model_states(params: int, precision: Precision, optimizer: Optimizer, *, sta
     """Model states on one GPU: ``params`` trainable parameters split over ``model_parallel`` (TP × PP) ranks,
     then ZeRO ``stage`` shards optimizer + master (≥ 1), gradients (≥ 2) and weights (3) over ``dp`` ranks.
     ``frozen_bytes`` (a LoRA base) is sharded like weights. ZeRO paper, 7.5B at N_d = 64: 120 / 31.4 / 16.6 /
-    1.9 GB for stages 0–3 (tests/test_training_states.py)."""
+    1.9 GB for stages 0–3 (tests/training/test_training_states.py)."""
     per = bytes_per_param(precision, optimizer, deepspeed=deepspeed and stage > 0)
     mp = model_parallel
     weights = Fraction(per.weights * params + frozen_bytes, mp)

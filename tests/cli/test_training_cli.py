@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BASE = ["--model", "llama-3.1-8b", "--mode", "train", "--precision", "amp-bf16", "--optimizer", "adamw",
         "--batch", "4", "--seq-len", "4096", "--gpu", "h100"]
 

@@ -13,7 +13,7 @@ import pytest
 from estimator.catalog.registry import Catalog
 from estimator.live.validation import Point, Predictor, points, summarize
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MEASURED = ROOT / "tests" / "data" / "measured" / "h200-2026-11-30.jsonl"
 
 

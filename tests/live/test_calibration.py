@@ -23,7 +23,7 @@ from estimator.live.calibration import (
 )
 from tests.conftest import CliResult
 
-MEASURED = Path(__file__).resolve().parent / "data" / "measured" / "h200-2026-11-30-calibration.yaml"
+MEASURED = Path(__file__).resolve().parent.parent / "data" / "measured" / "h200-2026-11-30-calibration.yaml"
 
 RAW: dict[str, Any] = {
     "graph_layer_s": 3.8e-5, "cuda_context_bytes": 650_969_088, "workspace_bytes": 102_760_448,

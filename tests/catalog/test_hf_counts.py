@@ -19,7 +19,7 @@ pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("transformers") is None or importlib.util.find_spec("torch") is None,
                        reason="torch and transformers not installed (pip install '.[gpu]')"),
 ]
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
 
 
 def test_transformers_meta_counts_equal_ours(catalog: Catalog) -> None:
