@@ -2,6 +2,12 @@
 
 Every report (inference, training, plan, sweep rows, validate, gpu) is a frozen model; its JSON is
 ``model_dump(mode="json")`` and its CSV row is `flatten` of that, so the two always hold the same fields.
+
+One schema-version rule: every top-level report (one that is printed on its own) derives from `Versioned` and
+carries ``schema_version`` = `SCHEMA_VERSION`, a "MAJOR.MINOR" string. MINOR grows when fields are added (old
+readers keep working); MAJOR grows when a field is renamed, removed or changes meaning. Calibration files are
+not reports: they are input files that `estimator calibrate` writes and `estimate` reads, and they version their
+own file format with an integer (``CALIBRATION_FILE_VERSION`` in `estimator.live.calibration`), checked on read.
 """
 
 from __future__ import annotations
@@ -19,6 +25,12 @@ class Frozen(BaseModel):
     """Base of every report model: immutable, and no field the schema does not name."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+class Versioned(Frozen):
+    """Base of every top-level report: its JSON opens with the schema version it follows."""
+
+    schema_version: str = SCHEMA_VERSION
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

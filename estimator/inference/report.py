@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from estimator.report import SCHEMA_VERSION
-from estimator.report import Frozen as _Frozen
+from estimator.report import Frozen, Versioned
 
 
-class ModelInfo(_Frozen):
+class ModelInfo(Frozen):
     name: str
     params: int
     active_params: int
@@ -22,7 +21,7 @@ class ModelInfo(_Frozen):
     kv_cache_kind: str | None
 
 
-class GpuInfo(_Frozen):
+class GpuInfo(Frozen):
     name: str
     requested_as: str
     memory_type: str
@@ -32,7 +31,7 @@ class GpuInfo(_Frozen):
     compute_dtype: str
 
 
-class WorkloadInfo(_Frozen):
+class WorkloadInfo(Frozen):
     mode: Literal["inference"] = "inference"
     batch: int
     prompt_tokens: int
@@ -45,7 +44,7 @@ class WorkloadInfo(_Frozen):
     mla_cache: str | None
 
 
-class WeightPart(_Frozen):
+class WeightPart(Frozen):
     """Weights of one kind of tensor and the format they are stored in (e.g. attention at 4.156 bits)."""
 
     role: str
@@ -54,7 +53,7 @@ class WeightPart(_Frozen):
     bytes: int
 
 
-class KvPart(_Frozen):
+class KvPart(Frozen):
     """KV cache of the layers sharing one attention window."""
 
     window: int | None
@@ -63,7 +62,7 @@ class KvPart(_Frozen):
     bytes: int
 
 
-class MemoryReport(_Frozen):
+class MemoryReport(Frozen):
     weights_bytes: int
     kv_cache_bytes: int | None
     activation_bytes: int | None
@@ -81,7 +80,7 @@ class MemoryReport(_Frozen):
     kv_by_window: tuple[KvPart, ...]
 
 
-class TimeReport(_Frozen):
+class TimeReport(Frozen):
     prefill_s: float
     prefill_bound_s: float
     prefill_bound: str
@@ -100,8 +99,7 @@ class TimeReport(_Frozen):
     experts_read_per_layer: float | None = None  # MoE: expected distinct experts one decode step reads
 
 
-class Report(_Frozen):
-    schema_version: str = SCHEMA_VERSION
+class Report(Versioned):
     model: ModelInfo
     gpu: GpuInfo
     workload: WorkloadInfo

@@ -23,14 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.registry import read_yaml
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import SpecInvalid, WorkloadInvalid
+from estimator.report import Frozen
 
-SCHEMA_VERSION = 1
+CALIBRATION_FILE_VERSION = 1  # the file format's version: an input file, not a report (see estimator.report)
 FILE_NAME = "calibration.yaml"
 
 # Profile fields a calibration may set: facts of the card and its driver, not of the software stack.
@@ -38,10 +39,8 @@ OVERRIDABLE = ("bandwidth_efficiency", "matmul_flop_efficiency", "per_layer_step
                "workspace_bytes", "driver_reserved_fraction")
 
 
-class GpuCalibration(BaseModel):
+class GpuCalibration(Frozen):
     """Measurements on one card and the profile values derived from them."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     gpu: str
     catalog_gpu: str | None
@@ -61,10 +60,8 @@ class GpuCalibration(BaseModel):
     profile_overrides: dict[str, float]
 
 
-class CalibrationFile(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    schema_version: int = SCHEMA_VERSION
+class CalibrationFile(Frozen):
+    schema_version: int = CALIBRATION_FILE_VERSION
     gpus: dict[str, GpuCalibration] = Field(default_factory=dict)
 
 
@@ -102,8 +99,9 @@ def load_calibration(path: Path) -> CalibrationFile:
         from estimator.catalog.registry import validation_message
 
         raise SpecInvalid(f"{path}: {validation_message(error)}") from None
-    if file.schema_version != SCHEMA_VERSION:
-        raise SpecInvalid(f"{path}: calibration schema_version {file.schema_version} is not {SCHEMA_VERSION}")
+    if file.schema_version != CALIBRATION_FILE_VERSION:
+        raise SpecInvalid(f"{path}: calibration schema_version {file.schema_version} is not "
+                          f"{CALIBRATION_FILE_VERSION}")
     for name, entry in file.gpus.items():
         unknown = sorted(set(entry.profile_overrides) - set(OVERRIDABLE))
         if unknown:

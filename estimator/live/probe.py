@@ -16,19 +16,14 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
-
 from estimator.catalog.registry import Catalog
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import DeviceUnavailable
+from estimator.report import Frozen
 from estimator.units import MIB
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class GpuProcess(_Frozen):
+class GpuProcess(Frozen):
     """A process holding memory on a GPU, as NVML lists it."""
 
     pid: int
@@ -36,7 +31,7 @@ class GpuProcess(_Frozen):
     used_bytes: int | None
 
 
-class LiveGpu(_Frozen):
+class LiveGpu(Frozen):
     """One visible GPU at one moment. ``None`` means the driver could not say (see ``unavailable``)."""
 
     index: int
@@ -74,7 +69,7 @@ class LiveGpu(_Frozen):
         return (f"{self.bus_width_bits} bit / 8 × {self.max_mem_clock_mhz:,} MHz × 2 = {bw / 1e12:.3f} TB/s")
 
 
-class Snapshot(_Frozen):
+class Snapshot(Frozen):
     """Everything one probe reading returns: driver facts and every visible GPU."""
 
     driver_version: str | None
@@ -273,7 +268,7 @@ def match_catalog(gpu: LiveGpu, catalog: Catalog) -> GpuSpec | None:
     return None if best is None else best[1]
 
 
-class Comparison(_Frozen):
+class Comparison(Frozen):
     """One quantity from the datasheet beside what the device reports."""
 
     quantity: str

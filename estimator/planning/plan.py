@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
@@ -33,17 +33,13 @@ from estimator.inference.estimate import estimate, gpus_required, tensor_paralle
 from estimator.inference.report import Report
 from estimator.inference.workload import MAX_BATCH, InferenceWorkload
 from estimator.model.capacity import largest_true
-from estimator.report import SCHEMA_VERSION
+from estimator.report import Frozen, Versioned
 
 HOURS_PER_YEAR = 8760
 SortKey = Literal["cost", "cards", "throughput"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class CardPrice(_Frozen):
+class CardPrice(Frozen):
     """One card's prices in a user prices file; any field may be left out."""
 
     usd: float | None = Field(default=None, gt=0)  # purchase price per card
@@ -52,7 +48,7 @@ class CardPrice(_Frozen):
     source: str | None = None
 
 
-class Prices(_Frozen):
+class Prices(Frozen):
     """Cost inputs: ownership defaults (specs/costs.yaml) and per-card overrides (a user's --prices file)."""
 
     amortization_years: float = Field(gt=0, le=50)
@@ -86,7 +82,7 @@ def load_prices(defaults: Mapping[str, Any], user: Mapping[str, Any] | None, *, 
         raise SpecInvalid(f"{where}: {validation_message(error)}") from None
 
 
-class Goal(_Frozen):
+class Goal(Frozen):
     concurrency: int | None = Field(default=None, ge=1, le=MAX_BATCH)
     target_tokens_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     max_ttft_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
@@ -107,7 +103,7 @@ class Goal(_Frozen):
         return "throughput" if self.target_tokens_per_s is not None else "latency"
 
 
-class PlanOption(_Frozen):
+class PlanOption(Frozen):
     """One card's answer. Memory figures are per GPU; cost and power cover every card of the option."""
 
     rank: int | None  # 1 = best; None for cards that cannot meet the goal
@@ -147,8 +143,7 @@ class PlanOption(_Frozen):
     usd_per_million_tokens: float | None
 
 
-class PlanReport(_Frozen):
-    schema_version: str = SCHEMA_VERSION
+class PlanReport(Versioned):
     model: str
     params: int
     dtype: str

@@ -10,14 +10,12 @@ from __future__ import annotations
 from typing import Literal
 
 from estimator.inference.report import GpuInfo, ModelInfo
-from estimator.report import Frozen as _Frozen
-
-TRAINING_SCHEMA_VERSION = "1.0"
+from estimator.report import Frozen, Versioned
 
 PeakPhase = Literal["forward-backward", "recompute", "optimizer-step"]
 
 
-class TrainingWorkloadInfo(_Frozen):
+class TrainingWorkloadInfo(Frozen):
     mode: Literal["train"] = "train"
     batch: int
     seq_len: int
@@ -40,7 +38,7 @@ class TrainingWorkloadInfo(_Frozen):
     profile: str
 
 
-class ActivationPart(_Frozen):
+class ActivationPart(Frozen):
     """One saved tensor of a layer (per GPU, all micro-batches in flight), for --explain and the breakdown."""
 
     name: str
@@ -48,7 +46,7 @@ class ActivationPart(_Frozen):
     bytes: int
 
 
-class TrainingMemoryReport(_Frozen):
+class TrainingMemoryReport(Frozen):
     weights_bytes: int
     gradient_bytes: int
     master_weights_bytes: int
@@ -76,7 +74,7 @@ class TrainingMemoryReport(_Frozen):
     layer_tensors: tuple[ActivationPart, ...]
 
 
-class TrainingTimeReport(_Frozen):
+class TrainingTimeReport(Frozen):
     step_s: float
     step_bound_s: float
     compute_s: float
@@ -89,8 +87,7 @@ class TrainingTimeReport(_Frozen):
     executed_flops_per_gpu: float
 
 
-class TrainingReport(_Frozen):
-    schema_version: str = TRAINING_SCHEMA_VERSION
+class TrainingReport(Versioned):
     model: ModelInfo
     gpu: GpuInfo
     workload: TrainingWorkloadInfo
