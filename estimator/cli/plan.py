@@ -205,7 +205,7 @@ def sweep_command(
     """Evaluate a grid; one row per point with estimate's JSON fields flattened. Example: estimator sweep
     --model llama-3.1-8b,llama-3.1-70b --gpu h100 --gpus 1,4 --batch 1,8,64 --prompt-tokens 1k,8k,32k -o grid.csv"""
     from estimator.errors import WorkloadInvalid
-    from estimator.inference.estimate import valid_tensor_parallel
+    from estimator.model.parallel import valid_tensor_parallel
     from estimator.planning.sweep import sweep
     from estimator.render.plan_table import rows_to_csv_file, rows_to_xlsx
 

@@ -1,12 +1,9 @@
-"""`estimate`: model + GPU + workload → Report. Orchestration only; every formula lives in memory, compute, timing."""
+"""`estimate`: model + GPU + workload → Report. Orchestration only; every formula lives in `estimator.model`."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
-from estimator.catalog.architecture import Architecture, ModelSpec
-from estimator.catalog.specs import ComputeDType, GpuSpec
+from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.specs import GpuSpec
 from estimator.errors import WorkloadInvalid
 from estimator.inference.report import (
     GpuInfo,
@@ -18,203 +15,23 @@ from estimator.inference.report import (
     WeightPart,
     WorkloadInfo,
 )
-from estimator.inference.workload import MAX_BATCH, MAX_TOKENS, InferenceWorkload
-from estimator.model.capacity import largest_true
-from estimator.model.compute import (
-    attention_flops,
-    decode_matmul_flops,
-    decode_weight_bytes,
-    expected_distinct_experts,
-    prefill_matmul_flops,
-)
+from estimator.inference.workload import InferenceWorkload
+from estimator.model.capacity import gpus_required, max_batch, max_context_tokens
+from estimator.model.compute import decode_weight_bytes, expected_distinct_experts
+from estimator.model.footprint import memory_per_gpu
 from estimator.model.inventory import active_param_count, param_count
 from estimator.model.memory import (
     generic_weights_bytes,
     kv_cache_bytes,
     kv_cache_layers,
     kv_heads_divisor,
-    prefill_activation_peak,
-    prefill_masked_attention,
-    runs_math_attention,
-    runtime_overhead_bytes,
-    sharded_weights_bytes,
     weight_shares,
     weights_bytes,
 )
-from estimator.model.timing import Hardware, PhaseCost, PhaseTime, phase_time
+from estimator.model.parallel import valid_tensor_parallel
+from estimator.model.phases import generic_costs, phase_costs
+from estimator.model.timing import Hardware, PhaseCost, PhaseTime, peak_for, phase_time
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
-
-# When a card lacks the kernel precision, what kernels fall back to (e.g. FP8 weights on an A100 are dequantized
-# to fp16 by weight-only kernels such as Marlin; V100 has no bf16 tensor cores and runs bf16 models in fp16).
-_FALLBACK: dict[ComputeDType, tuple[ComputeDType, ...]] = {
-    "fp4": ("fp8", "fp16", "bf16"),
-    "fp8": ("fp16", "bf16"),
-    "int8": ("fp16", "bf16"),
-    "bf16": ("fp16",),
-    "fp16": ("bf16",),
-    # A card whose spec lists no fp32 rate (Gaudi 2) is estimated at its 16-bit matrix rate, with the warning.
-    "tf32": ("fp32", "bf16", "fp16"),
-    "fp32": ("tf32", "bf16", "fp16"),
-    "fp64": ("fp32", "tf32", "bf16", "fp16"),
-}
-_GENERIC_TP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-
-
-def peak_for(gpu: GpuSpec, dtype: ComputeDType) -> tuple[ComputeDType, float]:
-    """The card's dense peak at ``dtype``, or at the precision kernels fall back to where it lacks it."""
-    for candidate in (dtype, *_FALLBACK.get(dtype, ())):
-        peak = gpu.peak_flop_per_s(candidate)
-        if peak is not None:
-            return candidate, peak
-    raise WorkloadInvalid(f"{gpu.name} lists no {dtype} (or fallback) FLOP/s in its spec")
-
-
-def valid_tensor_parallel(arch: Architecture | None, tp: int) -> str | None:
-    """Why ``tp`` cannot split ``arch`` (None when it can): heads must divide evenly over ranks."""
-    if arch is None:
-        return None
-    heads, kv = arch.attention.num_heads, arch.attention.num_kv_heads
-    if heads % tp:
-        return f"tensor parallel {tp} does not divide {heads} attention heads"
-    if kv % tp and tp % kv:
-        return f"tensor parallel {tp} neither divides nor is a multiple of {kv} KV heads"
-    return None
-
-
-def prefill_shape(batch: int, prompt: int, chunk: int | None) -> tuple[int, int]:
-    """(sequences, tokens each) that one prefill forward holds at once: everything, or one chunk of at most
-    ``chunk`` tokens when the runtime prefills in chunks (whole sequences while they fit, else part of one)."""
-    if chunk is None or batch * prompt <= chunk:
-        return batch, prompt
-    if prompt <= chunk:
-        return chunk // prompt, prompt
-    return 1, chunk
-
-
-@dataclass(frozen=True)
-class _Memory:
-    weights: int
-    kv: int | None
-    activation: int | None
-    overhead: int
-    per_gpu: int
-
-
-def _memory_per_gpu(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: int) -> _Memory:
-    arch = model.arch
-    decompressed = w.mla_layout == "decompressed"
-    if arch is None:
-        assert model.generic_params is not None
-        weights = math.ceil(generic_weights_bytes(model.generic_params, w.weight_format) / tp)
-        kv = activation = None
-    else:
-        weights = sharded_weights_bytes(arch, w.weight_format, tp)
-        kv = kv_cache_bytes(arch, w.context_tokens, w.batch, w.kv_format, decompressed_mla=decompressed,
-                            kv_heads_divisor=kv_heads_divisor(arch, tp)) if arch.causal else 0
-        batch, tokens = prefill_shape(w.batch, w.prompt_tokens, w.profile.prefill_chunk_tokens)
-        activation = prefill_activation_peak(
-            arch, batch, tokens, element_bytes=w.activation_bytes_per_element,
-            logits_all=w.logits == "all", logits_fp32=w.profile.logits_fp32_upcast, tensor_parallel=tp,
-            eager_activations=w.profile.eager_activation_temporaries,
-            eager_attention=runs_math_attention(arch, w.profile),
-            explicit_mask=prefill_masked_attention(arch, w.profile),
-        ).bytes
-        if kv and w.profile.sliding_window_prefill_full and arch.layer_windows:
-            kv = max(kv, kv_cache_bytes(arch, w.prompt_tokens, w.batch, w.kv_format, decompressed_mla=decompressed,
-                                        kv_heads_divisor=kv_heads_divisor(arch, tp), ignore_windows=True))
-    dynamic = (kv or 0) + (activation or 0)
-    overhead = runtime_overhead_bytes(gpu.memory_bytes, w.profile, tensor_parallel=tp, dynamic_bytes=dynamic)
-    return _Memory(weights, kv, activation, overhead, weights + dynamic + overhead)
-
-
-def tensor_parallel_degrees(model: ModelSpec) -> tuple[int, ...]:
-    """Every tensor-parallel degree that splits ``model``'s heads evenly, smallest first (powers of two up to 1024
-    for a model known only by its size)."""
-    arch = model.arch
-    if arch is None:
-        return _GENERIC_TP
-    return tuple(t for t in range(1, arch.attention.num_heads + 1) if valid_tensor_parallel(arch, t) is None)
-
-
-def gpus_required(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> int | None:
-    """Fewest GPUs (a valid tensor-parallel degree) whose per-GPU memory fits the card; None if none does."""
-    for tp in tensor_parallel_degrees(model):
-        if _memory_per_gpu(model, gpu, w, tp).per_gpu <= gpu.memory_bytes:
-            return tp
-    return None
-
-
-def max_batch(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: int) -> int | None:
-    """Largest batch whose per-GPU memory at ``w``'s prompt and output fits ``gpu`` over ``tp`` ranks (0 when not
-    even one sequence fits); None for a model without an architecture (no KV cache or activations to grow)."""
-    if model.arch is None:
-        return None
-
-    def fits(batch: int) -> bool:
-        return _memory_per_gpu(model, gpu, w.model_copy(update={"batch": batch}), tp).per_gpu <= gpu.memory_bytes
-
-    return max(largest_true(fits, 1, MAX_BATCH), 0)
-
-
-def max_context_tokens(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, tp: int) -> int | None:
-    """Longest prompt + output that fits at ``w.batch`` over ``tp`` ranks, the output length held fixed and the
-    prompt grown (the prompt sets both the KV cache and the prefill peak); 0 when a one-token prompt does not fit."""
-    if model.arch is None:
-        return None
-
-    def fits(prompt: int) -> bool:
-        trial = w.model_copy(update={"prompt_tokens": prompt})
-        return _memory_per_gpu(model, gpu, trial, tp).per_gpu <= gpu.memory_bytes
-
-    prompt = largest_true(fits, 1, MAX_TOKENS - w.output_tokens)
-    return 0 if prompt < 1 else prompt + w.output_tokens
-
-
-def _phase_costs(arch: Architecture, w: InferenceWorkload, context: int, weights_read: int,
-                 kv_bytes: int) -> tuple[PhaseCost, PhaseCost]:
-    tp = w.tensor_parallel
-    act = w.activation_bytes_per_element
-    h, layers = arch.hidden_size, arch.num_layers
-    ffn = arch.mlp.intermediate_size
-    if arch.moe is not None and arch.num_moe_layers:
-        ffn = arch.moe.experts_per_token * arch.moe.expert_intermediate_size + arch.moe.shared_intermediate_size
-    per_token_elementwise = (w.profile.elementwise_hidden_passes * h
-                             + w.profile.elementwise_ffn_passes * ffn / tp) * act * layers
-    prompt_tokens = w.batch * w.prompt_tokens
-    positions = w.prompt_tokens if w.logits == "all" else 1
-    prefill_kv = kv_bytes * w.prompt_tokens / max(context, 1)
-    masked = prefill_masked_attention(arch, w.profile)
-    prefill = PhaseCost(
-        matmul_flops=prefill_matmul_flops(arch, w.batch, w.prompt_tokens, logits_positions=positions) / tp,
-        attention_flops=attention_flops(arch, w.batch, w.prompt_tokens, ignore_windows=masked) / tp,
-        weight_bytes=sharded_weights_bytes(arch, w.weight_format, tp),
-        kv_bytes=prefill_kv,
-        elementwise_bytes=prompt_tokens * per_token_elementwise,
-        layers=layers,
-        allreduce_bytes=2 * layers * prompt_tokens * h * act,
-        allreduces=2 * layers if tp > 1 else 0,
-        masked_attention=masked,
-    )
-    decode = PhaseCost(
-        matmul_flops=decode_matmul_flops(arch, w.batch) / tp,
-        attention_flops=attention_flops(arch, w.batch, 1, past=context - 1) / tp,
-        weight_bytes=weights_read / tp,
-        kv_bytes=kv_bytes,
-        elementwise_bytes=w.batch * per_token_elementwise,
-        layers=layers,
-        allreduce_bytes=2 * layers * w.batch * h * act,
-        allreduces=2 * layers if tp > 1 else 0,
-        grouped_kv=arch.attention.latent is None and arch.attention.num_kv_heads < arch.attention.num_heads,
-    )
-    return prefill, decode
-
-
-def _generic_costs(params: int, w: InferenceWorkload) -> tuple[PhaseCost, PhaseCost]:
-    tp = w.tensor_parallel
-    weights = generic_weights_bytes(params, w.weight_format) / tp
-    prefill = PhaseCost(2 * params * w.batch * w.prompt_tokens / tp, 0, weights, 0, 0, 0)
-    decode = PhaseCost(2 * params * w.batch / tp, 0, weights, 0, 0, 0)
-    return prefill, decode
 
 
 def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, requested_gpu: str = "") -> Report:
@@ -236,9 +53,9 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     if w.kv_format.name not in ("fp32", "fp16", "bf16", "fp8", "int8"):
         raise WorkloadInvalid(f"--kv-dtype {w.kv_format.name} is not a KV-cache format; use bf16, fp16, fp8 or int8")
 
-    mem = _memory_per_gpu(model, gpu, w, tp)
+    mem = memory_per_gpu(model, gpu, w, tp, w.batch, w.prompt_tokens, w.output_tokens)
     capacity = gpu.memory_bytes
-    required = gpus_required(model, gpu, w)
+    required = gpus_required(model, gpu, w, w.batch, w.prompt_tokens, w.output_tokens)
     if required is None:
         warnings.append(f"does not fit on any tensor-parallel group of {gpu.name} cards up to the model's head count")
     elif mem.per_gpu > capacity:
@@ -253,7 +70,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
                        bytes=total_weights),)
         kv_parts: tuple[KvPart, ...] = ()
         kv_per_token = None
-        prefill_cost, decode_cost = _generic_costs(params, w)
+        prefill_cost, decode_cost = generic_costs(params, w, tp, w.batch, w.prompt_tokens)
         step_cost = decode_cost
         warnings.append("KV cache and activations not computed: a model given only by its size has no "
                         "architecture (pass a catalog name or a config.json)")
@@ -272,10 +89,11 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         kv_per_token = kv_cache_bytes(arch, 1, 1, w.kv_format, decompressed_mla=decompressed) if arch.causal else 0
         mean_context = w.prompt_tokens + w.output_tokens // 2
         read_full = decode_weight_bytes(arch, w.weight_format, w.batch)
-        prefill_cost, decode_cost = _phase_costs(arch, w, w.context_tokens, read_full, mem.kv or 0)
+        prefill_cost, decode_cost = phase_costs(arch, w, tp, w.batch, w.prompt_tokens, w.context_tokens, read_full,
+                                                mem.kv or 0)
         mean_kv = kv_cache_bytes(arch, mean_context, w.batch, w.kv_format, decompressed_mla=decompressed,
                                  kv_heads_divisor=divisor) if arch.causal else 0
-        _, step_cost = _phase_costs(arch, w, mean_context, read_full, mean_kv)
+        _, step_cost = phase_costs(arch, w, tp, w.batch, w.prompt_tokens, mean_context, read_full, mean_kv)
         if not arch.causal:
             warnings.append(f"{model.name} is an encoder: no KV cache and no token-by-token decoding")
         if arch.attention.latent is not None:
@@ -318,8 +136,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         gpus_required=required,
         fits=mem.per_gpu <= capacity,
         headroom_bytes=capacity - mem.per_gpu,
-        max_batch=max_batch(model, gpu, w, tp),
-        max_context_tokens=max_context_tokens(model, gpu, w, tp),
+        max_batch=max_batch(model, gpu, w, tp, w.prompt_tokens, w.output_tokens),
+        max_context_tokens=max_context_tokens(model, gpu, w, tp, w.batch, w.output_tokens),
         kv_cache_per_token_bytes=kv_per_token,
         weights_by_role=shares,
         kv_by_window=kv_parts,

@@ -8,9 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import NumberFormat
+from estimator.model.capacity import MAX_BATCH, MAX_TOKENS
 
-MAX_TOKENS = 100_000_000  # far beyond any context window; rejects typos such as 1e12
-MAX_BATCH = 1_000_000
+__all__ = ["MAX_BATCH", "MAX_TOKENS", "InferenceWorkload"]
 
 
 class InferenceWorkload(BaseModel):

@@ -1,4 +1,4 @@
-"""Capacity: the largest batch and the longest context that fit, found by solving rather than scanning.
+"""Capacity: the fewest GPUs, the largest batch and the longest context that fit, found by solving, not scanning.
 
 Every memory term grows monotonically with batch and with tokens (weights are constant; the KV cache, the
 prefill activation peak and the allocator slack on them only grow), so "fits" is true up to some integer and
@@ -9,6 +9,15 @@ false beyond it. `largest_true` finds that integer with a doubling search and a 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.specs import GpuSpec
+from estimator.model.footprint import memory_per_gpu
+from estimator.model.parallel import tensor_parallel_degrees
+from estimator.model.runtime import Runtime
+
+MAX_TOKENS = 100_000_000  # far beyond any context window; rejects typos such as 1e12
+MAX_BATCH = 1_000_000
 
 
 def largest_true(predicate: Callable[[int], bool], low: int, high: int) -> int:
@@ -36,3 +45,37 @@ def largest_true(predicate: Callable[[int], bool], low: int, high: int) -> int:
         else:
             bad = mid
     return good
+
+
+def gpus_required(model: ModelSpec, gpu: GpuSpec, rt: Runtime, batch: int, prompt: int, output: int) -> int | None:
+    """Fewest GPUs (a valid tensor-parallel degree) whose per-GPU memory fits the card; None if none does."""
+    for tp in tensor_parallel_degrees(model):
+        if memory_per_gpu(model, gpu, rt, tp, batch, prompt, output).per_gpu <= gpu.memory_bytes:
+            return tp
+    return None
+
+
+def max_batch(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, prompt: int, output: int) -> int | None:
+    """Largest batch whose per-GPU memory at ``prompt`` and ``output`` tokens fits ``gpu`` over ``tp`` ranks (0
+    when not even one sequence fits); None for a model without an architecture (no KV cache or activations to
+    grow)."""
+    if model.arch is None:
+        return None
+
+    def fits(batch: int) -> bool:
+        return memory_per_gpu(model, gpu, rt, tp, batch, prompt, output).per_gpu <= gpu.memory_bytes
+
+    return max(largest_true(fits, 1, MAX_BATCH), 0)
+
+
+def max_context_tokens(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: int, output: int) -> int | None:
+    """Longest prompt + output that fits at ``batch`` over ``tp`` ranks, the output length held fixed and the
+    prompt grown (the prompt sets both the KV cache and the prefill peak); 0 when a one-token prompt does not fit."""
+    if model.arch is None:
+        return None
+
+    def fits(prompt: int) -> bool:
+        return memory_per_gpu(model, gpu, rt, tp, batch, prompt, output).per_gpu <= gpu.memory_bytes
+
+    prompt = largest_true(fits, 1, MAX_TOKENS - output)
+    return 0 if prompt < 1 else prompt + output

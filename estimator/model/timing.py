@@ -12,9 +12,33 @@ from dataclasses import dataclass
 from typing import Literal
 
 from estimator.catalog.profiles import EfficiencyProfile
-from estimator.catalog.specs import MemoryType
+from estimator.catalog.specs import ComputeDType, GpuSpec, MemoryType
+from estimator.errors import WorkloadInvalid
 
 Bound = Literal["memory", "compute"]
+
+# When a card lacks the kernel precision, what kernels fall back to (e.g. FP8 weights on an A100 are dequantized
+# to fp16 by weight-only kernels such as Marlin; V100 has no bf16 tensor cores and runs bf16 models in fp16).
+_FALLBACK: dict[ComputeDType, tuple[ComputeDType, ...]] = {
+    "fp4": ("fp8", "fp16", "bf16"),
+    "fp8": ("fp16", "bf16"),
+    "int8": ("fp16", "bf16"),
+    "bf16": ("fp16",),
+    "fp16": ("bf16",),
+    # A card whose spec lists no fp32 rate (Gaudi 2) is estimated at its 16-bit matrix rate, with the warning.
+    "tf32": ("fp32", "bf16", "fp16"),
+    "fp32": ("tf32", "bf16", "fp16"),
+    "fp64": ("fp32", "tf32", "bf16", "fp16"),
+}
+
+
+def peak_for(gpu: GpuSpec, dtype: ComputeDType) -> tuple[ComputeDType, float]:
+    """The card's dense peak at ``dtype``, or at the precision kernels fall back to where it lacks it."""
+    for candidate in (dtype, *_FALLBACK.get(dtype, ())):
+        peak = gpu.peak_flop_per_s(candidate)
+        if peak is not None:
+            return candidate, peak
+    raise WorkloadInvalid(f"{gpu.name} lists no {dtype} (or fallback) FLOP/s in its spec")
 
 
 @dataclass(frozen=True)

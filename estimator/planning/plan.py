@@ -29,10 +29,11 @@ from pydantic import Field, ValidationError
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import EstimatorError, SpecInvalid, WorkloadInvalid
-from estimator.inference.estimate import estimate, gpus_required, tensor_parallel_degrees
+from estimator.inference.estimate import estimate
 from estimator.inference.report import Report
 from estimator.inference.workload import MAX_BATCH, InferenceWorkload
-from estimator.model.capacity import largest_true
+from estimator.model.capacity import gpus_required, largest_true
+from estimator.model.parallel import tensor_parallel_degrees
 from estimator.report import Frozen, Versioned
 
 HOURS_PER_YEAR = 8760
@@ -191,11 +192,11 @@ def _solve(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, goal: Goal) -> 
         return estimate(model, gpu, _with(w, batch=batch, tensor_parallel=tp))
 
     if goal.concurrency is not None:
-        tp = gpus_required(model, gpu, _with(w, batch=goal.concurrency))
+        tp = gpus_required(model, gpu, w, goal.concurrency, w.prompt_tokens, w.output_tokens)
         if tp is None:
             raise _Infeasible(f"{goal.concurrency} sequences do not fit on any valid tensor-parallel group")
         return run(goal.concurrency, tp), 1
-    tp = gpus_required(model, gpu, _with(w, batch=1))
+    tp = gpus_required(model, gpu, w, 1, w.prompt_tokens, w.output_tokens)
     if tp is None:
         raise _Infeasible("one sequence does not fit on any valid tensor-parallel group")
     if goal.target_tokens_per_s is not None:

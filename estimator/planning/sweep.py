@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import MissingDependency, WorkloadInvalid
-from estimator.inference.estimate import estimate, tensor_parallel_degrees
+from estimator.inference.estimate import estimate
 from estimator.inference.workload import MAX_BATCH, MAX_TOKENS, InferenceWorkload
 from estimator.model.compute import (
     attention_flops,
@@ -39,7 +39,8 @@ from estimator.model.memory import (
     runs_math_attention,
     sharded_weights_bytes,
 )
-from estimator.model.timing import attention_flop_fraction, kv_read_fraction
+from estimator.model.parallel import tensor_parallel_degrees
+from estimator.model.timing import attention_flop_fraction, kv_read_fraction, peak_for
 from estimator.report import flatten
 
 if TYPE_CHECKING:
@@ -305,8 +306,6 @@ def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, batch: Seq
 def _time_columns(np: Any, cols: dict[str, Any], model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints,
                   p: Ints, o: Ints, kv: Ints | None) -> None:
     """estimate._phase_costs and timing.phase_time over arrays."""
-    from estimator.inference.estimate import peak_for
-
     tp, arch, prof = w.tensor_parallel, model.arch, w.profile
     _, peak = peak_for(gpu, w.weight_format.compute_dtype)
     bw = gpu.bandwidth_bytes_per_s

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import WorkloadInvalid
-from estimator.inference.estimate import peak_for
 from estimator.inference.report import GpuInfo, ModelInfo
 from estimator.model.compute import attention_flops, linear_params_per_token
 from estimator.model.inventory import active_param_count, lm_head_numel, param_count, tensor_inventory
 from estimator.model.memory import runtime_overhead_bytes
+from estimator.model.timing import peak_for
 from estimator.training.activations import (
     Trainable,
     bytes_for,

@@ -10,7 +10,7 @@ import pytest
 from estimator import InferenceWorkload, estimate
 from estimator.catalog.registry import Catalog
 from estimator.errors import WorkloadInvalid
-from estimator.inference.estimate import prefill_shape
+from estimator.model.footprint import prefill_shape
 
 Make = Callable[..., InferenceWorkload]
 

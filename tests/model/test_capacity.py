@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from estimator.catalog.registry import Catalog
-from estimator.inference.estimate import _memory_per_gpu, estimate, max_batch, max_context_tokens
+from estimator.inference.estimate import estimate
 from estimator.inference.workload import MAX_BATCH, MAX_TOKENS, InferenceWorkload
-from estimator.model.capacity import largest_true
+from estimator.model.capacity import largest_true, max_batch, max_context_tokens
+from estimator.model.footprint import memory_per_gpu
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "gemma-2-9b", "mixtral-8x7b", "deepseek-v2-lite", "gpt2"]
 GPUS = ["h100", "rtx-4090", "a100-40gb-pcie", "h200", "l4"]
@@ -52,7 +53,8 @@ def test_generic_model_has_no_capacity_figures(catalog: Catalog, workload: Calla
 
 def _fits(catalog: Catalog, model: str, gpu: str, w: InferenceWorkload, tp: int) -> bool:
     g = catalog.gpus.get(gpu)
-    return _memory_per_gpu(catalog.model(model), g, w, tp).per_gpu <= g.memory_bytes
+    per_gpu = memory_per_gpu(catalog.model(model), g, w, tp, w.batch, w.prompt_tokens, w.output_tokens).per_gpu
+    return per_gpu <= g.memory_bytes
 
 
 @pytest.mark.property
@@ -64,13 +66,13 @@ def test_max_batch_and_context_are_the_exact_boundary(catalog: Catalog, workload
                                                       kv: str) -> None:
     m, g = catalog.model(model), catalog.gpus.get(gpu)
     w = workload(kv=kv, batch=batch, prompt_tokens=prompt, output_tokens=output)
-    b = max_batch(m, g, w, 1)
+    b = max_batch(m, g, w, 1, w.prompt_tokens, w.output_tokens)
     assert b is not None
     if b > 0:
         assert _fits(catalog, model, gpu, w.model_copy(update={"batch": b}), 1)
     if b < MAX_BATCH:  # the search is capped at the workload's largest valid batch
         assert not _fits(catalog, model, gpu, w.model_copy(update={"batch": b + 1}), 1)
-    c = max_context_tokens(m, g, w, 1)
+    c = max_context_tokens(m, g, w, 1, w.batch, w.output_tokens)
     assert c is not None
     if c > 0:
         assert _fits(catalog, model, gpu, w.model_copy(update={"prompt_tokens": c - output}), 1)

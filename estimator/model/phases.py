@@ -1,0 +1,62 @@
+"""The work of each inference phase on one tensor-parallel rank: FLOPs and bytes by kind (`timing.PhaseCost`).
+
+FLOPs and weight reads come from `estimator.model.compute`; the KV read is the cache the phase sees; elementwise
+kernels (norms, activations, residual adds) read and write the hidden and FFN widths a profile-given number of
+times per token; tensor parallelism adds two all-reduces of the hidden states per layer (Megatron-LM).
+"""
+
+from __future__ import annotations
+
+from estimator.catalog.architecture import Architecture
+from estimator.model.compute import attention_flops, decode_matmul_flops, prefill_matmul_flops
+from estimator.model.memory import generic_weights_bytes, prefill_masked_attention, sharded_weights_bytes
+from estimator.model.runtime import Runtime
+from estimator.model.timing import PhaseCost
+
+
+def phase_costs(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: int, context: int,
+                weights_read: float, kv_bytes: float) -> tuple[PhaseCost, PhaseCost]:
+    """(prefill, decode step at ``context`` tokens) on one of ``tp`` ranks; ``weights_read`` is what one decode
+    step reads of all ranks' weights, ``kv_bytes`` the rank's KV cache at ``context``."""
+    act = rt.activation_bytes_per_element
+    h, layers = arch.hidden_size, arch.num_layers
+    ffn = arch.mlp.intermediate_size
+    if arch.moe is not None and arch.num_moe_layers:
+        ffn = arch.moe.experts_per_token * arch.moe.expert_intermediate_size + arch.moe.shared_intermediate_size
+    per_token_elementwise = (rt.profile.elementwise_hidden_passes * h
+                             + rt.profile.elementwise_ffn_passes * ffn / tp) * act * layers
+    prompt_tokens = batch * prompt
+    positions = prompt if rt.logits == "all" else 1
+    prefill_kv = kv_bytes * prompt / max(context, 1)
+    masked = prefill_masked_attention(arch, rt.profile)
+    prefill = PhaseCost(
+        matmul_flops=prefill_matmul_flops(arch, batch, prompt, logits_positions=positions) / tp,
+        attention_flops=attention_flops(arch, batch, prompt, ignore_windows=masked) / tp,
+        weight_bytes=sharded_weights_bytes(arch, rt.weight_format, tp),
+        kv_bytes=prefill_kv,
+        elementwise_bytes=prompt_tokens * per_token_elementwise,
+        layers=layers,
+        allreduce_bytes=2 * layers * prompt_tokens * h * act,
+        allreduces=2 * layers if tp > 1 else 0,
+        masked_attention=masked,
+    )
+    decode = PhaseCost(
+        matmul_flops=decode_matmul_flops(arch, batch) / tp,
+        attention_flops=attention_flops(arch, batch, 1, past=context - 1) / tp,
+        weight_bytes=weights_read / tp,
+        kv_bytes=kv_bytes,
+        elementwise_bytes=batch * per_token_elementwise,
+        layers=layers,
+        allreduce_bytes=2 * layers * batch * h * act,
+        allreduces=2 * layers if tp > 1 else 0,
+        grouped_kv=arch.attention.latent is None and arch.attention.num_kv_heads < arch.attention.num_heads,
+    )
+    return prefill, decode
+
+
+def generic_costs(params: int, rt: Runtime, tp: int, batch: int, prompt: int) -> tuple[PhaseCost, PhaseCost]:
+    """A model known only by its size: 2 × params FLOPs per token, every weight read once, nothing else."""
+    weights = generic_weights_bytes(params, rt.weight_format) / tp
+    prefill = PhaseCost(2 * params * batch * prompt / tp, 0, weights, 0, 0, 0)
+    decode = PhaseCost(2 * params * batch / tp, 0, weights, 0, 0, 0)
+    return prefill, decode
