@@ -1,6 +1,8 @@
-"""Fit the efficiency profiles' calibrated constants to the shared H200 reference points.
+"""Fit the efficiency profiles' calibrated constants to the H200 reference points.
 
     python benchmarks/fit_profiles.py [path/to/h200-measured.jsonl]
+
+(default: tests/data/measured/reference/h200-measured.jsonl).
 
 Prints the fitted values that specs/profiles/{optimized,hf}.yaml hold, and the residual of every point.
 Only constants that the measurements determine are fitted; the rest are mechanism counts (elementwise passes),
@@ -25,7 +27,7 @@ from typing import Any
 from estimator import InferenceWorkload, default_catalog, estimate
 from estimator.catalog.profiles import EfficiencyProfile
 
-DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "h200-measured.jsonl"
+DEFAULT = Path(__file__).resolve().parent.parent / "tests/data/measured/reference/h200-measured.jsonl"
 MEASURED = Path(__file__).resolve().parent.parent / "tests" / "data" / "measured" / "h200-2026-11-30.jsonl"
 # Sliding-window model whose HF prefills fit the masked-attention efficiency; gemma-2-9b stays held out.
 MASKED_FIT_MODEL = "mistral-7b-v0.1"

@@ -3,8 +3,8 @@
     python benchmarks/measure_h200.py --out DIR [--budget-s 420] [--only MODEL ...]
     python benchmarks/measure_h200.py --out /tmp/x --tiny      # the same code paths on the CPU, tiny configs
 
-Rows follow shared/reference/h200-measured.jsonl: ``kind=device`` first (NVML before CUDA starts, so run this in a
-fresh process), then per model ``kind=model`` (load, prefill with logits last/all, HF eager decode),
+Rows follow tests/data/measured/reference/h200-measured.jsonl: ``kind=device`` first (NVML before CUDA starts,
+so run this in a fresh process), then per model ``kind=model`` (load, prefill with logits last/all, HF eager decode),
 ``kind=lean_decode`` (CUDA-graph decode, dense models) and ``kind=train`` (AdamW steps, amp and bf16,
 checkpointing on and off).
 Each case is guarded; a failure is a row with ``error``. No new case starts once ``--budget-s`` has passed.

@@ -1,4 +1,4 @@
-"""Predicted vs measured on the shared H200 reference points (shared/reference/h200-measured.jsonl).
+"""Predicted vs measured on the H200 reference points (tests/data/measured/reference/h200-measured.jsonl).
 
     python benchmarks/reference_points.py [path/to/h200-measured.jsonl]
 
@@ -19,7 +19,7 @@ from estimator import InferenceWorkload, default_catalog, estimate
 from estimator.catalog.architecture import ModelSpec
 from estimator.model.memory import prefill_activation_peak
 
-DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "h200-measured.jsonl"
+DEFAULT = Path(__file__).resolve().parent.parent / "tests/data/measured/reference/h200-measured.jsonl"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Predicted vs measured for every ``kind=train`` row of a measurement file (same format as
-shared/reference/h200-measured.jsonl; see its README h200-measured.md).
+tests/data/measured/reference/h200-measured.jsonl; see its README h200-measured.md).
 
     python benchmarks/training_points.py [path/to/measurements.jsonl] [--gpu h200]
 
@@ -24,7 +24,7 @@ from estimator.training.estimate import estimate_training
 from estimator.training.report import TrainingReport
 from estimator.training.workload import TrainingWorkload
 
-DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "h200-measured.jsonl"
+DEFAULT = Path(__file__).resolve().parent.parent / "tests/data/measured/reference/h200-measured.jsonl"
 _PRECISION = {"amp": "amp-bf16", "amp-bf16": "amp-bf16", "amp-fp16": "amp-fp16", "bf16": "bf16", "fp32": "fp32"}
 _ATTENTION = {"sdpa": "sdpa", "eager": "eager", "flash_attention_2": "flash", "flash": "flash"}
 

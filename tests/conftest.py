@@ -13,7 +13,7 @@ from estimator import InferenceWorkload
 from estimator.catalog.registry import Catalog, default_catalog
 from estimator.cli.main import estimate_main, main
 
-REFERENCE = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "h200-measured.jsonl"
+REFERENCE = Path(__file__).resolve().parent / "data/measured/reference/h200-measured.jsonl"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

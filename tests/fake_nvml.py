@@ -2,7 +2,7 @@
 
 Like httpx's MockTransport, it implements the real interface one level down, so the probe's own error handling
 (unsupported queries, a missing driver) runs in tests. Values are those of the H200 in
-shared/reference/h200-measured.jsonl unless a test changes them.
+tests/data/measured/reference/h200-measured.jsonl unless a test changes them.
 """
 
 from __future__ import annotations

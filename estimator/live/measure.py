@@ -1,9 +1,9 @@
 """Measurements on a CUDA GPU with PyTorch and transformers (the ``gpu`` extra). Imported lazily by the CLI.
 
-Every function returns plain dicts in the row format of ``shared/reference/h200-measured.jsonl`` (bytes and
-seconds), so `estimator.live.validation` compares them with predictions and the benchmark scripts store them as JSON
-lines. Times use CUDA events: median of repeats after warm-up. Models are built from their catalog config with
-random weights, directly on the GPU (no download).
+Every function returns plain dicts in the row format of ``tests/data/measured/reference/h200-measured.jsonl``
+(bytes and seconds), so `estimator.live.validation` compares them with predictions and the benchmark scripts store
+them as JSON lines. Times use CUDA events: median of repeats after warm-up. Models are built from their catalog
+config with random weights, directly on the GPU (no download).
 """
 
 from __future__ import annotations

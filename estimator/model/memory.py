@@ -1,7 +1,7 @@
 """Memory terms of an inference job, each a pure function returning bytes.
 
 Sources: formulas.md (shared reference) for the formulas; the H200 measurements in
-``shared/reference/h200-measured.jsonl`` for the live-tensor accounting of the prefill peak.
+``tests/data/measured/reference/h200-measured.jsonl`` for the live-tensor accounting of the prefill peak.
 """
 
 from __future__ import annotations

@@ -101,8 +101,6 @@ def test_encoder_has_no_kv(catalog: Catalog) -> None:
 
 
 def _prefill_rows() -> list[dict[str, Any]]:
-    if not REFERENCE.is_file():
-        return []
     rows = [json.loads(line) for line in REFERENCE.read_text().splitlines()]
     return [r for r in rows if r["kind"] == "model" and r["phase"] == "prefill"]
 
@@ -110,7 +108,8 @@ def _prefill_rows() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("row", _prefill_rows(), ids=lambda r: f"{r['model']}-b{r['batch']}-s{r['prompt']}-"
                          f"k{r['logits_to_keep']}")
 def test_prefill_activation_peak_matches_h200(catalog: Catalog, row: dict[str, Any]) -> None:
-    """Measured torch peak minus the KV cache kept after the forward (shared/reference/h200-measured.jsonl).
+    """Measured torch peak minus the KV cache kept after the forward
+    (tests/data/measured/reference/h200-measured.jsonl).
 
     Tolerance 0.5%: the measurement includes a few allocator-rounded buffers (position ids, cache bookkeeping,
     up to 512 B rounding per block) that the live-tensor count leaves out; the layer-stage points match exactly.

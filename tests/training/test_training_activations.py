@@ -1,5 +1,5 @@
 """Saved-tensor accounting: Korthikanti et al. 2022 Table 2 for a GPT-3 layer; the HF Llama constants; the
-measured H200 reference training step (shared/reference/h200-measured.jsonl)."""
+measured H200 reference training step (tests/data/measured/reference/h200-measured.jsonl)."""
 
 from __future__ import annotations
 
