@@ -34,7 +34,8 @@ class Versioned(Frozen):
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings become dotted keys; lists of scalars join with '; '; lists of objects become JSON."""
+    """Nested mappings become dotted keys; lists of scalars join with '; '; lists of notes (objects that carry a
+    ``text``, see estimator.notes) join their texts with '; '; other lists of objects become JSON."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
@@ -43,6 +44,8 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         elif isinstance(value, list | tuple):
             if all(not isinstance(v, Mapping | list | tuple) for v in value):
                 out[name] = "; ".join(str(v) for v in value)
+            elif all(isinstance(v, Mapping) and "text" in v for v in value):
+                out[name] = "; ".join(str(v["text"]) for v in value)
             else:
                 out[name] = json.dumps(value, separators=(",", ":"))
         else:

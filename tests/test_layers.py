@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "estimator"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
     ("units", "report"),
+    ("notes",),
     ("catalog",),
     ("model",),
     ("inference",),

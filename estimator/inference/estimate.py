@@ -31,7 +31,7 @@ from estimator.model.memory import (
 from estimator.model.parallel import valid_tensor_parallel
 from estimator.model.phases import generic_costs, phase_costs
 from estimator.model.timing import Hardware, PhaseCost, PhaseTime, peak_for, phase_time
-from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
+from estimator.notes import Note, NoteCode, note
 
 
 def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, requested_gpu: str = "") -> Report:
@@ -42,14 +42,14 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     reason = valid_tensor_parallel(arch, tp)
     if reason:
         raise WorkloadInvalid(reason)
-    warnings: list[str] = []
-    assumptions: list[str] = []
-    explain: list[str] = []
+    warnings: list[Note] = []
+    assumptions: list[Note] = []
+    explain: list[Note] = []
 
     dtype, peak = peak_for(gpu, w.weight_format.compute_dtype)
     if dtype != w.weight_format.compute_dtype:
-        warnings.append(f"{gpu.name} has no {w.weight_format.compute_dtype} tensor rate; compute uses its {dtype}"
-                        " peak (kernels dequantize or cast)")
+        warnings.append(note(NoteCode.COMPUTE_FALLBACK, gpu=gpu.name, wanted=w.weight_format.compute_dtype,
+                             used=dtype))
     if w.kv_format.name not in ("fp32", "fp16", "bf16", "fp8", "int8"):
         raise WorkloadInvalid(f"--kv-dtype {w.kv_format.name} is not a KV-cache format; use bf16, fp16, fp8 or int8")
 
@@ -57,9 +57,9 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     capacity = gpu.memory_bytes
     required = gpus_required(model, gpu, w, w.batch, w.prompt_tokens, w.output_tokens)
     if required is None:
-        warnings.append(f"does not fit on any tensor-parallel group of {gpu.name} cards up to the model's head count")
+        warnings.append(note(NoteCode.NO_FITTING_GROUP, gpu=gpu.name))
     elif mem.per_gpu > capacity:
-        warnings.append(f"does not fit on {tp} × {gpu.name}: needs {required}")
+        warnings.append(note(NoteCode.NEEDS_MORE_GPUS, gpus=tp, gpu=gpu.name, required=required))
 
     if arch is None:
         assert model.generic_params is not None
@@ -72,10 +72,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         kv_per_token = None
         prefill_cost, decode_cost = generic_costs(params, w, tp, w.batch, w.prompt_tokens)
         step_cost = decode_cost
-        warnings.append("KV cache and activations not computed: a model given only by its size has no "
-                        "architecture (pass a catalog name or a config.json)")
-        warnings.append("max_batch and max_context_tokens not computed: they need the KV cache and activations")
-        warnings.append("prefill time counts 2 × params FLOPs per token without attention; decode reads weights only")
+        warnings += [note(NoteCode.SIZE_ONLY_NO_KV), note(NoteCode.SIZE_ONLY_NO_CAPACITY),
+                     note(NoteCode.SIZE_ONLY_TIME)]
     else:
         params, active = param_count(arch), active_param_count(arch)
         total_weights = weights_bytes(arch, w.weight_format)
@@ -95,15 +93,12 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
                                  kv_heads_divisor=divisor) if arch.causal else 0
         _, step_cost = phase_costs(arch, w, tp, w.batch, w.prompt_tokens, mean_context, read_full, mean_kv)
         if not arch.causal:
-            warnings.append(f"{model.name} is an encoder: no KV cache and no token-by-token decoding")
+            warnings.append(note(NoteCode.ENCODER, model=model.name))
         if arch.attention.latent is not None:
-            assumptions.append(
-                "multi-head latent attention: KV cache holds " + (
-                    "decompressed K and V per head (Hugging Face transformers' layout)" if decompressed else
-                    "the compressed latent + RoPE key (kv_lora_rank + qk_rope_head_dim), as serving engines do"))
+            assumptions.append(note(NoteCode.MLA_CACHE, layout=w.mla_layout))
         if arch.max_position_embeddings and w.context_tokens > arch.max_position_embeddings:
-            warnings.append(f"context {w.context_tokens:,} tokens exceeds the model's max_position_embeddings "
-                            f"{arch.max_position_embeddings:,}")
+            warnings.append(note(NoteCode.CONTEXT_TOO_LONG, tokens=w.context_tokens,
+                                 limit=arch.max_position_embeddings))
 
     experts_read = None
     if arch is not None and arch.moe is not None:
@@ -115,15 +110,14 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     step: PhaseTime | None = phase_time(step_cost, hw, w.profile) if decoding else None
 
     assumptions += [
-        f"efficiency profile '{w.profile.name}': {w.profile.description}",
-        f"capacity is what the device reports: {format_bytes(capacity, binary=True)} per GPU"
-        if gpu.reported_memory_mib else f"capacity is the marketed {gpu.memory_gb:g} GB (reported figure unknown)",
-        "KV cache holds prompt + output tokens for every sequence; decode_step_s is the step at that full context "
-        "(the longest); tokens/s is at the mean context of generation (prompt + output / 2)",
-        f"logits computed for {'every prompt position' if w.logits == 'all' else 'the last position only'}",
+        note(NoteCode.PROFILE, profile=w.profile.name, description=w.profile.description),
+        note(NoteCode.CAPACITY_REPORTED if gpu.reported_memory_mib else NoteCode.CAPACITY_MARKETED,
+             capacity_bytes=capacity),
+        note(NoteCode.KV_FULL_CONTEXT),
+        note(NoteCode.LOGITS, positions=w.logits),
     ]
     if tp > 1:
-        assumptions.append(f"tensor parallel over {tp} GPUs: linear layers and vocabulary split, norms replicated")
+        assumptions.append(note(NoteCode.TENSOR_PARALLEL, gpus=tp))
 
     memory = MemoryReport(
         weights_bytes=total_weights,
@@ -164,8 +158,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     explain += _explain(memory, prefill_cost, decode_cost, hw, decode, prefill, w, gpu)
     if experts_read is not None and arch is not None and arch.moe is not None:
         e, k = arch.moe.num_experts, arch.moe.experts_per_token
-        explain.append(f"MoE decode: {e} × (1 − (1 − {k}/{e})^{w.batch}) = {experts_read:.2f} of {e} experts read "
-                       "per layer per step")
+        explain.append(note(NoteCode.MOE_DECODE, experts=e, per_token=k, sequences=w.batch, experts_read=experts_read))
     return Report(
         model=ModelInfo(
             name=model.name, params=params, active_params=active,
@@ -190,29 +183,22 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
 
 
 def _explain(memory: MemoryReport, prefill_cost: PhaseCost, decode_cost: PhaseCost, hw: Hardware,
-             decode: PhaseTime | None, prefill: PhaseTime, w: InferenceWorkload, gpu: GpuSpec) -> list[str]:
+             decode: PhaseTime | None, prefill: PhaseTime, w: InferenceWorkload, gpu: GpuSpec) -> list[Note]:
     """The arithmetic behind the headline numbers, with the numbers in it."""
-    def gb(n: float) -> str:
-        return format_bytes(n, binary=False)
-
-    lines = []
-    for part in memory.weights_by_role:
-        lines.append(f"weights[{part.role}]: {part.params:,} params × {part.bits_per_weight:g} bits ÷ 8 = "
-                     f"{gb(part.bytes)}")
-    for kv in memory.kv_by_window:
-        span = "global" if kv.window is None else f"window {kv.window:,}"
-        lines.append(f"KV cache[{span}]: {kv.layers} layers × {kv.tokens:,} tokens × {w.batch} sequences "
-                     f"({w.kv_format.name}) = {gb(kv.bytes)}")
-    lines.append(f"per GPU: weights + KV + activations + overhead = {gb(memory.per_gpu_bytes)} of "
-                 f"{gb(memory.capacity_bytes)} ({'fits' if memory.fits else 'does not fit'})")
     tp = w.tensor_parallel
-    lines.append(f"prefill bound: {prefill_cost.flops * tp:.3e} FLOP ÷ ({tp} GPU × {format_flops(hw.peak_flop_per_s)})"
-                 f" = {format_seconds(prefill.bound_s)} ({prefill.bound})")
+    lines = [note(NoteCode.WEIGHTS_PART, role=part.role, params=part.params, bits=part.bits_per_weight,
+                  bytes=part.bytes) for part in memory.weights_by_role]
+    lines += [note(NoteCode.KV_PART, window=kv.window, layers=kv.layers, tokens=kv.tokens, sequences=w.batch,
+                   kv_dtype=w.kv_format.name, bytes=kv.bytes) for kv in memory.kv_by_window]
+    lines.append(note(NoteCode.PER_GPU_TOTAL, per_gpu_bytes=memory.per_gpu_bytes,
+                      capacity_bytes=memory.capacity_bytes, fits=memory.fits))
+    lines.append(note(NoteCode.PREFILL_BOUND, flops=prefill_cost.flops * tp, gpus=tp,
+                      peak_flop_per_s=hw.peak_flop_per_s, seconds=prefill.bound_s, bound=prefill.bound))
     if decode is not None:
-        lines.append(f"decode bound: {gb(decode_cost.bytes)} ÷ {format_rate_bytes(gpu.bandwidth_bytes_per_s)} = "
-                     f"{format_seconds(decode_cost.bytes / hw.bandwidth_bytes_per_s)} per token"
-                     + (" (per GPU)" if tp > 1 else ""))
-        lines.append(f"decode expected ({w.profile.name}): {format_seconds(decode.expected_s)} per step "
-                     f"(memory {format_seconds(decode.memory_s)}, compute {format_seconds(decode.compute_s)}, "
-                     f"communication {format_seconds(decode.communication_s)})")
+        lines.append(note(NoteCode.DECODE_BOUND, bytes=decode_cost.bytes,
+                          bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
+                          seconds=decode_cost.bytes / hw.bandwidth_bytes_per_s, gpus=tp))
+        lines.append(note(NoteCode.DECODE_EXPECTED, profile=w.profile.name, seconds=decode.expected_s,
+                          memory_s=decode.memory_s, compute_s=decode.compute_s,
+                          communication_s=decode.communication_s))
     return lines

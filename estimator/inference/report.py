@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from estimator.notes import Note
 from estimator.report import Frozen, Versioned
 
 
@@ -105,6 +106,6 @@ class Report(Versioned):
     workload: WorkloadInfo
     memory: MemoryReport
     time: TimeReport
-    assumptions: tuple[str, ...]
-    warnings: tuple[str, ...]
-    explain: tuple[str, ...]
+    assumptions: tuple[Note, ...]
+    warnings: tuple[Note, ...]
+    explain: tuple[Note, ...]

@@ -34,6 +34,7 @@ from estimator.inference.report import Report
 from estimator.inference.workload import MAX_BATCH, InferenceWorkload
 from estimator.model.capacity import gpus_required, largest_true
 from estimator.model.parallel import tensor_parallel_degrees
+from estimator.notes import Note, NoteCode, note
 from estimator.report import Frozen, Versioned
 
 HOURS_PER_YEAR = 8760
@@ -156,8 +157,8 @@ class PlanReport(Versioned):
     goal_kind: str
     sort: str
     options: tuple[PlanOption, ...]
-    assumptions: tuple[str, ...]
-    warnings: tuple[str, ...]
+    assumptions: tuple[Note, ...]
+    warnings: tuple[Note, ...]
 
 
 def _with(w: InferenceWorkload, **update: int) -> InferenceWorkload:
@@ -305,18 +306,14 @@ def plan(model: ModelSpec, gpus: Iterable[GpuSpec], workload: InferenceWorkload,
     ranked = [o.model_copy(update={"rank": i}) for i, o in enumerate(feasible, 1)]
     w = workload
     assumptions = [
-        f"efficiency profile '{w.profile.name}': {w.profile.description}",
-        "tensor-parallel degrees divide the attention heads (and the KV heads, or are multiples of them)",
-        "time to first token prefills every prompt of a replica's batch together; time per output token is the "
-        "mean decode step over the output",
-        "tokens/s counts generated tokens; replicas are independent data-parallel copies",
-        f"owned cost: card price over {prices.amortization_years:g} years + board power at "
-        f"${prices.electricity_usd_per_kwh:g}/kWh (specs/costs.yaml or --prices); prices from specs are approximate",
-        *prices.sources,
+        note(NoteCode.PROFILE, profile=w.profile.name, description=w.profile.description),
+        note(NoteCode.PLAN_TENSOR_PARALLEL), note(NoteCode.PLAN_TTFT), note(NoteCode.PLAN_TOKENS),
+        note(NoteCode.OWNED_COST, years=prices.amortization_years, usd_per_kwh=prices.electricity_usd_per_kwh),
+        *(note(NoteCode.PRICE_SOURCE, source=source) for source in prices.sources),
     ]
     warnings = []
     if not any(o.usd_per_million_tokens for o in ranked):
-        warnings.append("no card has a price: add purchase or per-hour prices with --prices (docs/planning.md)")
+        warnings.append(note(NoteCode.NO_PRICE))
     return PlanReport(
         model=model.name, params=_params(model), dtype=w.weight_format.name, kv_dtype=w.kv_format.name,
         profile=w.profile.name, prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens, goal=goal,

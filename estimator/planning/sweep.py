@@ -41,6 +41,7 @@ from estimator.model.memory import (
 )
 from estimator.model.parallel import tensor_parallel_degrees
 from estimator.model.timing import attention_flop_fraction, kv_read_fraction, peak_for
+from estimator.notes import Note, NoteCode, word_values
 from estimator.report import flatten
 
 if TYPE_CHECKING:
@@ -426,27 +427,31 @@ def _phase(np: Any, c: _Cost, peak: float, bw: float, frac: float, kv_frac: floa
     return expected, bound_s, label, comm
 
 
-def _lazy_columns(np: Any, mem: _Memory, template_warnings: Sequence[str], gpu: GpuSpec, model: ModelSpec,
+_PER_POINT = (NoteCode.NO_FITTING_GROUP, NoteCode.NEEDS_MORE_GPUS, NoteCode.CONTEXT_TOO_LONG)
+
+
+def _lazy_columns(np: Any, mem: _Memory, template_warnings: Sequence[Note], gpu: GpuSpec, model: ModelSpec,
                   w: InferenceWorkload, b: Ints, p: Ints, o: Ints, cols: dict[str, Any],
                   required: Ints) -> dict[str, Callable[[int], Any]]:
-    """Text columns built per row only when written: KV by window (JSON) and warnings."""
+    """Text columns built per row only when written: KV by window (JSON) and warnings (estimate's, in its order:
+    the point's own warnings selected by code and worded as estimate's JSON words them)."""
     tp, arch = w.tensor_parallel, model.arch
-    fixed = [x for x in template_warnings if not x.startswith(("does not fit", "context "))]
-    fallback = [x for x in fixed if "tensor rate" in x]
-    rest = [x for x in fixed if x not in fallback]
+    fallback = [x.text for x in template_warnings if x.code is NoteCode.COMPUTE_FALLBACK]
+    rest = [x.text for x in template_warnings if x.code not in (*_PER_POINT, NoteCode.COMPUTE_FALLBACK)]
     fits = cols["memory.fits"]
     limit = None if arch is None else arch.max_position_embeddings
 
     def warnings(i: int) -> str:
         out = list(fallback)
         if required[i] == 0:
-            out.append(f"does not fit on any tensor-parallel group of {gpu.name} cards up to the model's head count")
+            out.append(word_values(NoteCode.NO_FITTING_GROUP, {"gpu": gpu.name}, binary=False))
         elif not fits[i]:
-            out.append(f"does not fit on {tp} × {gpu.name}: needs {required[i]}")
+            out.append(word_values(NoteCode.NEEDS_MORE_GPUS, {"gpus": tp, "gpu": gpu.name,
+                                                              "required": int(required[i])}, binary=False))
         out += rest
         context = int(p[i] + o[i])
         if limit and context > limit:
-            out.append(f"context {context:,} tokens exceeds the model's max_position_embeddings {limit:,}")
+            out.append(word_values(NoteCode.CONTEXT_TOO_LONG, {"tokens": context, "limit": limit}, binary=False))
         return "; ".join(out)
 
     lazy: dict[str, Callable[[int], Any]] = {"warnings": warnings}

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 from pydantic import BaseModel
 
 from estimator.inference.report import Report
+from estimator.notes import Note, word
 from estimator.report import flatten
 from estimator.units import format_bytes, format_seconds
 
@@ -102,18 +103,21 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
     console.print(times)
 
     render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
-                                            ("Assumptions", report.assumptions, "  - ")] if explain else [])
+                                            ("Assumptions", report.assumptions, "  - ")] if explain else [],
+                 binary=binary)
 
 
-def render_notes(console: Console, warnings: Iterable[str],
-                 sections: Iterable[tuple[str, Iterable[str], str]]) -> None:
-    """Warnings, then titled sections of plain lines (the arithmetic, the assumptions) under any report's table.
-    Lines are printed without rich markup: they hold brackets such as ``weights[mlp]``."""
+def render_notes(console: Console, warnings: Iterable[Note],
+                 sections: Iterable[tuple[str, Iterable[Note | str], str]], *, binary: bool) -> None:
+    """Warnings, then titled sections of lines (the arithmetic, the assumptions) under any report's table, notes
+    worded with byte counts in GiB when ``binary`` else GB. Lines are printed without rich markup: they hold
+    brackets such as ``weights[mlp]``."""
     from rich.markup import escape
 
     for warning in warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(word(warning, binary=binary))}", highlight=False)
     for title, lines, prefix in sections:
         console.print(f"[bold]{title}[/]")
         for line in lines:
-            console.print(f"{prefix}{line}", highlight=False, markup=False)
+            text = line if isinstance(line, str) else word(line, binary=binary)
+            console.print(f"{prefix}{text}", highlight=False, markup=False)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from estimator.errors import MissingDependency
+from estimator.notes import word
 from estimator.report import flatten
 from estimator.units import format_bytes, format_seconds
 
@@ -109,6 +110,6 @@ def render_plan(report: PlanReport, console: Console, *, record_to: Path | None 
     console.print("Prices are approximate street prices with their date, or from --prices; $/h and $/Mtok use the "
                   "cost basis in the JSON/CSV (cost_basis).", highlight=False)
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(f"[yellow]warning:[/] {word(warning, binary=False)}")
     if record_to is not None:
         record_to.write_text(console.export_text(), encoding="utf-8")

@@ -67,4 +67,5 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
     tensors = [f"{part.name}: {part.bytes_per_token:,.0f} B/token = {b(part.bytes)}" for part in mem.layer_tensors]
     render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
                                             ("Saved tensors per layer", tensors, "  "),
-                                            ("Assumptions", report.assumptions, "  - ")] if explain else [])
+                                            ("Assumptions", report.assumptions, "  - ")] if explain else [],
+                 binary=binary)

@@ -30,6 +30,7 @@ from estimator.model.compute import attention_flops, linear_params_per_token
 from estimator.model.inventory import active_param_count, lm_head_numel, param_count, tensor_inventory
 from estimator.model.memory import runtime_overhead_bytes
 from estimator.model.timing import peak_for
+from estimator.notes import Note, NoteCode, note
 from estimator.training.activations import (
     Trainable,
     bytes_for,
@@ -57,7 +58,6 @@ from estimator.training.states import (
     state_dtype_bytes,
 )
 from estimator.training.workload import ALL_LORA_TARGETS, TrainingWorkload, check_layout
-from estimator.units import format_bytes, format_seconds
 
 
 @dataclass(frozen=True)
@@ -91,12 +91,12 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
         raise WorkloadInvalid(f"training estimates need an architecture; {model.name!r} is only a parameter count "
                               "(pass a catalog name or a config.json)")
     check_layout(arch, w)
-    warnings: list[str] = []
-    assumptions: list[str] = []
+    warnings: list[Note] = []
+    assumptions: list[Note] = []
     prof = w.profile
     dtype, peak = peak_for(gpu, w.compute_dtype)
     if dtype != w.compute_dtype:
-        warnings.append(f"{gpu.name} has no {w.compute_dtype} tensor rate; compute uses its {dtype} peak")
+        warnings.append(note(NoteCode.TRAIN_COMPUTE_FALLBACK, gpu=gpu.name, wanted=w.compute_dtype, used=dtype))
 
     # --- model states ------------------------------------------------------------------------------------------
     n_params = param_count(arch)
@@ -203,53 +203,40 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
 
     # --- words -----------------------------------------------------------------------------------------------------
     if arch.max_position_embeddings and w.seq_len > arch.max_position_embeddings:
-        warnings.append(f"seq_len {w.seq_len:,} exceeds the model's max_position_embeddings "
-                        f"{arch.max_position_embeddings:,}")
+        warnings.append(note(NoteCode.SEQ_LEN_TOO_LONG, tokens=w.seq_len, limit=arch.max_position_embeddings))
     if selective and w.attention != "eager":
-        warnings.append(f"selective recompute changes nothing with {w.attention} attention: its kernels already "
-                        "recompute the attention scores")
+        warnings.append(note(NoteCode.SELECTIVE_RECOMPUTE_NOOP, attention=w.attention))
     if w.pp > 1 and w.grad_accum < w.pp:
-        warnings.append(f"pipeline of {w.pp} stages with {w.grad_accum} micro-batches idles {bubble:.0%} of the step;"
-                        " raise --grad-accum")
+        warnings.append(note(NoteCode.PIPELINE_BUBBLE, stages=w.pp, micro_batches=w.grad_accum, idle_fraction=bubble))
     if per_gpu > capacity:
-        warnings.append(f"does not fit: needs {format_bytes(per_gpu, binary=False)} per GPU of "
-                        f"{format_bytes(capacity, binary=False)}")
+        warnings.append(note(NoteCode.TRAIN_DOES_NOT_FIT, per_gpu_bytes=per_gpu, capacity_bytes=capacity))
     assumptions += [
-        f"efficiency profile '{prof.name}': {prof.description}",
-        "activations counted from the tensors PyTorch autograd saves in a Hugging Face transformers layer "
-        f"({'fp32' if residual == 4 else '16-bit'} residual stream, {w.attention} attention, no dropout)",
-        "the caller keeps only the loss (logits freed after the loss); zero_grad(set_to_none=True)",
-        "steady-state step: optimizer states exist from the previous step",
-        "communication is not overlapped with compute; DP/TP traffic crosses the card's listed interconnect",
+        note(NoteCode.PROFILE, profile=prof.name, description=prof.description),
+        note(NoteCode.SAVED_ACTIVATIONS, residual="fp32" if residual == 4 else "16-bit", attention=w.attention),
+        note(NoteCode.LOSS_ONLY), note(NoteCode.STEADY_STATE), note(NoteCode.NO_OVERLAP),
     ]
     if w.amp and stage == 0 and w.fsdp is None:
-        assumptions.append("PyTorch AMP: fp32 parameters, gradients and optimizer states; autocast keeps a 16-bit "
-                           "copy of every linear weight from forward to backward")
+        assumptions.append(note(NoteCode.AMP))
     if deepspeed:
-        assumptions.append("DeepSpeed ZeRO: 16-bit parameters and gradients, fp32 master + optimizer states "
-                           "(Rajbhandari et al. 2020), fused optimizer (no step temporaries)")
-    if lora:
-        assumptions.append(f"LoRA rank {w.lora_rank} on {','.join(w.lora_targets)} of every layer; frozen base in "
-                           + (w.qlora.name if w.qlora else "16 bit") + "; adapters in fp32 under autocast (PEFT)")
+        assumptions.append(note(NoteCode.DEEPSPEED))
+    if w.lora_rank is not None:
+        assumptions.append(note(NoteCode.LORA, rank=w.lora_rank, targets=",".join(w.lora_targets),
+                                base=w.qlora.name if w.qlora else "16 bit"))
     if w.pp > 1:
-        assumptions.append(f"1F1B pipeline: the first stage keeps {in_flight} micro-batches in flight "
-                           "(Narayanan et al. 2021)")
-
-    def gb(n: float) -> str:
-        return format_bytes(n, binary=False)
+        assumptions.append(note(NoteCode.PIPELINE_1F1B, in_flight=in_flight))
 
     explain = [
-        f"model states: {trainable_params:,} trainable params → weights {gb(states.weights_bytes)} + grads "
-        f"{gb(states.gradient_bytes)} + master {gb(states.master_bytes)} + optimizer {gb(states.optimizer_bytes)}"
-        f" per GPU (ZeRO stage {stage}, dp {w.dp}, tp×pp {mp})",
-        f"activations per layer: {float(per_layer_token):,.0f} B/token × {tokens:,} tokens = {gb(per_layer)}; "
-        f"{stage_layers} layers × {in_flight} in flight" + (" (checkpoints only, full recompute)"
-                                                           if w.recompute == "full" else ""),
-        f"output layer + loss: {gb(output_bytes)} saved, {gb(loss_bwd)} of fp32 gradients at backward start",
-        f"peak phase {peak_phase}: {gb(peak_tensors)} of tensors + {gb(overhead)} runtime overhead = {gb(per_gpu)}",
-        f"step: {executed_gpu:.3e} FLOP per GPU ÷ ({peak / 1e12:,.1f} TFLOP/s × {prof.train_flop_efficiency}) = "
-        f"{format_seconds(compute_s)}; optimizer {format_seconds(optimizer_s)}; communication "
-        f"{format_seconds(communication_s)}",
+        note(NoteCode.MODEL_STATES, trainable_params=trainable_params, weights_bytes=states.weights_bytes,
+             gradient_bytes=states.gradient_bytes, master_bytes=states.master_bytes,
+             optimizer_bytes=states.optimizer_bytes, zero_stage=stage, dp=w.dp, model_parallel=mp),
+        note(NoteCode.LAYER_ACTIVATIONS, bytes_per_token=float(per_layer_token), tokens=tokens, bytes=per_layer,
+             layers=stage_layers, in_flight=in_flight, full_recompute=w.recompute == "full"),
+        note(NoteCode.OUTPUT_AND_LOSS, saved_bytes=output_bytes, loss_gradient_bytes=loss_bwd),
+        note(NoteCode.PEAK_PHASE, phase=peak_phase, tensor_bytes=peak_tensors, overhead_bytes=overhead,
+             per_gpu_bytes=per_gpu),
+        note(NoteCode.STEP_TIME, flops_per_gpu=executed_gpu, peak_flop_per_s=peak,
+             efficiency=prof.train_flop_efficiency, compute_s=compute_s, optimizer_s=optimizer_s,
+             communication_s=communication_s),
     ]
     parts = tuple(ActivationPart(name=t.name, bytes_per_token=float(t.bytes_per_token),
                                  bytes=bytes_for(per_token_bytes([t], tp=w.tp, sequence_parallel=sp), tokens))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from estimator.inference.report import GpuInfo, ModelInfo
+from estimator.notes import Note
 from estimator.report import Frozen, Versioned
 
 PeakPhase = Literal["forward-backward", "recompute", "optimizer-step"]
@@ -93,6 +94,6 @@ class TrainingReport(Versioned):
     workload: TrainingWorkloadInfo
     memory: TrainingMemoryReport
     time: TrainingTimeReport
-    assumptions: tuple[str, ...]
-    warnings: tuple[str, ...]
-    explain: tuple[str, ...]
+    assumptions: tuple[Note, ...]
+    warnings: tuple[Note, ...]
+    explain: tuple[Note, ...]

@@ -11,6 +11,7 @@ from estimator import InferenceWorkload, estimate
 from estimator.catalog.registry import Catalog
 from estimator.errors import WorkloadInvalid
 from estimator.model.footprint import prefill_shape
+from estimator.notes import NoteCode
 
 Make = Callable[..., InferenceWorkload]
 
@@ -26,7 +27,7 @@ def test_generic_70b_fp16_on_a100(catalog: Catalog, make_workload: Make) -> None
     assert report.time.decode_step_bound_s == pytest.approx(140e9 / 2039e9, rel=1e-12)  # 68.7 ms
     assert report.memory.kv_cache_bytes is None
     assert report.memory.activation_bytes is None
-    assert any("KV cache and activations not computed" in w for w in report.warnings)
+    assert NoteCode.SIZE_ONLY_NO_KV in {w.code for w in report.warnings}
 
 
 def test_llama_8b_batch_64_kv_and_weights(catalog: Catalog, make_workload: Make) -> None:
@@ -74,13 +75,14 @@ def test_encoder_reports_no_decode(catalog: Catalog, make_workload: Make) -> Non
                                                                                       prompt_tokens=512))
     assert r.memory.kv_cache_bytes == 0
     assert r.time.decode_step_s is None
-    assert any("encoder" in w for w in r.warnings)
+    assert [w.values for w in r.warnings if w.code is NoteCode.ENCODER] == [{"model": "bert-base"}]
 
 
 def test_dtype_without_tensor_rate_falls_back(catalog: Catalog, make_workload: Make) -> None:
     r = estimate(catalog.models.get("llama-3.1-8b"), catalog.gpus.get("v100"), make_workload())
     assert r.gpu.compute_dtype == "fp16"
-    assert any("no bf16" in w for w in r.warnings)
+    assert [w.values for w in r.warnings if w.code is NoteCode.COMPUTE_FALLBACK] == [
+        {"gpu": r.gpu.name, "wanted": "bf16", "used": "fp16"}]
 
 
 def test_quantized_decode_reads_fewer_bytes(catalog: Catalog, make_workload: Make) -> None:

@@ -142,7 +142,7 @@ def test_estimate_with_calibration(cli: Callable[..., CliResult], tmp_path: Path
     calibrated = json.loads(cli(*args, "--calibration", str(path)).stdout)
     # half the bandwidth efficiency (0.5 vs 0.86) and 100 µs per layer: a slower decode step
     assert calibrated["time"]["decode_step_s"] > plain["time"]["decode_step_s"] * 1.5
-    assert any("calibrated on NVIDIA H200" in a for a in calibrated["assumptions"])
+    assert any("calibrated on NVIDIA H200" in a["text"] for a in calibrated["assumptions"])
     other = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "a100", "--calibration", str(path))
     assert other.exit_code == 2
     assert other.stderr.startswith("error: ") and "has no calibration for" in other.stderr

@@ -13,6 +13,7 @@ from estimator.inference.estimate import estimate
 from estimator.inference.workload import MAX_BATCH, MAX_TOKENS, InferenceWorkload
 from estimator.model.capacity import largest_true, max_batch, max_context_tokens
 from estimator.model.footprint import memory_per_gpu
+from estimator.notes import NoteCode
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "gemma-2-9b", "mixtral-8x7b", "deepseek-v2-lite", "gpt2"]
 GPUS = ["h100", "rtx-4090", "a100-40gb-pcie", "h200", "l4"]
@@ -48,7 +49,7 @@ def test_generic_model_has_no_capacity_figures(catalog: Catalog, workload: Calla
     report = estimate(catalog.model("7b"), catalog.gpus.get("h100"), workload())
     assert report.memory.max_batch is None
     assert report.memory.max_context_tokens is None
-    assert any("max_batch" in w for w in report.warnings)
+    assert NoteCode.SIZE_ONLY_NO_CAPACITY in {w.code for w in report.warnings}
 
 
 def _fits(catalog: Catalog, model: str, gpu: str, w: InferenceWorkload, tp: int) -> bool:

@@ -1,0 +1,265 @@
+"""Notes: the warnings, assumptions and arithmetic lines of every report, as typed records worded late.
+
+A `Note` is a `NoteCode` and the values the sentence needs — bytes as ints (a float where the byte count is a mean,
+such as the decode step's bytes), seconds and rates as floats, names as strings. The calculation builds notes;
+nothing downstream reads their text (code selects, as ``sweep`` does for its per-row warnings). `word` turns a note
+into a sentence with byte counts in decimal GB (``binary=False``, the default output) or binary GiB
+(``binary=True``, ``--units gib``); rates stay decimal, as datasheets state them.
+
+The wording lives here, beside the codes, and not in ``render/``: a report's JSON keeps a readable sentence beside
+each record (``{"code", "values", "text"}``, text in decimal units) and `report.flatten` joins those texts into one
+CSV column, so the report models — below ``render/`` — need the wording. Renderers call `word` with the user's units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from enum import Enum
+from functools import partial
+from typing import Any
+
+from pydantic import computed_field, model_validator
+
+from estimator.report import Frozen
+from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
+
+NoteValue = bool | int | float | str | None
+Bytes = Callable[[float], str]  # a byte count → "140.0 GB" or "130.4 GiB"
+
+
+class NoteCode(str, Enum):
+    """Every note a report can carry. The value is the JSON spelling."""
+
+    # warnings
+    COMPUTE_FALLBACK = "compute-fallback"
+    TRAIN_COMPUTE_FALLBACK = "train-compute-fallback"
+    NO_FITTING_GROUP = "no-fitting-group"
+    NEEDS_MORE_GPUS = "needs-more-gpus"
+    SIZE_ONLY_NO_KV = "size-only-no-kv"
+    SIZE_ONLY_NO_CAPACITY = "size-only-no-capacity"
+    SIZE_ONLY_TIME = "size-only-time"
+    ENCODER = "encoder"
+    CONTEXT_TOO_LONG = "context-too-long"
+    SEQ_LEN_TOO_LONG = "seq-len-too-long"
+    SELECTIVE_RECOMPUTE_NOOP = "selective-recompute-noop"
+    PIPELINE_BUBBLE = "pipeline-bubble"
+    TRAIN_DOES_NOT_FIT = "train-does-not-fit"
+    NO_PRICE = "no-price"
+    # assumptions
+    PROFILE = "profile"
+    MLA_CACHE = "mla-cache"
+    CAPACITY_REPORTED = "capacity-reported"
+    CAPACITY_MARKETED = "capacity-marketed"
+    KV_FULL_CONTEXT = "kv-full-context"
+    LOGITS = "logits"
+    TENSOR_PARALLEL = "tensor-parallel"
+    SAVED_ACTIVATIONS = "saved-activations"
+    LOSS_ONLY = "loss-only"
+    STEADY_STATE = "steady-state"
+    NO_OVERLAP = "no-overlap"
+    AMP = "amp"
+    DEEPSPEED = "deepspeed"
+    LORA = "lora"
+    PIPELINE_1F1B = "pipeline-1f1b"
+    PLAN_TENSOR_PARALLEL = "plan-tensor-parallel"
+    PLAN_TTFT = "plan-ttft"
+    PLAN_TOKENS = "plan-tokens"
+    OWNED_COST = "owned-cost"
+    PRICE_SOURCE = "price-source"
+    # explain: the arithmetic behind the headline numbers
+    WEIGHTS_PART = "weights-part"
+    KV_PART = "kv-part"
+    PER_GPU_TOTAL = "per-gpu-total"
+    PREFILL_BOUND = "prefill-bound"
+    DECODE_BOUND = "decode-bound"
+    DECODE_EXPECTED = "decode-expected"
+    MOE_DECODE = "moe-decode"
+    MODEL_STATES = "model-states"
+    LAYER_ACTIVATIONS = "layer-activations"
+    OUTPUT_AND_LOSS = "output-and-loss"
+    PEAK_PHASE = "peak-phase"
+    STEP_TIME = "step-time"
+
+
+_Wording = Callable[[Mapping[str, Any], Bytes], str]
+_NUM = (int, float)
+_OPT_INT = (int, type(None))
+_C = NoteCode
+
+# code → (the values it carries and their types, its sentence). A float value also takes an int (a whole number).
+_SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
+    _C.COMPUTE_FALLBACK: ({"gpu": str, "wanted": str, "used": str}, lambda v, b: (
+        f"{v['gpu']} has no {v['wanted']} tensor rate; compute uses its {v['used']} peak "
+        "(kernels dequantize or cast)")),
+    _C.TRAIN_COMPUTE_FALLBACK: ({"gpu": str, "wanted": str, "used": str}, lambda v, b: (
+        f"{v['gpu']} has no {v['wanted']} tensor rate; compute uses its {v['used']} peak")),
+    _C.NO_FITTING_GROUP: ({"gpu": str}, lambda v, b: (
+        f"does not fit on any tensor-parallel group of {v['gpu']} cards up to the model's head count")),
+    _C.NEEDS_MORE_GPUS: ({"gpus": int, "gpu": str, "required": int}, lambda v, b: (
+        f"does not fit on {v['gpus']} × {v['gpu']}: needs {v['required']}")),
+    _C.SIZE_ONLY_NO_KV: ({}, lambda v, b: (
+        "KV cache and activations not computed: a model given only by its size has no architecture "
+        "(pass a catalog name or a config.json)")),
+    _C.SIZE_ONLY_NO_CAPACITY: ({}, lambda v, b: (
+        "max_batch and max_context_tokens not computed: they need the KV cache and activations")),
+    _C.SIZE_ONLY_TIME: ({}, lambda v, b: (
+        "prefill time counts 2 × params FLOPs per token without attention; decode reads weights only")),
+    _C.ENCODER: ({"model": str}, lambda v, b: (
+        f"{v['model']} is an encoder: no KV cache and no token-by-token decoding")),
+    _C.CONTEXT_TOO_LONG: ({"tokens": int, "limit": int}, lambda v, b: (
+        f"context {v['tokens']:,} tokens exceeds the model's max_position_embeddings {v['limit']:,}")),
+    _C.SEQ_LEN_TOO_LONG: ({"tokens": int, "limit": int}, lambda v, b: (
+        f"seq_len {v['tokens']:,} exceeds the model's max_position_embeddings {v['limit']:,}")),
+    _C.SELECTIVE_RECOMPUTE_NOOP: ({"attention": str}, lambda v, b: (
+        f"selective recompute changes nothing with {v['attention']} attention: its kernels already recompute "
+        "the attention scores")),
+    _C.PIPELINE_BUBBLE: ({"stages": int, "micro_batches": int, "idle_fraction": float}, lambda v, b: (
+        f"pipeline of {v['stages']} stages with {v['micro_batches']} micro-batches idles {v['idle_fraction']:.0%} "
+        "of the step; raise --grad-accum")),
+    _C.TRAIN_DOES_NOT_FIT: ({"per_gpu_bytes": int, "capacity_bytes": int}, lambda v, b: (
+        f"does not fit: needs {b(v['per_gpu_bytes'])} per GPU of {b(v['capacity_bytes'])}")),
+    _C.NO_PRICE: ({}, lambda v, b: (
+        "no card has a price: add purchase or per-hour prices with --prices (docs/planning.md)")),
+    _C.PROFILE: ({"profile": str, "description": str}, lambda v, b: (
+        f"efficiency profile '{v['profile']}': {v['description']}")),
+    _C.MLA_CACHE: ({"layout": str}, lambda v, b: "multi-head latent attention: KV cache holds " + (
+        "decompressed K and V per head (Hugging Face transformers' layout)" if v["layout"] == "decompressed" else
+        "the compressed latent + RoPE key (kv_lora_rank + qk_rope_head_dim), as serving engines do")),
+    # the device reports MiB, so the reported capacity is stated in GiB whatever the output units
+    _C.CAPACITY_REPORTED: ({"capacity_bytes": int}, lambda v, b: (
+        f"capacity is what the device reports: {format_bytes(v['capacity_bytes'], binary=True)} per GPU")),
+    # the vendor's marketed figure is decimal GB by definition
+    _C.CAPACITY_MARKETED: ({"capacity_bytes": int}, lambda v, b: (
+        f"capacity is the marketed {v['capacity_bytes'] / 1e9:g} GB (reported figure unknown)")),
+    _C.KV_FULL_CONTEXT: ({}, lambda v, b: (
+        "KV cache holds prompt + output tokens for every sequence; decode_step_s is the step at that full context "
+        "(the longest); tokens/s is at the mean context of generation (prompt + output / 2)")),
+    _C.LOGITS: ({"positions": str}, lambda v, b: (
+        f"logits computed for {'every prompt position' if v['positions'] == 'all' else 'the last position only'}")),
+    _C.TENSOR_PARALLEL: ({"gpus": int}, lambda v, b: (
+        f"tensor parallel over {v['gpus']} GPUs: linear layers and vocabulary split, norms replicated")),
+    _C.SAVED_ACTIVATIONS: ({"residual": str, "attention": str}, lambda v, b: (
+        "activations counted from the tensors PyTorch autograd saves in a Hugging Face transformers layer "
+        f"({v['residual']} residual stream, {v['attention']} attention, no dropout)")),
+    _C.LOSS_ONLY: ({}, lambda v, b: "the caller keeps only the loss (logits freed after the loss); "
+                  "zero_grad(set_to_none=True)"),
+    _C.STEADY_STATE: ({}, lambda v, b: "steady-state step: optimizer states exist from the previous step"),
+    _C.NO_OVERLAP: ({}, lambda v, b: (
+        "communication is not overlapped with compute; DP/TP traffic crosses the card's listed interconnect")),
+    _C.AMP: ({}, lambda v, b: (
+        "PyTorch AMP: fp32 parameters, gradients and optimizer states; autocast keeps a 16-bit copy of every "
+        "linear weight from forward to backward")),
+    _C.DEEPSPEED: ({}, lambda v, b: (
+        "DeepSpeed ZeRO: 16-bit parameters and gradients, fp32 master + optimizer states (Rajbhandari et al. 2020), "
+        "fused optimizer (no step temporaries)")),
+    _C.LORA: ({"rank": int, "targets": str, "base": str}, lambda v, b: (
+        f"LoRA rank {v['rank']} on {v['targets']} of every layer; frozen base in {v['base']}; adapters in fp32 "
+        "under autocast (PEFT)")),
+    _C.PIPELINE_1F1B: ({"in_flight": int}, lambda v, b: (
+        f"1F1B pipeline: the first stage keeps {v['in_flight']} micro-batches in flight (Narayanan et al. 2021)")),
+    _C.PLAN_TENSOR_PARALLEL: ({}, lambda v, b: (
+        "tensor-parallel degrees divide the attention heads (and the KV heads, or are multiples of them)")),
+    _C.PLAN_TTFT: ({}, lambda v, b: (
+        "time to first token prefills every prompt of a replica's batch together; time per output token is the "
+        "mean decode step over the output")),
+    _C.PLAN_TOKENS: ({}, lambda v, b: (
+        "tokens/s counts generated tokens; replicas are independent data-parallel copies")),
+    _C.OWNED_COST: ({"years": float, "usd_per_kwh": float}, lambda v, b: (
+        f"owned cost: card price over {v['years']:g} years + board power at ${v['usd_per_kwh']:g}/kWh "
+        "(specs/costs.yaml or --prices); prices from specs are approximate")),
+    _C.PRICE_SOURCE: ({"source": str}, lambda v, b: v["source"]),
+    _C.WEIGHTS_PART: ({"role": str, "params": int, "bits": float, "bytes": int}, lambda v, b: (
+        f"weights[{v['role']}]: {v['params']:,} params × {v['bits']:g} bits ÷ 8 = {b(v['bytes'])}")),
+    _C.KV_PART: ({"window": _OPT_INT, "layers": int, "tokens": int, "sequences": int, "kv_dtype": str, "bytes": int},
+                lambda v, b: (
+        f"KV cache[{_span(v['window'])}]: {v['layers']} layers × "
+        f"{v['tokens']:,} tokens × {v['sequences']} sequences ({v['kv_dtype']}) = {b(v['bytes'])}")),
+    _C.PER_GPU_TOTAL: ({"per_gpu_bytes": int, "capacity_bytes": int, "fits": bool}, lambda v, b: (
+        f"per GPU: weights + KV + activations + overhead = {b(v['per_gpu_bytes'])} of {b(v['capacity_bytes'])} "
+        f"({'fits' if v['fits'] else 'does not fit'})")),
+    _C.PREFILL_BOUND: ({"flops": float, "gpus": int, "peak_flop_per_s": float, "seconds": float, "bound": str},
+                      lambda v, b: (
+        f"prefill bound: {v['flops']:.3e} FLOP ÷ ({v['gpus']} GPU × {format_flops(v['peak_flop_per_s'])}) = "
+        f"{format_seconds(v['seconds'])} ({v['bound']})")),
+    _C.DECODE_BOUND: ({"bytes": float, "bandwidth_bytes_per_s": float, "seconds": float, "gpus": int}, lambda v, b: (
+        f"decode bound: {b(v['bytes'])} ÷ {format_rate_bytes(v['bandwidth_bytes_per_s'])} = "
+        f"{format_seconds(v['seconds'])} per token" + (" (per GPU)" if v["gpus"] > 1 else ""))),
+    _C.DECODE_EXPECTED: ({"profile": str, "seconds": float, "memory_s": float, "compute_s": float,
+                         "communication_s": float}, lambda v, b: (
+        f"decode expected ({v['profile']}): {format_seconds(v['seconds'])} per step "
+        f"(memory {format_seconds(v['memory_s'])}, compute {format_seconds(v['compute_s'])}, "
+        f"communication {format_seconds(v['communication_s'])})")),
+    _C.MOE_DECODE: ({"experts": int, "per_token": int, "sequences": int, "experts_read": float}, lambda v, b: (
+        f"MoE decode: {v['experts']} × (1 − (1 − {v['per_token']}/{v['experts']})^{v['sequences']}) = "
+        f"{v['experts_read']:.2f} of {v['experts']} experts read per layer per step")),
+    _C.MODEL_STATES: ({"trainable_params": int, "weights_bytes": int, "gradient_bytes": int, "master_bytes": int,
+                      "optimizer_bytes": int, "zero_stage": int, "dp": int, "model_parallel": int}, lambda v, b: (
+        f"model states: {v['trainable_params']:,} trainable params → weights {b(v['weights_bytes'])} + grads "
+        f"{b(v['gradient_bytes'])} + master {b(v['master_bytes'])} + optimizer {b(v['optimizer_bytes'])} per GPU "
+        f"(ZeRO stage {v['zero_stage']}, dp {v['dp']}, tp×pp {v['model_parallel']})")),
+    _C.LAYER_ACTIVATIONS: ({"bytes_per_token": float, "tokens": int, "bytes": int, "layers": int, "in_flight": int,
+                           "full_recompute": bool}, lambda v, b: (
+        f"activations per layer: {v['bytes_per_token']:,.0f} B/token × {v['tokens']:,} tokens = {b(v['bytes'])}; "
+        f"{v['layers']} layers × {v['in_flight']} in flight"
+        + (" (checkpoints only, full recompute)" if v["full_recompute"] else ""))),
+    _C.OUTPUT_AND_LOSS: ({"saved_bytes": int, "loss_gradient_bytes": int}, lambda v, b: (
+        f"output layer + loss: {b(v['saved_bytes'])} saved, {b(v['loss_gradient_bytes'])} of fp32 gradients at "
+        "backward start")),
+    _C.PEAK_PHASE: ({"phase": str, "tensor_bytes": int, "overhead_bytes": int, "per_gpu_bytes": int}, lambda v, b: (
+        f"peak phase {v['phase']}: {b(v['tensor_bytes'])} of tensors + {b(v['overhead_bytes'])} runtime overhead = "
+        f"{b(v['per_gpu_bytes'])}")),
+    _C.STEP_TIME: ({"flops_per_gpu": float, "peak_flop_per_s": float, "efficiency": float, "compute_s": float,
+                   "optimizer_s": float, "communication_s": float}, lambda v, b: (
+        f"step: {v['flops_per_gpu']:.3e} FLOP per GPU ÷ ({v['peak_flop_per_s'] / 1e12:,.1f} TFLOP/s × "
+        f"{v['efficiency']}) = {format_seconds(v['compute_s'])}; optimizer {format_seconds(v['optimizer_s'])}; "
+        f"communication {format_seconds(v['communication_s'])}")),
+}
+
+
+def _span(window: int | None) -> str:
+    return "global" if window is None else f"window {window:,}"
+
+
+def _fits_type(value: NoteValue, kind: type | tuple[type, ...]) -> bool:
+    if kind is float:
+        kind = _NUM
+    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+
+
+class Note(Frozen):
+    """One warning, assumption or arithmetic line: its code and the values its sentence is made of."""
+
+    code: NoteCode
+    values: dict[str, NoteValue]
+
+    @model_validator(mode="after")
+    def _values_match_code(self) -> Note:
+        kinds = _SPECS[self.code][0]
+        if set(self.values) != set(kinds):
+            raise ValueError(f"note {self.code.value} takes {sorted(kinds)}, got {sorted(self.values)}")
+        wrong = [k for k, kind in kinds.items() if not _fits_type(self.values[k], kind)]
+        if wrong:
+            raise ValueError(f"note {self.code.value}: wrong type for {', '.join(wrong)}")
+        return self
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def text(self) -> str:
+        """The sentence in the default decimal units (what JSON and CSV carry beside the record)."""
+        return word(self, binary=False)
+
+
+def note(code: NoteCode, **values: NoteValue) -> Note:
+    """``note(NoteCode.NEEDS_MORE_GPUS, gpus=1, gpu="NVIDIA A100", required=2)``."""
+    return Note(code=code, values=values)
+
+
+def word_values(code: NoteCode, values: Mapping[str, NoteValue], *, binary: bool) -> str:
+    """The sentence of ``code`` with ``values``, byte counts in GiB when ``binary`` else GB (no model built: sweep
+    words a million rows this way)."""
+    return _SPECS[code][1](values, partial(format_bytes, binary=binary))
+
+
+def word(item: Note, *, binary: bool) -> str:
+    """``item`` as a sentence, byte counts in GiB when ``binary`` else GB."""
+    return word_values(item.code, item.values, binary=binary)
