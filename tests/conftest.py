@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,9 +13,17 @@ import pytest
 
 from estimator import InferenceWorkload
 from estimator.catalog.registry import Catalog, default_catalog
-from estimator.cli.main import estimate_main, main
+from estimator.cli.estimate import estimate_main
+from estimator.cli.main import main
 
 REFERENCE = Path(__file__).resolve().parent / "data/measured/reference/h200-measured.jsonl"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests never write to the user's cache folder: the parsed-spec cache goes to a folder of the run's own."""
+    del config
+    if "ESTIMATOR_CACHE_DIR" not in os.environ:
+        os.environ["ESTIMATOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="estimator-test-cache-")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

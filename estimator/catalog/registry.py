@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.hf_config import architecture_from_config
+from estimator.catalog.parse_cache import parse_all
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec, NumberFormat
 from estimator.errors import SpecInvalid, SpecNotFound
@@ -158,8 +159,7 @@ def _names(data: Mapping[str, Any], path: Path) -> list[str]:
     return [name, *aliases]
 
 
-def _parsed(path: Path) -> tuple[Path, Mapping[str, Any]]:
-    data = read_yaml(path)
+def _checked(path: Path, data: Any) -> tuple[Path, Mapping[str, Any]]:
     if not isinstance(data, Mapping):
         raise SpecInvalid(f"{path}: expected a mapping of keys, got {type(data).__name__}")
     return path, data
@@ -193,7 +193,8 @@ class Catalog:
             return sorted((root / sub).glob("*.yaml"))
 
         def entries(sub: str) -> tuple[tuple[Path, Mapping[str, Any]], ...]:
-            return tuple(_parsed(p) for p in files(sub))
+            paths = files(sub)
+            return tuple(_checked(p, data) for p, data in zip(paths, parse_all(paths, read_yaml), strict=True))
 
         return cls(
             gpus=Registry("GPU", entries("gpus"), _builder(GpuSpec)),

@@ -184,3 +184,13 @@ def report_for_args(args: Sequence[str]) -> Report:
                             mla_cache=None if p["mla_cache"] is None else str(getattr(p["mla_cache"], "value",
                                                                                       p["mla_cache"])),
                             group_size=p["group_size"], calibration=calibration)
+
+
+def estimate_main() -> None:
+    """`estimate` console script: the estimate command on its own, importing none of the other commands (the live
+    GPU's NVML bindings, planning, numpy), so its cold start pays only for what it runs."""
+    from estimator.cli.run import run
+
+    alone = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    alone.command()(estimate_command)
+    run(typer.main.get_command(alone))

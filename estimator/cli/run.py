@@ -1,0 +1,41 @@
+"""Running a command: every error becomes one line on stderr and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+import typer
+from pydantic import ValidationError
+
+from estimator.catalog.registry import validation_message
+from estimator.errors import EstimatorError
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    sys.stderr.write(f"error: {message}\n")
+    raise SystemExit(code)
+
+
+def run(command: Any, args: list[str] | None = None) -> None:
+    """Run a (typer) click command with every error reduced to one line on stderr and a non-zero exit."""
+    try:
+        code = command.main(args=args, standalone_mode=False)
+    except EstimatorError as error:
+        _fail(str(error), error.exit_code)
+    except typer.Abort:
+        _fail("aborted", 130)
+    except ValidationError as error:
+        _fail(validation_message(error), 2)
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except (OverflowError, ZeroDivisionError) as error:  # numbers beyond what the formulas can carry
+        _fail(f"numbers out of range: {error}", 2)
+    except Exception as error:
+        # Usage errors (missing or unknown option, bad choice) are click exceptions; typer vendors click, so they
+        # are recognised by their interface rather than their class.
+        if hasattr(error, "format_message") and hasattr(error, "exit_code"):
+            _fail(" ".join(str(error.format_message()).split()).replace("Value error, ", ""), int(error.exit_code) or 2)
+        raise
+    if isinstance(code, int) and code:
+        raise SystemExit(code)
