@@ -16,7 +16,9 @@ from estimator.catalog.registry import Catalog, default_catalog
 from estimator.cli.estimate import estimate_main
 from estimator.cli.main import main
 
-REFERENCE = Path(__file__).resolve().parent / "data/measured/reference/h200-measured.jsonl"
+DATA = Path(__file__).resolve().parent / "data"
+REFERENCE = DATA / "measured/reference/h200-measured.jsonl"
+GOLDEN = DATA / "golden"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -53,14 +55,15 @@ class CliResult:
 
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
-    """Run `estimator ARGS` (or `estimate ARGS` with entry='estimate') in-process, capturing both streams."""
+    """Run `estimator ARGS` (or `estimate ARGS` with entry='estimate') in-process, capturing both streams, in a
+    terminal ``columns`` wide."""
 
-    def invoke(*args: str, entry: str = "estimator") -> CliResult:
+    def invoke(*args: str, entry: str = "estimator", columns: int = 120) -> CliResult:
         out, err = io.StringIO(), io.StringIO()
         monkeypatch.setattr("sys.stdout", out)
         monkeypatch.setattr("sys.stderr", err)
         monkeypatch.setattr("sys.argv", [entry, *args])
-        monkeypatch.setenv("COLUMNS", "120")
+        monkeypatch.setenv("COLUMNS", str(columns))
         monkeypatch.setenv("ESTIMATOR_NO_CALIBRATION", "1")  # a calibration in the user config dir must not leak in
         code = 0
         try:
@@ -75,6 +78,20 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+@pytest.fixture
+def golden(update_golden: bool) -> Callable[[str, str], None]:
+    """``golden(name, text)``: assert ``text`` equals tests/data/golden/NAME.txt (``--update-golden`` rewrites it)."""
+
+    def check(name: str, text: str) -> None:
+        path = GOLDEN / f"{name}.txt"
+        if update_golden:
+            path.write_text(text, encoding="utf-8")
+        assert path.exists(), f"{path} missing: run pytest --update-golden and commit it"
+        assert text == path.read_text(encoding="utf-8")
+
+    return check
 
 
 @pytest.fixture(scope="session")

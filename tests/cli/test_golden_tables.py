@@ -1,0 +1,71 @@
+"""Golden tables of `estimate --mode train`, `plan` and `validate`, each at 80 and 200 columns.
+
+The tables are what a user reads; a change to any of them shows up here as a diff of the file in tests/data/golden
+(rewrite them with ``pytest --update-golden`` when the change is meant, and review the diff).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from estimator.live import measure
+from tests.conftest import DATA, CliResult
+
+Cli = Callable[..., CliResult]
+WIDTHS = [80, 200]
+
+# README commands: training (its first and third examples) and plan (its first example, over four cards so the
+# table stays short).
+TRAIN = {
+    "train-llama-3.1-8b-h100": ["--model", "llama-3.1-8b", "--mode", "train", "--precision", "amp-bf16",
+                                "--optimizer", "adamw", "--batch", "4", "--seq-len", "4096", "--gpu", "h100",
+                                "--explain"],
+    "train-qlora-llama-3.1-8b-rtx-4090": ["--model", "llama-3.1-8b", "--mode", "train", "--lora-rank", "16",
+                                          "--qlora", "--recompute", "full", "--batch", "1", "--seq-len", "2048",
+                                          "--gpu", "rtx-4090"],
+}
+PLAN = ["plan", "--model", "llama-3.1-70b", "--dtype", "bf16", "--prompt-tokens", "4096", "--output-tokens", "512",
+        "--concurrency", "32", "--gpus", "h100,h200,a100,rtx-4090"]
+VALIDATE_SOURCE = "estimator validate --model llama-3.1-8b --batch 1 --prompt-tokens 2048"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", sorted(TRAIN))
+def test_training_table(cli: Cli, golden: Callable[[str, str], None], name: str, width: int) -> None:
+    result = cli(*TRAIN[name], entry="estimate", columns=width)
+    assert result.exit_code == 0, result.stderr
+    golden(f"{name}-{width}", result.stdout)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_plan_table(cli: Cli, golden: Callable[[str, str], None], width: int) -> None:
+    result = cli(*PLAN, columns=width)
+    assert result.exit_code == 0, result.stderr
+    golden(f"plan-llama-3.1-70b-{width}", result.stdout)
+
+
+def _validate_rows() -> list[dict[str, Any]]:
+    """The rows `estimator validate` measured on the H200 (tests/data/measured/README.md, call 2)."""
+    lines = (DATA / "measured" / "h200-2026-11-30.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    return [r for r in rows if r.get("source") == VALIDATE_SOURCE]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_validate_table(cli: Cli, monkeypatch: pytest.MonkeyPatch, golden: Callable[[str, str], None],
+                        width: int) -> None:
+    """The command's table over its recorded H200 rows: the GPU part (torch, CUDA, the model run) is replaced by
+    what it returned on the H200, so the table is the one the command prints there today."""
+    rows = _validate_rows()
+    assert [r["kind"] for r in rows] == ["model"] * 4 + ["lean_decode"] * 2  # load, 2 prefills, decode; 2 kernels
+    for name in ("require_torch", "require_cuda", "require_transformers"):
+        monkeypatch.setattr(measure, name, lambda: None)
+    monkeypatch.setattr(measure, "inference_rows", lambda *args, **kwargs: rows)
+    result = cli("validate", "--model", "llama-3.1-8b", "--batch", "1", "--prompt-tokens", "2048", "--gpu", "h200",
+                 columns=width)
+    assert result.exit_code == 0, result.stderr
+    golden(f"validate-llama-3.1-8b-h200-{width}", result.stdout)
