@@ -15,7 +15,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from estimator.catalog.architecture import ModelSpec
@@ -28,9 +27,6 @@ from estimator.units import parse_count
 
 T = TypeVar("T")
 
-# libyaml's safe loader when PyYAML was built with it (10× faster: 0.24 s → 0.024 s for the catalog, most of
-# `estimate`'s cold start); the pure-Python SafeLoader otherwise. Both construct plain types only, as safe_load does.
-_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _GENERIC_SIZE = re.compile(r"^\s*[0-9]*\.?[0-9]+(e[+-]?[0-9]+)?\s*[kmbgt]?\s*$", re.IGNORECASE)
 
@@ -51,8 +47,13 @@ def normalize(name: str) -> str:
 
 def read_yaml(path: Path, what: str = "") -> Any:
     """Parse one YAML file with the safe loader; a problem becomes SpecInvalid naming the file (and ``what``)."""
+    import yaml  # only when a file is parsed: the parsed-spec cache serves most starts without PyYAML (~8 ms)
+
+    # libyaml's safe loader when PyYAML was built with it (10× faster: 0.24 s → 0.024 s for the catalog); the
+    # pure-Python SafeLoader otherwise. Both construct plain types only, as safe_load does.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
     except (OSError, UnicodeDecodeError) as error:
         raise SpecInvalid(f"{path}: cannot read{' ' + what if what else ''}: {error}") from None
     except yaml.YAMLError as error:

@@ -22,7 +22,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import Field, ValidationError
 
 from estimator.catalog.profiles import EfficiencyProfile
@@ -116,6 +115,8 @@ def save_calibration(path: Path, entry: GpuCalibration) -> None:
     data = CalibrationFile(gpus=gpus).model_dump(mode="json")
     path.parent.mkdir(parents=True, exist_ok=True)
     header = "# Written by `estimator calibrate`; read by `estimate` (see estimator/live/calibration.py).\n"
+    import yaml
+
     path.write_text(header + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
