@@ -83,7 +83,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         divisor = kv_heads_divisor(arch, tp)
         layers_kv = kv_cache_layers(arch, w.context_tokens, w.batch, w.kv_format, decompressed_mla=decompressed,
                                     kv_heads_divisor=divisor) if arch.causal else []
-        kv_parts = tuple(KvPart(window=g.window, layers=g.layers, tokens=g.tokens, bytes=g.bytes) for g in layers_kv)
+        kv_parts = tuple(KvPart(window=g.window, layers=g.layers, tokens=g.tokens, bytes=g.bytes,
+                                total_bytes=g.bytes * tp) for g in layers_kv)
         kv_per_token = kv_cache_bytes(arch, 1, 1, w.kv_format, decompressed_mla=decompressed) if arch.causal else 0
         mean_context = w.prompt_tokens + w.output_tokens // 2
         read_full = decode_weight_bytes(arch, w.weight_format, w.batch)
@@ -121,11 +122,15 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
 
     memory = MemoryReport(
         weights_bytes=total_weights,
-        kv_cache_bytes=None if mem.kv is None else mem.kv * (1 if tp == 1 else tp),
+        kv_cache_bytes=None if mem.kv is None else mem.kv * tp,
         activation_bytes=None if mem.activation is None else mem.activation * tp,
         overhead_bytes=mem.overhead * tp,
         total_bytes=mem.per_gpu * tp,
         per_gpu_bytes=mem.per_gpu,
+        weights_per_gpu_bytes=mem.weights,
+        kv_cache_per_gpu_bytes=mem.kv,
+        activation_per_gpu_bytes=mem.activation,
+        overhead_per_gpu_bytes=mem.overhead,
         capacity_bytes=capacity,
         gpus_required=required,
         fits=mem.per_gpu <= capacity,

@@ -60,7 +60,8 @@ class KvPart(Frozen):
     window: int | None
     layers: int
     tokens: int
-    bytes: int
+    bytes: int  # on one GPU (the KV heads it holds)
+    total_bytes: int  # on all GPUs of the tensor-parallel group (``bytes`` × GPUs, replicated KV heads included)
 
 
 class MemoryReport(Frozen):
@@ -70,6 +71,11 @@ class MemoryReport(Frozen):
     overhead_bytes: int
     total_bytes: int
     per_gpu_bytes: int
+    # one GPU's share of each term above (the totals are these × GPUs; weights: this rank's shard, norms replicated)
+    weights_per_gpu_bytes: int
+    kv_cache_per_gpu_bytes: int | None
+    activation_per_gpu_bytes: int | None
+    overhead_per_gpu_bytes: int
     capacity_bytes: int
     gpus_required: int | None
     fits: bool

@@ -278,7 +278,10 @@ def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, batch: Seq
     if kv is not None and activation is not None:  # else the template's None (a model without an architecture)
         cols["memory.kv_cache_bytes"] = kv * tp
         cols["memory.activation_bytes"] = activation * tp
+        cols["memory.kv_cache_per_gpu_bytes"] = kv
+        cols["memory.activation_per_gpu_bytes"] = activation
     cols["memory.overhead_bytes"] = overhead * tp
+    cols["memory.overhead_per_gpu_bytes"] = overhead
     cols["memory.total_bytes"] = per_gpu * tp
     cols["memory.per_gpu_bytes"] = per_gpu
     cols["memory.fits"] = per_gpu <= gpu.memory_bytes
@@ -462,7 +465,8 @@ def _lazy_columns(np: Any, mem: _Memory, template_warnings: Sequence[Note], gpu:
             if not groups:
                 groups.extend((json.dumps(win), layers, held.tolist(), size.tolist())
                               for win, layers, held, size in mem.kv_groups(p + o, b, tp))
-            return "[" + ",".join(f'{{"window":{win},"layers":{layers},"tokens":{held[i]},"bytes":{size[i]}}}'
+            return "[" + ",".join(f'{{"window":{win},"layers":{layers},"tokens":{held[i]},"bytes":{size[i]},'
+                                  f'"total_bytes":{size[i] * tp}}}'
                                   for win, layers, held, size in groups) + "]"
 
         lazy["memory.kv_by_window"] = kv_by_window

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from estimator.inference.report import Report
 from estimator.notes import Note, word
 from estimator.report import flatten
-from estimator.units import format_bytes, format_seconds
+from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
 
 
 def to_json(report: BaseModel) -> str:
@@ -53,7 +53,7 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
                   + (f" ({m.active_params:,} active)" if m.active_params != m.params else "")
                   + (f", {m.architecture}, {m.layers} layers" if m.architecture else ", generic (size only)"))
     console.print(f"[bold]GPU[/]    {chosen}: {format_bytes(g.memory_bytes, binary=binary)}, {g.memory_type}, "
-                  f"{g.bandwidth_bytes_per_s / 1e9:,.0f} GB/s, {g.peak_flop_per_s / 1e12:,.1f} TFLOP/s "
+                  f"{format_rate_bytes(g.bandwidth_bytes_per_s)}, {format_flops(g.peak_flop_per_s)} "
                   f"{g.compute_dtype} × {w.gpus}")
     console.print(f"[bold]Job[/]    batch {w.batch}, prompt {w.prompt_tokens:,} + output {w.output_tokens:,} tokens, "
                   f"weights {w.dtype}, KV {w.kv_dtype}, profile {w.profile}"
@@ -63,20 +63,17 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
     table.add_column("term")
     table.add_column("total", justify="right")
     table.add_column("per GPU", justify="right")
-    n = w.gpus
-
-    def per_gpu(value: int | None) -> str:
-        return _bytes(None if value is None else value // n, binary)
 
     table.add_row("weights", _bytes(mem.weights_bytes, binary), "")
     for part in mem.weights_by_role:
         table.add_row(f"  {part.role} @ {part.bits_per_weight:g} bit", _bytes(part.bytes, binary), "")
-    table.add_row("KV cache", _bytes(mem.kv_cache_bytes, binary), per_gpu(mem.kv_cache_bytes))
+    table.add_row("KV cache", _bytes(mem.kv_cache_bytes, binary), _bytes(mem.kv_cache_per_gpu_bytes, binary))
     for kv in mem.kv_by_window:
         span = "global" if kv.window is None else f"window {kv.window:,}"
-        table.add_row(f"  {kv.layers} layers {span} × {kv.tokens:,} tok", _bytes(kv.bytes * n, binary), "")
-    table.add_row("activations (prefill peak)", _bytes(mem.activation_bytes, binary), per_gpu(mem.activation_bytes))
-    table.add_row("runtime overhead", _bytes(mem.overhead_bytes, binary), per_gpu(mem.overhead_bytes))
+        table.add_row(f"  {kv.layers} layers {span} × {kv.tokens:,} tok", _bytes(kv.total_bytes, binary), "")
+    table.add_row("activations (prefill peak)", _bytes(mem.activation_bytes, binary),
+                  _bytes(mem.activation_per_gpu_bytes, binary))
+    table.add_row("runtime overhead", _bytes(mem.overhead_bytes, binary), _bytes(mem.overhead_per_gpu_bytes, binary))
     table.add_row("[bold]total[/]", _bytes(mem.total_bytes, binary), f"[bold]{_bytes(mem.per_gpu_bytes, binary)}[/]")
     table.add_row("capacity", "", _bytes(mem.capacity_bytes, binary))
     verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"

@@ -74,10 +74,8 @@ def estimate_chart(report: Report, path: Path) -> None:
     plt = _pyplot(path)
     m, t, n = report.memory, report.time, report.workload.gpus
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5), gridspec_kw={"width_ratios": [1, 2]})
-    parts = {"weights": [m.per_gpu_bytes - ((m.kv_cache_bytes or 0) + (m.activation_bytes or 0)
-                                            + m.overhead_bytes) / n],
-             "KV cache": [(m.kv_cache_bytes or 0) / n], "activations": [(m.activation_bytes or 0) / n],
-             "overhead": [m.overhead_bytes / n]}
+    parts = {"weights": [m.weights_per_gpu_bytes], "KV cache": [m.kv_cache_per_gpu_bytes or 0],
+             "activations": [m.activation_per_gpu_bytes or 0], "overhead": [m.overhead_per_gpu_bytes]}
     _stacked(left, [f"{report.gpu.name}\n× {n}"], parts, [m.capacity_bytes])
     left.set_title(f"{report.model.name}: {m.per_gpu_bytes / GB:,.1f} of {m.capacity_bytes / GB:,.1f} GB per GPU",
                    fontsize=10)

@@ -114,3 +114,17 @@ def test_mixtral_decode_experts_read(catalog: Catalog, make_workload: Make) -> N
     assert one == pytest.approx(2.0)  # 8 × (1 − (1 − 2/8)¹)
     assert many == pytest.approx(8 * (1 - 0.75**64))  # 7.99999...
     assert many is not None and many > 7.99
+
+
+def test_report_carries_each_term_per_gpu(catalog: Catalog, make_workload: Make) -> None:
+    w = make_workload(batch=2, prompt_tokens=1000, output_tokens=24, tensor_parallel=4)
+    mem = estimate(catalog.model("llama-3.1-70b"), catalog.gpus.get("h100"), w).memory
+    # KV: 80 layers × (8 KV heads ÷ 4 ranks) × 128 dims × 2 (K, V) × 2 B = 81,920 B per token per GPU;
+    # × 1,024 tokens × 2 sequences = 167,772,160 B on each GPU, × 4 GPUs in all
+    assert mem.kv_cache_per_gpu_bytes == 167_772_160
+    assert mem.kv_cache_bytes == 4 * 167_772_160
+    assert [(kv.bytes, kv.total_bytes) for kv in mem.kv_by_window] == [(167_772_160, 671_088_640)]
+    assert mem.activation_per_gpu_bytes is not None and mem.activation_bytes == 4 * mem.activation_per_gpu_bytes
+    assert mem.overhead_bytes == 4 * mem.overhead_per_gpu_bytes
+    assert mem.per_gpu_bytes == (mem.weights_per_gpu_bytes + mem.kv_cache_per_gpu_bytes
+                                 + mem.activation_per_gpu_bytes + mem.overhead_per_gpu_bytes)
