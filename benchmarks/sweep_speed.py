@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from estimator.catalog.registry import default_catalog
 from estimator.inference.workload import InferenceWorkload
 from estimator.planning.sweep import sweep
-from estimator.render.plan_table import rows_to_csv_file
+from estimator.render.formats import write_csv
 
 
 def main() -> None:
@@ -45,7 +45,7 @@ def main() -> None:
     if args.csv:
         start = time.perf_counter()
         with args.csv.open("w", encoding="utf-8", newline="") as handle:
-            rows_to_csv_file(result.keys, result.rows(), handle)
+            write_csv(result.keys, result.rows(), handle)
         seconds = time.perf_counter() - start
         print(f"CSV: {result.size:,} rows × {len(result.keys)} columns written in {seconds:.1f} s = "
               f"{result.size / seconds:,.0f} rows/s ({args.csv.stat().st_size / 1e9:.2f} GB)")

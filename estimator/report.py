@@ -13,10 +13,10 @@ own file format with an integer (``CALIBRATION_FILE_VERSION`` in `estimator.live
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import Any, get_origin
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 SCHEMA_VERSION = "1.0"
 
@@ -24,7 +24,9 @@ SCHEMA_VERSION = "1.0"
 class Frozen(BaseModel):
     """Base of every report model: immutable, and no field the schema does not name."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    # The JSON Schema (`estimator schema`) describes output, where a field with a default is always present.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True,
+                              json_schema_serialization_defaults_required=True)
 
 
 class Versioned(Frozen):
@@ -51,3 +53,31 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[name] = value
     return out
+
+
+def flat_model(model: type[BaseModel], name: str, *, leave_out: Collection[str] = ()) -> type[Frozen]:
+    """The model of ``flatten(model.model_dump(mode="json"))``: one field per dotted key, in the same order.
+
+    Nested models become dotted fields (``memory.weights_bytes``, held under the alias); a list or tuple field
+    becomes a string, as `flatten` writes it. So a CSV row (or a sweep row) has a schema of its own that cannot
+    drift from the report it flattens.
+    """
+    fields: dict[str, Any] = {}
+
+    def walk(kind: type[BaseModel], prefix: str) -> None:
+        for key, info in kind.model_fields.items():
+            dotted = f"{prefix}{key}"
+            if dotted in leave_out:
+                continue
+            annotation = info.annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                walk(annotation, f"{dotted}.")
+            else:
+                if get_origin(annotation) in (list, tuple):
+                    annotation = str
+                fields[dotted.replace(".", "__")] = (annotation, Field(alias=dotted, description=info.description))
+
+    walk(model, "")
+    flat: type[Frozen] = create_model(name, __base__=Frozen, __doc__=f"{model.__name__}, flattened as CSV rows are",
+                                      **fields)
+    return flat

@@ -6,7 +6,6 @@ without running the command.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
@@ -22,6 +21,7 @@ from estimator.cli.options import (
     SpecsDir,
     Units,
     catalog_for,
+    check_format,
     console,
     kv_format,
     number_format,
@@ -32,7 +32,7 @@ from estimator.inference.estimate import estimate
 from estimator.inference.report import Report
 from estimator.inference.workload import InferenceWorkload
 from estimator.live.calibration import calibrated_profile
-from estimator.render.formats import render_table, to_csv, to_json
+from estimator.render.formats import render_table, write_report
 from estimator.training.options import (
     Attention,
     Fsdp,
@@ -47,6 +47,9 @@ if TYPE_CHECKING:
     from estimator.catalog.architecture import ModelSpec
     from estimator.catalog.registry import Catalog
     from estimator.catalog.specs import GpuSpec
+
+
+ESTIMATE_FORMATS = (OutputFormat.table, OutputFormat.json, OutputFormat.csv)  # inference and training alike
 
 
 class Logits(str, Enum):
@@ -111,6 +114,7 @@ def estimate_command(
                                                      "the user config dir's, when it has this card).")] = None,
 ) -> None:
     """Estimate memory and speed. Example: estimate --model 70b --dtype fp16 --gpu a100"""
+    check_format(output_format, ESTIMATE_FORMATS)
     catalog = catalog_for(specs_dir)
     model_spec = catalog.model(model)
     gpu_spec = catalog.gpus.get(gpu)
@@ -134,12 +138,10 @@ def estimate_command(
         from estimator.render.plot import estimate_chart  # matplotlib loads only when asked
 
         estimate_chart(report, plot)
-    if output_format is OutputFormat.json:
-        sys.stdout.write(to_json(report) + "\n")
-    elif output_format is OutputFormat.csv:
-        sys.stdout.write(to_csv([report]))
-    else:
+    if output_format is OutputFormat.table:
         render_table(report, console(), binary=units is Units.gib, explain=explain)
+    else:
+        write_report(output_format.value, report)
 
 
 def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu_spec: GpuSpec, *, requested_gpu: str,

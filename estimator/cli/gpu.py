@@ -18,10 +18,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from estimator.catalog.registry import Catalog
-from estimator.cli.options import catalog_for
+from estimator.cli.options import OutputFormat, catalog_for, check_format
 from estimator.errors import DeviceUnavailable, WorkloadInvalid
 from estimator.inference.report import Report
-from estimator.live.probe import GpuProbe, LiveGpu, NvmlProbe, Snapshot, compare_with_spec, match_catalog
+from estimator.live.probe import (
+    GpuProbe,
+    LiveGpu,
+    NvmlProbe,
+    Snapshot,
+    compare_with_spec,
+    gpu_report,
+    match_catalog,
+)
+from estimator.render.formats import write_report
 from estimator.units import MIB, format_bytes
 
 if TYPE_CHECKING:
@@ -29,9 +38,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 
-class Format(str, Enum):
-    table = "table"
-    json = "json"
+LIVE_FORMATS = (OutputFormat.table, OutputFormat.json)  # gpu and validate
 
 
 class Mode(str, Enum):
@@ -71,21 +78,6 @@ def _opt(value: Any, unit: str = "") -> str:
     return "—" if value is None else f"{value:,}{unit}" if isinstance(value, int) else f"{value}{unit}"
 
 
-def snapshot_json(snapshot: Snapshot, catalog: Catalog) -> dict[str, Any]:
-    """`estimator gpu --format json`: the snapshot in base units, each GPU with its catalog match and comparison."""
-    gpus = []
-    for gpu in snapshot.gpus:
-        spec = match_catalog(gpu, catalog)
-        item = gpu.model_dump(mode="json")
-        item["implied_bandwidth_bytes_per_s"] = gpu.implied_bandwidth_bytes_per_s
-        item["catalog_match"] = None if spec is None else spec.name
-        item["comparison"] = [] if spec is None else [
-            {**c.model_dump(mode="json"), "difference": c.difference} for c in compare_with_spec(gpu, spec)]
-        gpus.append(item)
-    return {"schema_version": "1.0", "driver_version": snapshot.driver_version,
-            "cuda_driver_version": snapshot.cuda_driver_version, "gpus": gpus}
-
-
 def render_gpu(gpu: LiveGpu, snapshot: Snapshot, catalog: Catalog, console: Console) -> None:
     from rich.table import Table
 
@@ -121,16 +113,18 @@ def render_gpu(gpu: LiveGpu, snapshot: Snapshot, catalog: Catalog, console: Cons
 
 
 def gpu_command(
-    output_format: Annotated[Format, typer.Option("--format", "-f", help="table or json.")] = Format.table,
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table or json.")]
+    = OutputFormat.table,
     specs_dir: Annotated[Path | None, typer.Option("--specs-dir", help="Another specs folder.")] = None,
 ) -> None:
     """Every visible GPU through NVML, matched to the catalog. Example: estimator gpu --format json"""
     from rich.console import Console
 
+    check_format(output_format, LIVE_FORMATS)
     snapshot = _read()
     catalog = catalog_for(specs_dir)
-    if output_format is Format.json:
-        sys.stdout.write(json.dumps(snapshot_json(snapshot, catalog), indent=2) + "\n")
+    if output_format is OutputFormat.json:
+        write_report("json", gpu_report(snapshot, catalog))
         return
     console = Console()
     for gpu in snapshot.gpus:
@@ -308,7 +302,8 @@ def validate_command(
     checkpointing: Annotated[bool, typer.Option(help="Gradient checkpointing (train).")] = False,
     gpu: Annotated[str | None, typer.Option(help="Catalog card for predictions (default: the live match).")]
     = None,
-    output_format: Annotated[Format, typer.Option("--format", "-f", help="table or json.")] = Format.table,
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table or json.")]
+    = OutputFormat.table,
     save: Annotated[Path | None, typer.Option(help="Append the measured rows (JSON lines) to this file.")] = None,
     specs_dir: Annotated[Path | None, typer.Option("--specs-dir", help="Another specs folder.")] = None,
 ) -> None:
@@ -318,8 +313,9 @@ def validate_command(
     from rich.table import Table
 
     from estimator.live import measure
-    from estimator.live.validation import Predictor, points
+    from estimator.live.validation import Predictor, ValidateReport, points
 
+    check_format(output_format, LIVE_FORMATS)
     catalog = catalog_for(specs_dir)
     spec_model = catalog.models.get(model)
     if spec_model.arch is None:
@@ -351,9 +347,9 @@ def validate_command(
                 f.write(json.dumps(row) + "\n")
     pts = list(points(rows, Predictor.default(catalog, gpu_spec)))
     errors = [r for r in rows if r.get("error")]
-    if output_format is Format.json:
-        sys.stdout.write(json.dumps({"model": spec_model.name, "gpu": gpu_spec.name, "rows": rows,
-                                     "points": [p.as_dict() for p in pts]}, indent=2) + "\n")
+    if output_format is OutputFormat.json:
+        write_report("json", ValidateReport(model=spec_model.name, gpu=gpu_spec.name, rows=tuple(rows),
+                                            points=tuple(p.record() for p in pts)))
         return
     console = Console()
     table = Table("case", "term", "predicted", "measured", "error", "target",

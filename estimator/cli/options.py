@@ -5,6 +5,7 @@ Commands import from here and never from each other, so the CLI's modules form n
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -24,9 +25,21 @@ KV_FORMATS_HINT = "use fp32, fp16, bf16, fp8 or int8"
 
 
 class OutputFormat(str, Enum):
+    """The one --format choice; each command takes the subset it can write (`check_format`)."""
+
     table = "table"
     json = "json"
     csv = "csv"
+    xlsx = "xlsx"
+
+
+def check_format(chosen: OutputFormat, allowed: Sequence[OutputFormat], output: Path | None = None) -> None:
+    """Refuse, in one line and before any work, a format this command does not write (or xlsx without a file)."""
+    if chosen not in allowed:
+        names = ", ".join(f.value for f in allowed)
+        raise WorkloadInvalid(f"--format {chosen.value} is not available for this command; use {names}")
+    if chosen is OutputFormat.xlsx and output is None:
+        raise WorkloadInvalid("--format xlsx needs --output FILE.xlsx")
 
 
 class Units(str, Enum):

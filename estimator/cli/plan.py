@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from estimator.cli.options import (
+    OutputFormat,
     OutputOption,
     PlotOption,
     SpecsDir,
     catalog_for,
+    check_format,
     kv_format,
     number_format,
     positive,
@@ -31,13 +33,6 @@ if TYPE_CHECKING:
     from estimator.inference.workload import InferenceWorkload
 
 app = typer.Typer()
-
-
-class PlanFormat(str, Enum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    xlsx = "xlsx"
 
 
 class SortBy(str, Enum):
@@ -107,13 +102,6 @@ def estimate_plot(report: Report, path: Path) -> None:
     estimate_chart(report, path)
 
 
-def _write(text: str, output: Path | None) -> None:
-    if output is None:
-        sys.stdout.write(text)
-    else:
-        output.write_text(text, encoding="utf-8")
-
-
 @app.command("plan")
 def plan_command(
     model: Annotated[str, typer.Option("--model", "-m", help="Catalog name, config.json, or a size such as 70b.")],
@@ -130,8 +118,8 @@ def plan_command(
     profile: Annotated[str, typer.Option(help="Efficiency profile: optimized or hf.")] = "optimized",
     prices: Annotated[Path | None, typer.Option(help="YAML file of card prices (docs/planning.md).")] = None,
     sort: Annotated[SortBy, typer.Option(help="Rank by cost ($/Mtoken), cards, or throughput.")] = SortBy.cost,
-    output_format: Annotated[PlanFormat, typer.Option("--format", "-f", help="table, json, csv or xlsx.")]
-    = PlanFormat.table,
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json, csv or xlsx.")]
+    = OutputFormat.table,
     output: OutputOption = None,
     plot: PlotOption = None,
     specs_dir: SpecsDirOption = None,
@@ -140,12 +128,10 @@ def plan_command(
     --output-tokens 512 --concurrency 32"""
     from estimator.catalog.registry import read_yaml
     from estimator.planning.plan import Goal, load_prices, plan
-    from estimator.render.plan_table import plan_rows, render_plan, rows_to_csv, rows_to_xlsx
+    from estimator.render.formats import write_report
+    from estimator.render.plan_table import plan_rows, render_plan
 
-    if output_format is PlanFormat.xlsx and output is None:
-        from estimator.errors import WorkloadInvalid
-
-        raise WorkloadInvalid("--format xlsx needs --output FILE.xlsx")
+    check_format(output_format, list(OutputFormat), output)
     catalog = catalog_for(specs_dir)
     model_spec = catalog.model(model)
     cards = list(catalog.gpus) if gpus is None else [catalog.gpus.get(g) for g in _split(gpus)]
@@ -167,21 +153,12 @@ def plan_command(
         from estimator.render.plot import plan_chart
 
         plan_chart(report, plot)
-    if output_format is PlanFormat.json:
-        import json
-
-        _write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n", output)
-    elif output_format is PlanFormat.csv:
-        keys, rows = plan_rows(report)
-        _write(rows_to_csv(keys, rows), output)
-    elif output_format is PlanFormat.xlsx:
-        assert output is not None
-        keys, rows = plan_rows(report)
-        rows_to_xlsx(keys, rows, output, sheet="plan")
-    else:
+    if output_format is OutputFormat.table:
         from rich.console import Console
 
         render_plan(report, Console(record=output is not None, width=200 if output else None), record_to=output)
+    else:
+        write_report(output_format.value, report, output, table=plan_rows(report), sheet="plan")
 
 
 @app.command("sweep")
@@ -195,8 +172,8 @@ def sweep_command(
     output_tokens: Annotated[str, typer.Option(help="Output lengths.")] = "256",
     gpus: Annotated[str, typer.Option(help="Tensor-parallel degrees, comma-separated.")] = "1",
     profile: Annotated[str, typer.Option(help="Efficiency profile: optimized or hf.")] = "optimized",
-    output_format: Annotated[PlanFormat, typer.Option("--format", "-f", help="csv, json or xlsx (table: csv).")]
-    = PlanFormat.csv,
+    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="csv, json or xlsx (table: csv).")]
+    = OutputFormat.csv,
     output: OutputOption = None,
     plot: PlotOption = None,
     progress: Annotated[bool, typer.Option(help="Progress bar (shown only in a terminal).")] = True,
@@ -207,10 +184,9 @@ def sweep_command(
     from estimator.errors import WorkloadInvalid
     from estimator.model.parallel import valid_tensor_parallel
     from estimator.planning.sweep import sweep
-    from estimator.render.plan_table import rows_to_csv_file, rows_to_xlsx
+    from estimator.render.formats import write_report
 
-    if output_format is PlanFormat.xlsx and output is None:
-        raise WorkloadInvalid("--format xlsx needs --output FILE.xlsx")
+    check_format(output_format, list(OutputFormat), output)
     catalog = catalog_for(specs_dir)
     batches = _counts("--batch", batch)
     prompts = _counts("--prompt-tokens", prompt_tokens)
@@ -240,15 +216,5 @@ def sweep_command(
         from estimator.render.plot import sweep_chart
 
         sweep_chart(result, plot)
-    if output_format is PlanFormat.json:
-        import json
-
-        _write(json.dumps(list(result.rows()), indent=1) + "\n", output)
-    elif output_format is PlanFormat.xlsx:
-        assert output is not None
-        rows_to_xlsx(result.keys, result.rows(), output, sheet="sweep")
-    elif output is None:
-        rows_to_csv_file(result.keys, result.rows(), sys.stdout)
-    else:
-        with output.open("w", encoding="utf-8", newline="") as handle:
-            rows_to_csv_file(result.keys, result.rows(), handle)
+    chosen = "csv" if output_format is OutputFormat.table else output_format.value  # sweep has no table: CSV
+    write_report(chosen, result.rows(), output, table=(result.keys, result.rows()), sheet="sweep")

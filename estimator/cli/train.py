@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from pydantic import ValidationError
@@ -12,7 +11,7 @@ from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.registry import Catalog, validation_message
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import WorkloadInvalid
-from estimator.render.formats import to_csv, to_json
+from estimator.render.formats import write_report
 from estimator.render.training_table import render_training_table
 from estimator.training.estimate import estimate_training
 from estimator.training.options import Attention, Optimizer, Precision, Recompute
@@ -65,9 +64,7 @@ def run_training(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_
     except ValidationError as error:
         raise WorkloadInvalid(validation_message(error)) from None
     report = estimate_training(model, gpu, workload, requested_gpu=requested_gpu)
-    if output_format == "json":
-        sys.stdout.write(to_json(report) + "\n")
-    elif output_format == "csv":
-        sys.stdout.write(to_csv([report]))
-    else:
+    if output_format == "table":
         render_training_table(report, Console(), binary=binary, explain=explain)
+    else:
+        write_report(output_format, report)

@@ -16,10 +16,12 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from pydantic import computed_field
+
 from estimator.catalog.registry import Catalog
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import DeviceUnavailable
-from estimator.report import Frozen
+from estimator.report import Frozen, Versioned
 from estimator.units import MIB
 
 
@@ -53,6 +55,7 @@ class LiveGpu(Frozen):
     processes: tuple[GpuProcess, ...] = ()
     unavailable: tuple[str, ...] = ()
 
+    @computed_field  # type: ignore[prop-decorator]  # mypy does not know pydantic's decorator over a property
     @property
     def implied_bandwidth_bytes_per_s(self) -> float | None:
         """bus / 8 × max memory clock × 2 (NVML reports the memory clock at half the data rate)."""
@@ -276,6 +279,7 @@ class Comparison(Frozen):
     spec: float | None
     live: float | None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def difference(self) -> float | None:
         """(live − spec) / spec."""
@@ -295,3 +299,29 @@ def compare_with_spec(gpu: LiveGpu, spec: GpuSpec) -> tuple[Comparison, ...]:
                    live=None if gpu.implied_bandwidth_bytes_per_s is None else gpu.implied_bandwidth_bytes_per_s / 1e9),
         Comparison(quantity="power limit", unit="W", spec=spec.tdp_w, live=gpu.power_limit_w),
     )
+
+
+class GpuReading(LiveGpu):
+    """One GPU as `estimator gpu --format json` prints it: the reading, its catalog match and the comparison."""
+
+    catalog_match: str | None  # the catalog card's name, or None when no card matches name and memory size
+    comparison: tuple[Comparison, ...]  # empty without a match
+
+
+class GpuReport(Versioned):
+    """`estimator gpu --format json`: the snapshot in base units, each GPU with its catalog match."""
+
+    driver_version: str | None
+    cuda_driver_version: str | None
+    gpus: tuple[GpuReading, ...]
+
+
+def gpu_report(snapshot: Snapshot, catalog: Catalog) -> GpuReport:
+    """The report of one reading: every GPU matched to the catalog and compared with its datasheet."""
+    readings = []
+    for gpu in snapshot.gpus:
+        spec = match_catalog(gpu, catalog)
+        readings.append(GpuReading(**dict(gpu), catalog_match=None if spec is None else spec.name,
+                                   comparison=() if spec is None else compare_with_spec(gpu, spec)))
+    return GpuReport(driver_version=snapshot.driver_version, cuda_driver_version=snapshot.cuda_driver_version,
+                     gpus=tuple(readings))

@@ -27,6 +27,7 @@ from estimator.model.memory import (
     runtime_overhead_bytes,
     weights_bytes,
 )
+from estimator.report import Frozen, Versioned
 
 TARGETS: dict[str, float] = {
     "weights_bytes": 0.005,
@@ -69,9 +70,36 @@ class Point:
         return None if target is None else abs(self.error) <= target
 
     def as_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "case": self.case, "term": self.term, "predicted": self.predicted,
-                "measured": self.measured, "error": self.error, "target": self.target, "ok": self.ok,
-                "kind": self.kind}
+        return self.record().model_dump(mode="json")
+
+    def record(self) -> PointRecord:
+        """The point as the validate report carries it, its derived figures included."""
+        return PointRecord(model=self.model, case=self.case, term=self.term, predicted=self.predicted,
+                           measured=self.measured, error=self.error, target=self.target, ok=self.ok, kind=self.kind)
+
+
+class PointRecord(Frozen):
+    """One compared term in `estimator validate --format json` (see `Point`)."""
+
+    model: str
+    case: str
+    term: str
+    predicted: float
+    measured: float
+    error: float  # (predicted − measured) / measured
+    target: float | None  # the |error| the issue allows for this term; None for bound points and untargeted terms
+    ok: bool | None  # within target, or (bound points) not above the measurement; None without a target
+    kind: Literal["error", "bound"]
+
+
+class ValidateReport(Versioned):
+    """`estimator validate --format json`: the measured rows as `estimator.live.measure` records them (the format
+    of tests/data/measured/*.jsonl) and every comparison they allow."""
+
+    model: str
+    gpu: str  # the catalog card the predictions were made for
+    rows: tuple[dict[str, Any], ...]
+    points: tuple[PointRecord, ...]
 
 
 @dataclass(frozen=True)

@@ -1,38 +1,125 @@
-"""Report → table (rich), JSON, or CSV. Renderers format; they never compute."""
+"""Reports → files (JSON, CSV, XLSX: the one writer of each), and the inference table (rich). Renderers format;
+they never compute.
+
+Every report reaches a file through `write_report`: JSON is the report's ``model_dump(mode="json")``; CSV and XLSX
+are rows (by default the report flattened with dots, one row; plan and sweep give one row per card or point).
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 from pydantic import BaseModel
 
+from estimator.errors import MissingDependency, WorkloadInvalid
 from estimator.inference.report import Report
 from estimator.notes import Note, word
 from estimator.report import flatten
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
 
+XLSX_MAX_ROWS = 1_048_576  # Excel's sheet limit, header included
+Row = Mapping[str, Any]
+
 
 def to_json(report: BaseModel) -> str:
-    """Any report (inference, training, plan) as the JSON its model_dump gives."""
+    """Any report as the JSON its model_dump gives."""
     return json.dumps(report.model_dump(mode="json"), indent=2)
+
+
+def write_json(document: BaseModel | Iterable[Row], handle: TextIO) -> None:
+    """The JSON writer: a report as its model_dump; rows (a sweep) as a list, streamed one row at a time and
+    indented by one space (a sweep may hold millions of rows), as ``json.dumps(rows, indent=1)`` writes them."""
+    if isinstance(document, BaseModel):
+        handle.write(to_json(document) + "\n")
+        return
+    handle.write("[")
+    empty = True
+    for row in document:
+        handle.write(("\n " if empty else ",\n ") + json.dumps(row, indent=1).replace("\n", "\n "))
+        empty = False
+    handle.write("]\n" if empty else "\n]\n")
+
+
+def report_rows(reports: Iterable[BaseModel]) -> tuple[list[str], list[dict[str, Any]]]:
+    """One row per report: the JSON fields flattened with dots (`estimator.report.flatten`)."""
+    rows = [flatten(r.model_dump(mode="json")) for r in reports]
+    return (list(rows[0]) if rows else []), rows
+
+
+def write_csv(keys: Sequence[str], rows: Iterable[Row], handle: TextIO) -> None:
+    """The CSV writer: one header row, then one line per row, fields in ``keys`` order."""
+    writer = csv.DictWriter(handle, fieldnames=list(keys), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
 
 
 def to_csv(reports: Iterable[BaseModel]) -> str:
     """One header row, one row per report; the JSON fields flattened with dots."""
-    rows = [flatten(r.model_dump(mode="json")) for r in reports]
+    keys, rows = report_rows(reports)
     buffer = io.StringIO()
     if rows:
-        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+        write_csv(keys, rows, buffer)
     return buffer.getvalue()
+
+
+def write_xlsx(keys: Sequence[str], rows: Iterable[Row], path: Path, *, sheet: str) -> None:
+    """The XLSX writer: a workbook with one sheet (write-only mode: constant memory); refuses more rows than
+    Excel holds."""
+    try:
+        from openpyxl import Workbook
+    except ImportError:
+        raise MissingDependency("xlsx output needs openpyxl: pip install 'estimator[xlsx]'") from None
+    book = Workbook(write_only=True)
+    ws = book.create_sheet(sheet)
+    ws.append(list(keys))
+    count = 1
+    for row in rows:
+        count += 1
+        if count > XLSX_MAX_ROWS:
+            raise WorkloadInvalid(f"more than {XLSX_MAX_ROWS - 1:,} rows do not fit an Excel sheet; use --format csv")
+        ws.append([row[k] for k in keys])
+    book.save(path)
+
+
+def write_report(output_format: str, document: BaseModel | Iterable[Row], output: Path | None = None, *,
+                 table: tuple[Sequence[str], Iterable[Row]] | None = None, sheet: str = "report") -> None:
+    """Write a report as ``json``, ``csv`` or ``xlsx`` to ``output`` (stdout when None; xlsx needs a file).
+
+    ``table`` is the report's rows for CSV and XLSX (keys, rows); left out, the report flattened is one row.
+    """
+    if output_format not in ("json", "csv", "xlsx"):
+        raise ValueError(f"write_report writes json, csv or xlsx, not {output_format!r}")  # a caller's bug
+    if output_format == "json":
+        _to_file(output, lambda handle: write_json(document, handle))
+        return
+    if table is None:
+        if not isinstance(document, BaseModel):
+            raise ValueError("rows need table=(keys, rows)")  # a caller's bug
+        table = report_rows([document])
+    keys, rows = table
+    if output_format == "csv":
+        _to_file(output, lambda handle: write_csv(keys, rows, handle))
+    elif output is None:
+        raise WorkloadInvalid("--format xlsx needs --output FILE.xlsx")
+    else:
+        write_xlsx(keys, rows, output, sheet=sheet)
+
+
+def _to_file(output: Path | None, write: Callable[[TextIO], None]) -> None:
+    if output is None:
+        write(sys.stdout)
+        return
+    with output.open("w", encoding="utf-8", newline="") as handle:
+        write(handle)
 
 
 def _bytes(n: int | None, binary: bool) -> str:

@@ -1,14 +1,11 @@
-"""Rows for spreadsheets (CSV, XLSX) and the plan table. Renderers format; they never compute."""
+"""The plan's rows for spreadsheets (CSV, XLSX: written by `estimator.render.formats`) and its table. Renderers
+format; they never compute."""
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
-from estimator.errors import MissingDependency
 from estimator.notes import word
 from estimator.report import flatten
 from estimator.units import format_bytes, format_seconds
@@ -18,8 +15,6 @@ if TYPE_CHECKING:
 
     from estimator.planning.plan import PlanReport
 
-XLSX_MAX_ROWS = 1_048_576  # Excel's sheet limit, header included
-
 
 def plan_rows(report: PlanReport) -> tuple[list[str], list[dict[str, Any]]]:
     """One row per card: the PlanOption fields, with the workload repeated so each row stands alone."""
@@ -28,38 +23,6 @@ def plan_rows(report: PlanReport) -> tuple[list[str], list[dict[str, Any]]]:
             **flatten(report.goal.model_dump(mode="json"), "goal.")}
     rows = [{**head, **o.model_dump(mode="json")} for o in report.options]
     return list(rows[0]) if rows else list(head), rows
-
-
-def rows_to_csv_file(keys: Sequence[str], rows: Iterable[dict[str, Any]], handle: TextIO) -> None:
-    writer = csv.DictWriter(handle, fieldnames=list(keys), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-
-
-def rows_to_csv(keys: Sequence[str], rows: Iterable[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    rows_to_csv_file(keys, rows, buffer)
-    return buffer.getvalue()
-
-
-def rows_to_xlsx(keys: Sequence[str], rows: Iterable[dict[str, Any]], path: Path, *, sheet: str) -> None:
-    """A workbook with one sheet (write-only mode: constant memory); refuses more rows than Excel holds."""
-    try:
-        from openpyxl import Workbook
-    except ImportError:
-        raise MissingDependency("xlsx output needs openpyxl: pip install 'estimator[xlsx]'") from None
-    book = Workbook(write_only=True)
-    ws = book.create_sheet(sheet)
-    ws.append(list(keys))
-    count = 1
-    for row in rows:
-        count += 1
-        if count > XLSX_MAX_ROWS:
-            from estimator.errors import WorkloadInvalid
-
-            raise WorkloadInvalid(f"more than {XLSX_MAX_ROWS - 1:,} rows do not fit an Excel sheet; use --format csv")
-        ws.append([row[k] for k in keys])
-    book.save(path)
 
 
 def _num(value: float | None, spec: str = ",.0f") -> str:

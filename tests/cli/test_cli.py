@@ -202,3 +202,14 @@ def test_every_command_is_documented_in_the_readme() -> None:
     assert len(names) >= 9
     for name in names:
         assert f"estimator {name}" in readme or (name == "estimate" and "estimate --model" in readme), name
+
+
+@pytest.mark.parametrize(("command", "allowed"), [
+    (["estimate", "-m", "llama-3.1-8b", "-g", "h100", "--format", "xlsx"], "table, json, csv"),
+    (["estimate", "-m", "llama-3.1-8b", "-g", "h100", "--mode", "train", "--format", "xlsx"], "table, json, csv"),
+])
+def test_a_format_the_command_does_not_write_is_one_line(cli: Cli, command: list[str], allowed: str) -> None:
+    result = cli(*command)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == f"error: --format xlsx is not available for this command; use {allowed}\n"

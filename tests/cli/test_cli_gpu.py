@@ -195,3 +195,50 @@ def test_validate_without_cuda_is_device_unavailable(cli: Cli, monkeypatch: pyte
     result = cli("validate", "--model", "llama-3.2-1b")
     assert result.exit_code == 3
     assert "sees no CUDA GPU" in result.stderr
+
+
+MEASURED = Path(__file__).resolve().parent.parent / "data" / "measured"
+
+
+def recorded_validate(monkeypatch: pytest.MonkeyPatch, model: str = "llama-3.2-1b") -> list[dict[str, object]]:
+    """`validate` without torch: the H200 rows recorded on 2026-11-30 stand in for a fresh measurement."""
+    rows = [json.loads(line) for line in (MEASURED / "h200-2026-11-30.jsonl").read_text().splitlines()]
+    mine = [r for r in rows if r.get("model") == model]
+    for check in ("require_torch", "require_cuda", "require_transformers"):
+        monkeypatch.setattr(measure, check, lambda: None)
+    monkeypatch.setattr(measure, "inference_rows", lambda *args, **kwargs: mine)
+    use_probe(monkeypatch, FakeProbe([snapshot()]))
+    return mine
+
+
+def test_validate_json_is_the_validate_report(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = recorded_validate(monkeypatch)
+    result = cli("validate", "--model", "llama-3.2-1b", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert list(data) == ["schema_version", "model", "gpu", "rows", "points"]
+    assert data["schema_version"] == "1.0"
+    assert (data["model"], data["gpu"]) == ("llama-3.2-1b", "NVIDIA H200 SXM 141GB")
+    assert data["rows"] == rows
+    weights = next(p for p in data["points"] if p["term"] == "weights_bytes")
+    assert set(weights) == {"model", "case", "term", "predicted", "measured", "error", "target", "ok", "kind"}
+    assert weights["target"] == 0.005 and weights["ok"] is True
+
+
+def test_gpu_json_reproduces_the_recorded_h200_output(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    recorded = json.loads((MEASURED / "h200-2026-11-30-gpu.json").read_text())
+    live = recorded["gpus"][0]
+    gpu = LiveGpu.model_validate({k: v for k, v in live.items() if k in LiveGpu.model_fields})
+    use_probe(monkeypatch, FakeProbe([Snapshot(driver_version=recorded["driver_version"],
+                                               cuda_driver_version=recorded["cuda_driver_version"], gpus=(gpu,))]))
+    result = cli("gpu", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == recorded
+
+
+@pytest.mark.parametrize("command", [["gpu", "--format", "csv"], ["validate", "--model", "llama-3.2-1b", "-f", "xlsx"]])
+def test_live_commands_refuse_formats_they_do_not_write(cli: Cli, command: list[str]) -> None:
+    result = cli(*command)
+    assert result.exit_code == 2
+    chosen = command[-1]
+    assert result.stderr == f"error: --format {chosen} is not available for this command; use table, json\n"
