@@ -50,6 +50,9 @@ class NoteCode(str, Enum):
     MLA_CACHE = "mla-cache"
     CAPACITY_REPORTED = "capacity-reported"
     CAPACITY_MARKETED = "capacity-marketed"
+    CAPACITY_INSTALLED = "capacity-installed"
+    CAPACITY_UNIFIED = "capacity-unified"
+    CAPACITY_OVERRIDE = "capacity-override"
     KV_FULL_CONTEXT = "kv-full-context"
     LOGITS = "logits"
     TENSOR_PARALLEL = "tensor-parallel"
@@ -131,6 +134,16 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     # the vendor's marketed figure is decimal GB by definition
     _C.CAPACITY_MARKETED: ({"capacity_bytes": int}, lambda v, b: (
         f"capacity is the marketed {v['capacity_bytes'] / 1e9:g} GB (reported figure unknown)")),
+    # HBM stacks and GDDR chips come in binary sizes: where no device report is on record, the installed GiB
+    _C.CAPACITY_INSTALLED: ({"capacity_bytes": int}, lambda v, b: (
+        f"capacity is the installed {format_bytes(v['capacity_bytes'], binary=True)} (no device report on record)")),
+    # a unified-memory machine: the share its GPU may use (macOS's wired limit, CUDA's total on a GB10)
+    _C.CAPACITY_UNIFIED: ({"capacity_bytes": int, "pool_bytes": int}, lambda v, b: (
+        f"capacity is the share of the {v['pool_bytes'] / 1e9:g} GB unified memory the GPU may use: "
+        f"{format_bytes(v['capacity_bytes'], binary=True)} (the OS and other programs take theirs out of it; "
+        "--gpu-memory sets another)")),
+    _C.CAPACITY_OVERRIDE: ({"capacity_bytes": int}, lambda v, b: (
+        f"capacity is --gpu-memory: {format_bytes(v['capacity_bytes'], binary=True)} per GPU")),
     _C.KV_FULL_CONTEXT: ({}, lambda v, b: (
         "KV cache holds prompt + output tokens for every sequence; decode_step_s is the step at that full context "
         "(the longest); tokens/s is at the mean context of generation (prompt + output / 2)")),

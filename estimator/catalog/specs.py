@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from estimator.units import GIGA, MIB, TERA
+from estimator.units import GIB, GIGA, MIB, TERA
 
-MemoryType = Literal["GDDR6", "GDDR6X", "GDDR7", "HBM2", "HBM2e", "HBM3", "HBM3e"]
-ComputeDType = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4"]
+# The memory technology (it selects the efficiency profile's bandwidth fraction). Whether CPU and GPU share the
+# memory is a separate key, `unified_memory`: an M4 Max is LPDDR5X and unified, an MI300A HBM3 and unified.
+MemoryType = Literal["GDDR6", "GDDR6X", "GDDR7", "HBM2", "HBM2e", "HBM3", "HBM3e", "LPDDR5", "LPDDR5X"]
+Vendor = Literal["nvidia", "amd", "intel", "apple", "google"]
+ComputeDType = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4", "int4"]
 
 BANDWIDTH_TOLERANCE = 0.03  # bus × rate may differ from the vendor figure by 3% (rounding of rates)
 
@@ -27,16 +30,19 @@ class GpuSpec(_Spec):
 
     name: str = Field(min_length=1)
     aliases: tuple[str, ...] = ()
-    vendor: Literal["nvidia", "amd", "intel"]
+    vendor: Vendor
     memory_type: MemoryType
     memory_gb: float = Field(gt=0, le=10_000)
+    memory_gib: float | None = Field(default=None, gt=0, le=10_000)
     reported_memory_mib: int | None = Field(default=None, gt=0)
+    unified_memory: bool = False
+    gpu_memory_mib: int | None = Field(default=None, gt=0)
     bus_width_bits: int = Field(gt=0)
     data_rate_gbps: float = Field(gt=0, le=100)
     bandwidth_gb_per_s: float = Field(gt=0, le=100_000)
     bandwidth_mismatch_reason: str | None = None
     dense_tflop_per_s: dict[ComputeDType, float]
-    tdp_w: float = Field(gt=0)
+    tdp_w: float | None = Field(default=None, gt=0)
     interconnect: str
     interconnect_gb_per_s: float | None = Field(default=None, gt=0)
     year: int | None = None
@@ -44,10 +50,11 @@ class GpuSpec(_Spec):
     price_date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}$")
     notes: str | None = None
     sources: tuple[str, ...] = Field(min_length=1)
+    _memory_override: int | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _check(self) -> GpuSpec:
-        problems = []
+        problems = self._memory_problems()
         derived = self.derived_bandwidth_gb_per_s
         mismatch = abs(derived - self.bandwidth_gb_per_s) / self.bandwidth_gb_per_s
         if mismatch > BANDWIDTH_TOLERANCE and not self.bandwidth_mismatch_reason:
@@ -68,6 +75,22 @@ class GpuSpec(_Spec):
             raise ValueError("; ".join(problems))
         return self
 
+    def _memory_problems(self) -> list[str]:
+        problems = []
+        if self.unified_memory and self.gpu_memory_mib is None:
+            problems.append("unified_memory needs gpu_memory_mib: the share of it the GPU may use, with its source")
+        if self.gpu_memory_mib is not None and not self.unified_memory:
+            problems.append("gpu_memory_mib is for unified_memory machines; a card's own total is reported_memory_mib")
+        if self.gpu_memory_mib is not None and self.gpu_memory_mib * MIB > self.memory_gb * GIB:
+            problems.append(f"gpu_memory_mib {self.gpu_memory_mib:,} is more than the {self.memory_gb:g} GB installed")
+        for key, value in (("reported_memory_mib", self.reported_memory_mib), ("memory_gib", self.memory_gib)):
+            if value is None or self.unified_memory:
+                continue
+            ratio = value * (MIB if key == "reported_memory_mib" else GIB) / (self.memory_gb * GIGA)
+            if not 0.9 <= ratio <= 1.1:
+                problems.append(f"{key} {value:,g} is {ratio:.0%} of the marketed {self.memory_gb:g} GB (a typo?)")
+        return problems
+
     @property
     def derived_bandwidth_gb_per_s(self) -> float:
         """Bus width / 8 × per-pin data rate, in GB/s (the rate is already the effective DDR rate)."""
@@ -75,10 +98,39 @@ class GpuSpec(_Spec):
 
     @property
     def memory_bytes(self) -> int:
-        """Capacity the device reports (nvidia-smi total) when known, else the marketed decimal capacity."""
+        """Usable capacity: ``--gpu-memory`` when given; on a unified-memory machine the share the GPU may use;
+        else what the device reports (nvidia-smi, rocm-smi, hl-smi total); else the vendor's binary GiB figure;
+        else the marketed decimal capacity."""
+        if self._memory_override is not None:
+            return self._memory_override
+        if self.gpu_memory_mib is not None:
+            return self.gpu_memory_mib * MIB
         if self.reported_memory_mib is not None:
             return self.reported_memory_mib * MIB
+        if self.memory_gib is not None:
+            return round(self.memory_gib * GIB)
         return round(self.memory_gb * GIGA)
+
+    def with_memory(self, memory_bytes: int) -> GpuSpec:
+        """The same card with a usable capacity the user states (``--gpu-memory``), e.g. a Mac whose wired limit
+        was raised, or a card shared with another job."""
+        if memory_bytes <= 0:
+            raise ValueError(f"GPU memory must be positive, got {memory_bytes} B")
+        copy = self.model_copy()
+        copy._memory_override = memory_bytes
+        return copy
+
+    @property
+    def capacity_source(self) -> Literal["override", "unified-share", "reported", "installed-gib", "marketed"]:
+        """Which figure `memory_bytes` is: the --gpu-memory override, the unified-memory share, the device's
+        report, the installed GiB, or the marketed GB."""
+        if self._memory_override is not None:
+            return "override"
+        if self.gpu_memory_mib is not None:
+            return "unified-share"
+        if self.reported_memory_mib is not None:
+            return "reported"
+        return "installed-gib" if self.memory_gib is not None else "marketed"
 
     @property
     def bandwidth_bytes_per_s(self) -> float:

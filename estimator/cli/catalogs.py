@@ -25,7 +25,8 @@ def gpus_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
     for g in sorted(catalog_for(specs_dir).gpus, key=lambda g: (g.vendor, g.name)):
         flops = g.dense_tflop_per_s.get("bf16") or g.dense_tflop_per_s.get("fp16")
         table.add_row(g.name, ", ".join(g.aliases), format_bytes(g.memory_bytes, binary=False), g.memory_type,
-                      f"{g.bandwidth_gb_per_s:,.0f}", "—" if flops is None else f"{flops:,.1f}", f"{g.tdp_w:g}")
+                      f"{g.bandwidth_gb_per_s:,.0f}", "—" if flops is None else f"{flops:,.1f}",
+                      "—" if g.tdp_w is None else f"{g.tdp_w:g}")
     out.print(table)
 
 
@@ -41,7 +42,7 @@ def gpus_show(name: str, specs_dir: SpecsDir = None) -> None:
     out.print(f"  bandwidth: {g.bus_width_bits} bit / 8 × {g.data_rate_gbps:g} Gbps = "
                   f"{g.derived_bandwidth_gb_per_s:,.1f} GB/s; vendor {g.bandwidth_gb_per_s:,.0f} GB/s")
     out.print("  dense TFLOP/s: " + ", ".join(f"{k} {v:,.1f}" for k, v in g.dense_tflop_per_s.items()))
-    out.print(f"  TDP {g.tdp_w:g} W; interconnect: {g.interconnect}")
+    out.print(f"  TDP {'not published' if g.tdp_w is None else f'{g.tdp_w:g} W'}; interconnect: {g.interconnect}")
     if g.price_usd:
         out.print(f"  price ≈ ${g.price_usd:,.0f} ({g.price_date}, approximate)")
     if g.notes:

@@ -112,8 +112,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
 
     assumptions += [
         note(NoteCode.PROFILE, profile=w.profile.name, description=w.profile.description),
-        note(NoteCode.CAPACITY_REPORTED if gpu.reported_memory_mib else NoteCode.CAPACITY_MARKETED,
-             capacity_bytes=capacity),
+        _capacity_note(gpu),
         note(NoteCode.KV_FULL_CONTEXT),
         note(NoteCode.LOGITS, positions=w.logits),
     ]
@@ -185,6 +184,20 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         warnings=tuple(warnings),
         explain=tuple(explain),
     )
+
+
+_CAPACITY_NOTES = {
+    "override": NoteCode.CAPACITY_OVERRIDE, "unified-share": NoteCode.CAPACITY_UNIFIED,
+    "reported": NoteCode.CAPACITY_REPORTED, "installed-gib": NoteCode.CAPACITY_INSTALLED,
+    "marketed": NoteCode.CAPACITY_MARKETED,
+}
+
+
+def _capacity_note(gpu: GpuSpec) -> Note:
+    """Which figure the usable capacity is (GpuSpec.memory_bytes), as an assumption."""
+    if gpu.capacity_source == "unified-share":
+        return note(NoteCode.CAPACITY_UNIFIED, capacity_bytes=gpu.memory_bytes, pool_bytes=round(gpu.memory_gb * 1e9))
+    return note(_CAPACITY_NOTES[gpu.capacity_source], capacity_bytes=gpu.memory_bytes)
 
 
 def _explain(memory: MemoryReport, prefill_cost: PhaseCost, decode_cost: PhaseCost, hw: Hardware,

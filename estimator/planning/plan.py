@@ -246,7 +246,7 @@ def _option(gpu: GpuSpec, report: Report | None, replicas: int, prices: Prices, 
     if price.usd_per_hour is not None:
         per_hour: float | None = price.usd_per_hour * cards
         basis: str | None = f"rented at ${price.usd_per_hour:g}/card-hour ({price.source or 'prices file'})"
-    elif card_usd is not None:
+    elif card_usd is not None and gpu.tdp_w is not None:
         per_card = card_usd / (prices.amortization_years * HOURS_PER_YEAR)
         power = gpu.tdp_w / 1000 * prices.electricity_usd_per_kwh
         per_hour = (per_card + power) * cards
@@ -267,7 +267,8 @@ def _option(gpu: GpuSpec, report: Report | None, replicas: int, prices: Prices, 
         overhead_per_gpu_bytes=m.overhead_bytes // tp, memory_per_gpu_bytes=m.per_gpu_bytes,
         headroom_bytes=m.headroom_bytes, headroom_fraction=m.headroom_bytes / m.capacity_bytes,
         peak_flop_per_s=report.gpu.peak_flop_per_s, prefill_flops=t.prefill_flops, decode_bytes=t.decode_bytes,
-        decode_flops=t.decode_flops, power_w=gpu.tdp_w * cards, usd_per_hour=per_hour, cost_basis=basis,
+        decode_flops=t.decode_flops, power_w=None if gpu.tdp_w is None else gpu.tdp_w * cards,
+        usd_per_hour=per_hour, cost_basis=basis,
         usd_per_million_tokens=per_mtok,
     )
 

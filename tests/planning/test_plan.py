@@ -47,7 +47,7 @@ def test_owned_cost_arithmetic(catalog: Catalog, workload: Callable[..., Inferen
     report = plan(catalog.model("llama-3.1-8b"), [h100], workload(), Goal(concurrency=8), prices)
     o = report.options[0]
     assert o.cards == 1
-    assert h100.price_usd is not None
+    assert h100.price_usd is not None and h100.tdp_w is not None
     assert o.tokens_per_s is not None
     per_hour = h100.price_usd / (prices.amortization_years * HOURS_PER_YEAR) + h100.tdp_w / 1000 * \
         prices.electricity_usd_per_kwh
