@@ -17,19 +17,12 @@ from estimator.inference.report import (
 )
 from estimator.inference.workload import InferenceWorkload
 from estimator.model.capacity import gpus_required, max_batch, max_context_tokens
-from estimator.model.compute import decode_weight_bytes, expected_distinct_experts
-from estimator.model.footprint import memory_per_gpu
+from estimator.model.compute import expected_distinct_experts
+from estimator.model.footprint import memory_per_gpu, rank_kv_bytes, rank_kv_layers
 from estimator.model.inventory import active_param_count, param_count
-from estimator.model.memory import (
-    generic_weights_bytes,
-    kv_cache_bytes,
-    kv_cache_layers,
-    kv_heads_divisor,
-    weight_shares,
-    weights_bytes,
-)
+from estimator.model.memory import generic_weights_bytes, weight_shares, weights_bytes
 from estimator.model.parallel import valid_tensor_parallel
-from estimator.model.phases import generic_costs, phase_costs
+from estimator.model.phases import job_costs
 from estimator.model.timing import Hardware, PhaseCost, PhaseTime, peak_for, phase_time
 from estimator.notes import Note, NoteCode, note
 
@@ -70,8 +63,6 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
                        bytes=total_weights),)
         kv_parts: tuple[KvPart, ...] = ()
         kv_per_token = None
-        prefill_cost, decode_cost = generic_costs(params, w, tp, w.batch, w.prompt_tokens)
-        step_cost = decode_cost
         warnings += [note(NoteCode.SIZE_ONLY_NO_KV), note(NoteCode.SIZE_ONLY_NO_CAPACITY),
                      note(NoteCode.SIZE_ONLY_TIME)]
     else:
@@ -79,20 +70,10 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         total_weights = weights_bytes(arch, w.weight_format)
         shares = tuple(WeightPart(role=s.role.value, params=s.numel, bits_per_weight=float(s.bits), bytes=s.bytes)
                        for s in weight_shares(arch, w.weight_format))
-        decompressed = w.mla_layout == "decompressed"
-        divisor = kv_heads_divisor(arch, tp)
-        layers_kv = kv_cache_layers(arch, w.context_tokens, w.batch, w.kv_format, decompressed_mla=decompressed,
-                                    kv_heads_divisor=divisor) if arch.causal else []
+        layers_kv = rank_kv_layers(arch, w, tp, w.batch, w.context_tokens)
         kv_parts = tuple(KvPart(window=g.window, layers=g.layers, tokens=g.tokens, bytes=g.bytes,
                                 total_bytes=g.bytes * tp) for g in layers_kv)
-        kv_per_token = kv_cache_bytes(arch, 1, 1, w.kv_format, decompressed_mla=decompressed) if arch.causal else 0
-        mean_context = w.prompt_tokens + w.output_tokens // 2
-        read_full = decode_weight_bytes(arch, w.weight_format, w.batch)
-        prefill_cost, decode_cost = phase_costs(arch, w, tp, w.batch, w.prompt_tokens, w.context_tokens, read_full,
-                                                mem.kv or 0)
-        mean_kv = kv_cache_bytes(arch, mean_context, w.batch, w.kv_format, decompressed_mla=decompressed,
-                                 kv_heads_divisor=divisor) if arch.causal else 0
-        _, step_cost = phase_costs(arch, w, tp, w.batch, w.prompt_tokens, mean_context, read_full, mean_kv)
+        kv_per_token = rank_kv_bytes(arch, w, 1, 1, 1)
         if not arch.causal:
             warnings.append(note(NoteCode.ENCODER, model=model.name))
         if arch.attention.latent is not None:
@@ -101,6 +82,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
             warnings.append(note(NoteCode.CONTEXT_TOO_LONG, tokens=w.context_tokens,
                                  limit=arch.max_position_embeddings))
 
+    costs = job_costs(model, w, tp, w.batch, w.prompt_tokens, w.output_tokens, mem.kv or 0)
+    prefill_cost, decode_cost, step_cost = costs.prefill, costs.decode, costs.step
     experts_read = None
     if arch is not None and arch.moe is not None:
         experts_read = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token, w.batch)

@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
-from estimator.model.footprint import memory_per_gpu
+from estimator.model.elementwise import any_true, is_array, logical_not, maximum, where
+from estimator.model.footprint import fits_per_gpu
 from estimator.model.parallel import tensor_parallel_degrees
 from estimator.model.runtime import Runtime
 
@@ -22,37 +23,49 @@ MAX_BATCH = 1_000_000
 
 def largest_true(predicate: Callable[[int], bool], low: int, high: int) -> int:
     """Largest n in [low, high] with ``predicate(n)``, for a predicate that is true up to a point and false after;
-    ``low - 1`` when it is false at ``low``.
+    ``low - 1`` when it is false at ``low``. Elementwise on int64 arrays: one search for every element at once
+    (``predicate`` maps an array of trial values to an array of answers).
 
     Doubling from ``low`` brackets the answer in log2(answer) steps (small answers stay cheap), then bisection
     narrows the bracket in as many again.
     """
-    if low > high or not predicate(low):
+    if not is_array(low) and low > high:
         return low - 1
-    good, step = low, 1
-    bad = high + 1
-    while good + step <= high:  # doubling: find a failing point above the last passing one
-        if predicate(good + step):
-            good += step
-            step *= 2
-        else:
-            bad = good + step
-            break
-    while bad - good > 1:  # bisection on (good, bad): predicate(good) holds, predicate(bad) does not (or bad > high)
-        mid = (good + bad) // 2
-        if predicate(mid):
-            good = mid
-        else:
-            bad = mid
+    ok = predicate(low)
+    good, bad = where(ok, low, low - 1), where(ok, high + 1, low)  # invariant: predicate(good), not predicate(bad)
+    step = 1 + 0 * low
+    doubling = ok & (good + step <= high)
+    while any_true(doubling):  # find a failing point above the last passing one
+        trial = where(doubling, good + step, good)
+        ok = predicate(trial)
+        good = where(doubling & ok, trial, good)
+        bad = where(doubling & logical_not(ok), trial, bad)
+        step = where(doubling & ok, 2 * step, step)
+        doubling = doubling & ok & (good + step <= high)
+    unsettled = bad - good > 1
+    while any_true(unsettled):  # bisection on (good, bad)
+        mid = where(unsettled, (good + bad) // 2, good)
+        ok = predicate(mid)
+        good = where(unsettled & ok, mid, good)
+        bad = where(unsettled & logical_not(ok), mid, bad)
+        unsettled = bad - good > 1
     return good
 
 
-def gpus_required(model: ModelSpec, gpu: GpuSpec, rt: Runtime, batch: int, prompt: int, output: int) -> int | None:
-    """Fewest GPUs (a valid tensor-parallel degree) whose per-GPU memory fits the card; None if none does."""
+def fewest_gpus(model: ModelSpec, gpu: GpuSpec, rt: Runtime, batch: int, prompt: int, output: int) -> int:
+    """Fewest GPUs (a valid tensor-parallel degree) whose per-GPU memory fits the card; 0 if none does."""
+    required = 0 * batch
     for tp in tensor_parallel_degrees(model):
-        if memory_per_gpu(model, gpu, rt, tp, batch, prompt, output).per_gpu <= gpu.memory_bytes:
-            return tp
-    return None
+        todo = required == 0
+        if not any_true(todo):
+            break
+        required = where(todo & fits_per_gpu(model, gpu, rt, tp, batch, prompt, output), tp, required)
+    return required
+
+
+def gpus_required(model: ModelSpec, gpu: GpuSpec, rt: Runtime, batch: int, prompt: int, output: int) -> int | None:
+    """`fewest_gpus` of one point, None when no tensor-parallel group fits."""
+    return fewest_gpus(model, gpu, rt, batch, prompt, output) or None
 
 
 def max_batch(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, prompt: int, output: int) -> int | None:
@@ -63,9 +76,9 @@ def max_batch(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, prompt: int,
         return None
 
     def fits(batch: int) -> bool:
-        return memory_per_gpu(model, gpu, rt, tp, batch, prompt, output).per_gpu <= gpu.memory_bytes
+        return fits_per_gpu(model, gpu, rt, tp, batch, prompt, output)
 
-    return max(largest_true(fits, 1, MAX_BATCH), 0)
+    return maximum(largest_true(fits, 1 + 0 * prompt, MAX_BATCH + 0 * prompt), 0)
 
 
 def max_context_tokens(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: int, output: int) -> int | None:
@@ -75,7 +88,7 @@ def max_context_tokens(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, bat
         return None
 
     def fits(prompt: int) -> bool:
-        return memory_per_gpu(model, gpu, rt, tp, batch, prompt, output).per_gpu <= gpu.memory_bytes
+        return fits_per_gpu(model, gpu, rt, tp, batch, prompt, output)
 
-    prompt = largest_true(fits, 1, MAX_TOKENS - output)
-    return 0 if prompt < 1 else prompt + output
+    prompt = largest_true(fits, 1 + 0 * batch, MAX_TOKENS - output)
+    return where(prompt < 1, 0, prompt + output)

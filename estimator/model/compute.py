@@ -3,6 +3,7 @@
 Forward FLOPs per token ≈ 2 × (parameters a token passes through) + attention (Kaplan et al. 2020, §2.1);
 causal attention costs 2 · pairs · heads · (d_qk + d_v) per layer, pairs = Σᵢ min(i, window).
 A decode step reads every weight it uses once plus the KV cache (formulas.md, FLOPs and time).
+The FLOP counts also evaluate elementwise on numpy arrays of batch and tokens (`estimator.model.elementwise`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from fractions import Fraction
 
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.specs import NumberFormat
+from estimator.model.elementwise import where
 from estimator.model.inventory import Role, lm_head_numel, tensor_inventory
-from estimator.model.memory import bytes_of, tensor_bits
+from estimator.model.memory import bytes_of, tensor_bits, window_groups
 
 
 def expected_distinct_experts(num_experts: int, top_k: int, tokens: int) -> float:
@@ -40,13 +42,12 @@ def causal_pairs(tokens: int, window: int | None, *, past: int = 0) -> int:
     Token i (1-based, counting the past) sees min(i, window) keys; a bidirectional encoder would see all.
     """
     first, last = past + 1, past + tokens
-    if window is None or window >= last:
-        return (first + last) * tokens // 2
-    if window <= first:
-        return window * tokens
+    every = (first + last) * tokens // 2
+    if window is None:
+        return every
     # tokens first..window see i keys; window+1..last see window keys
-    ramp = (first + window) * (window - first + 1) // 2
-    return ramp + window * (last - window)
+    ramp = (first + window) * (window - first + 1) // 2 + window * (last - window)
+    return where(window >= last, every, where(window <= first, window * tokens, ramp))
 
 
 def attention_flops(arch: Architecture, batch: int, tokens: int, *, past: int = 0,
@@ -58,11 +59,10 @@ def attention_flops(arch: Architecture, batch: int, tokens: int, *, past: int = 
     attn = arch.attention
     width = attn.num_heads * (attn.head_dim + attn.v_head_dim)
     total = 0
-    for layer in range(arch.num_layers):
+    for window, layers in window_groups(arch, ignore_windows=ignore_windows):
         # a bidirectional encoder scores every pair
-        window = None if ignore_windows else arch.window(layer)
         pairs = causal_pairs(tokens, window, past=past) if arch.causal else tokens * (tokens + past)
-        total += 2 * pairs * width
+        total += layers * 2 * pairs * width
     return total * batch
 
 

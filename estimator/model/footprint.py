@@ -1,6 +1,7 @@
 """Per-GPU memory of an inference job: weights + KV cache + prefill activation peak + runtime overhead.
 
 Each term is a function of `estimator.model.memory`; this module only adds them up for one tensor-parallel rank.
+Like the terms, it evaluates on Python ints (one estimate) or elementwise on numpy int64 arrays (a sweep grid).
 """
 
 from __future__ import annotations
@@ -8,11 +9,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.specs import GpuSpec
+from estimator.model.elementwise import as_float, is_array, maximum, where
 from estimator.model.memory import (
+    KvLayers,
     generic_weights_bytes,
-    kv_cache_bytes,
+    kv_cache_layers,
     kv_heads_divisor,
     prefill_activation_peak,
     prefill_masked_attention,
@@ -22,15 +25,33 @@ from estimator.model.memory import (
 )
 from estimator.model.runtime import Runtime
 
+# Beyond any card (2^50 B = 1.1 PB per GPU) and far enough below 2^63 that no int64 intermediate overflows: the
+# largest intermediate is a KV-cache product, the bytes × 8 × the bits' denominator (< 2^13 for every format).
+SIZE_LIMIT_BYTES = 2**50
+
 
 def prefill_shape(batch: int, prompt: int, chunk: int | None) -> tuple[int, int]:
     """(sequences, tokens each) that one prefill forward holds at once: everything, or one chunk of at most
     ``chunk`` tokens when the runtime prefills in chunks (whole sequences while they fit, else part of one)."""
-    if chunk is None or batch * prompt <= chunk:
+    if chunk is None:
         return batch, prompt
-    if prompt <= chunk:
-        return chunk // prompt, prompt
-    return 1, chunk
+    whole, one = batch * prompt <= chunk, prompt <= chunk  # all sequences fit a chunk; one sequence does
+    return where(whole, batch, where(one, chunk // prompt, 1)), where(whole | one, prompt, chunk)
+
+
+def rank_kv_layers(arch: Architecture, rt: Runtime, tp: int, batch: int, tokens: int, *,
+                   ignore_windows: bool = False) -> list[KvLayers]:
+    """The KV cache one of ``tp`` ranks holds for ``batch`` sequences of ``tokens``, by window (none: an encoder)."""
+    if not arch.causal:
+        return []
+    return kv_cache_layers(arch, tokens, batch, rt.kv_format, decompressed_mla=rt.mla_layout == "decompressed",
+                           kv_heads_divisor=kv_heads_divisor(arch, tp), ignore_windows=ignore_windows)
+
+
+def rank_kv_bytes(arch: Architecture, rt: Runtime, tp: int, batch: int, tokens: int, *,
+                  ignore_windows: bool = False) -> int:
+    """Total of `rank_kv_layers`."""
+    return sum(g.bytes for g in rank_kv_layers(arch, rt, tp, batch, tokens, ignore_windows=ignore_windows))
 
 
 @dataclass(frozen=True)
@@ -43,20 +64,25 @@ class GpuMemory:
     overhead: int
     per_gpu: int
 
+    def across(self, tp: int) -> GpuMemory:
+        """The same figures summed over ``tp`` identical ranks."""
+        return GpuMemory(self.weights * tp, None if self.kv is None else self.kv * tp,
+                         None if self.activation is None else self.activation * tp, self.overhead * tp,
+                         self.per_gpu * tp)
+
 
 def memory_per_gpu(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: int, prompt: int,
                    output: int) -> GpuMemory:
     """Memory on each of ``tp`` ranks of ``gpu`` for ``batch`` sequences of ``prompt`` + ``output`` tokens."""
     arch = model.arch
-    decompressed = rt.mla_layout == "decompressed"
     if arch is None:
         assert model.generic_params is not None
         weights = math.ceil(generic_weights_bytes(model.generic_params, rt.weight_format) / tp)
         kv = activation = None
+        dynamic = 0
     else:
         weights = sharded_weights_bytes(arch, rt.weight_format, tp)
-        kv = kv_cache_bytes(arch, prompt + output, batch, rt.kv_format, decompressed_mla=decompressed,
-                            kv_heads_divisor=kv_heads_divisor(arch, tp)) if arch.causal else 0
+        kv = rank_kv_bytes(arch, rt, tp, batch, prompt + output)
         shape_batch, shape_tokens = prefill_shape(batch, prompt, rt.profile.prefill_chunk_tokens)
         activation = prefill_activation_peak(
             arch, shape_batch, shape_tokens, element_bytes=rt.activation_bytes_per_element,
@@ -65,9 +91,27 @@ def memory_per_gpu(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: 
             eager_attention=runs_math_attention(arch, rt.profile),
             explicit_mask=prefill_masked_attention(arch, rt.profile),
         ).bytes
-        if kv and rt.profile.sliding_window_prefill_full and arch.layer_windows:
-            kv = max(kv, kv_cache_bytes(arch, prompt, batch, rt.kv_format, decompressed_mla=decompressed,
-                                        kv_heads_divisor=kv_heads_divisor(arch, tp), ignore_windows=True))
-    dynamic = (kv or 0) + (activation or 0)
+        if rt.profile.sliding_window_prefill_full and arch.layer_windows:
+            kv = maximum(kv, rank_kv_bytes(arch, rt, tp, batch, prompt, ignore_windows=True))
+        dynamic = kv + activation
     overhead = runtime_overhead_bytes(gpu.memory_bytes, rt.profile, tensor_parallel=tp, dynamic_bytes=dynamic)
     return GpuMemory(weights, kv, activation, overhead, weights + dynamic + overhead)
+
+
+def within_size_limit(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: int, prompt: int,
+                      output: int) -> bool:
+    """Whether the per-GPU memory stays below `SIZE_LIMIT_BYTES`, judged by the same sum in float64 (which cannot
+    wrap around): where it does, the int64 evaluation of the same point is exact. Always true for Python ints."""
+    if not is_array(batch + prompt + output):
+        return True
+    size = memory_per_gpu(model, gpu, rt, tp, as_float(batch), as_float(prompt), as_float(output)).per_gpu
+    return size < SIZE_LIMIT_BYTES
+
+
+def fits_per_gpu(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: int, prompt: int,
+                 output: int) -> bool:
+    """Whether the per-GPU memory fits ``gpu``, exactly (on arrays, a point past `SIZE_LIMIT_BYTES` never fits)."""
+    fits = memory_per_gpu(model, gpu, rt, tp, batch, prompt, output).per_gpu <= gpu.memory_bytes
+    if not is_array(fits):
+        return fits
+    return fits & within_size_limit(model, gpu, rt, tp, batch, prompt, output)

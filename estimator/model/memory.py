@@ -1,5 +1,8 @@
 """Memory terms of an inference job, each a pure function returning bytes.
 
+Every term that depends on batch or tokens also evaluates elementwise on numpy int64 arrays (a sweep grid): it uses
+only integer arithmetic and the helpers of `estimator.model.elementwise`.
+
 Sources: formulas.md (shared reference) for the formulas; the H200 measurements in
 ``tests/data/measured/reference/h200-measured.jsonl`` for the live-tensor accounting of the prefill peak.
 """
@@ -13,6 +16,7 @@ from fractions import Fraction
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import NumberFormat
+from estimator.model.elementwise import maximum, minimum, round_half_even
 from estimator.model.inventory import Role, TensorGroup, tensor_inventory
 
 SIXTEEN_BIT = Fraction(16)
@@ -30,8 +34,9 @@ def tensor_bits(role: Role, fmt: NumberFormat) -> Fraction:
 
 
 def bytes_of(numel: int, bits: Fraction) -> int:
-    """Bytes for ``numel`` elements of ``bits`` each: multiply bits first, divide by 8 last, round up."""
-    return math.ceil(numel * bits / 8)
+    """Bytes for ``numel`` elements of ``bits`` each: multiply bits first, divide by 8 last, round up (in integers:
+    ceil(numel × p / (8 q)) for bits = p / q)."""
+    return -(-(numel * bits.numerator) // (8 * bits.denominator))
 
 
 @dataclass(frozen=True)
@@ -100,18 +105,23 @@ def kv_cache_layers(arch: Architecture, tokens: int, batch: int, fmt: NumberForm
     ``kv_heads_divisor`` tensor-parallel ranks where the heads shard. ``ignore_windows``: every layer holds all
     ``tokens`` (transformers' DynamicCache right after a prefill, before its next update crops the window).
     """
-    groups: dict[int | None, int] = {}
-    for layer in range(arch.num_layers):
-        window = None if ignore_windows else arch.window(layer)
-        groups[window] = groups.get(window, 0) + 1
     bits = Fraction(str(fmt.bits_per_weight))
     out = []
-    for window, count in sorted(groups.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
-        held = tokens if window is None else min(tokens, window)
+    for window, count in window_groups(arch, ignore_windows=ignore_windows):
+        held = tokens if window is None else minimum(tokens, window)
         elements = kv_elements_per_token(arch, 0, decompressed_mla=decompressed_mla)
         per_rank = math.ceil(elements / kv_heads_divisor)
         out.append(KvLayers(window, count, held, bytes_of(count * per_rank * held * batch, bits)))
     return out
+
+
+def window_groups(arch: Architecture, *, ignore_windows: bool = False) -> list[tuple[int | None, int]]:
+    """(window, layers) for every distinct attention window, global (None) first, then by window length."""
+    groups: dict[int | None, int] = {}
+    for layer in range(arch.num_layers):
+        window = None if ignore_windows else arch.window(layer)
+        groups[window] = groups.get(window, 0) + 1
+    return sorted(groups.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))
 
 
 def kv_cache_bytes(arch: Architecture, tokens: int, batch: int, fmt: NumberFormat, *,
@@ -140,7 +150,7 @@ class ActivationPeak:
 
     @property
     def bytes(self) -> int:
-        return max(self.layer_bytes, self.logits_bytes)
+        return maximum(self.layer_bytes, self.logits_bytes)
 
 
 # Activations that transformers writes as a chain of elementwise PyTorch ops keep extra ffn-wide temporaries alive
@@ -224,7 +234,7 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
     layer = tokens_total * (mlp_bytes + (4 * h + rope) * element_bytes + 8 + router_bytes)
     if eager_attention:
         heads = math.ceil(arch.attention.num_heads / tensor_parallel)
-        layer = max(layer, tokens_total * (4 * h * element_bytes) + 2 * batch * heads * tokens * tokens * 4)
+        layer = maximum(layer, tokens_total * (4 * h * element_bytes) + 2 * batch * heads * tokens * tokens * 4)
     if explicit_mask:
         layer += batch * tokens * tokens
     positions = tokens if logits_all else 1
@@ -242,7 +252,7 @@ def runtime_overhead_bytes(capacity_bytes: int, profile: EfficiencyProfile, *, t
     """
     reserved = round(capacity_bytes * profile.driver_reserved_fraction)
     nccl = profile.nccl_buffer_bytes if tensor_parallel > 1 else 0
-    slack = round(dynamic_bytes * profile.allocator_slack_fraction)
+    slack = round_half_even(dynamic_bytes * profile.allocator_slack_fraction, like=dynamic_bytes)
     return reserved + profile.cuda_context_bytes + profile.workspace_bytes + nccl + slack
 
 

@@ -3,12 +3,17 @@
 FLOPs and weight reads come from `estimator.model.compute`; the KV read is the cache the phase sees; elementwise
 kernels (norms, activations, residual adds) read and write the hidden and FFN widths a profile-given number of
 times per token; tensor parallelism adds two all-reduces of the hidden states per layer (Megatron-LM).
+Batch, prompt and context may be numpy float64 arrays (a sweep grid: floats, so FLOP counts never overflow).
 """
 
 from __future__ import annotations
 
-from estimator.catalog.architecture import Architecture
-from estimator.model.compute import attention_flops, decode_matmul_flops, prefill_matmul_flops
+from dataclasses import dataclass
+
+from estimator.catalog.architecture import Architecture, ModelSpec
+from estimator.model.compute import attention_flops, decode_matmul_flops, decode_weight_bytes, prefill_matmul_flops
+from estimator.model.elementwise import maximum, per_distinct
+from estimator.model.footprint import rank_kv_bytes
 from estimator.model.memory import generic_weights_bytes, prefill_masked_attention, sharded_weights_bytes
 from estimator.model.runtime import Runtime
 from estimator.model.timing import PhaseCost
@@ -27,7 +32,7 @@ def phase_costs(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: in
                              + rt.profile.elementwise_ffn_passes * ffn / tp) * act * layers
     prompt_tokens = batch * prompt
     positions = prompt if rt.logits == "all" else 1
-    prefill_kv = kv_bytes * prompt / max(context, 1)
+    prefill_kv = kv_bytes * prompt / maximum(context, 1)
     masked = prefill_masked_attention(arch, rt.profile)
     prefill = PhaseCost(
         matmul_flops=prefill_matmul_flops(arch, batch, prompt, logits_positions=positions) / tp,
@@ -60,3 +65,30 @@ def generic_costs(params: int, rt: Runtime, tp: int, batch: int, prompt: int) ->
     prefill = PhaseCost(2 * params * batch * prompt / tp, 0, weights, 0, 0, 0)
     decode = PhaseCost(2 * params * batch / tp, 0, weights, 0, 0, 0)
     return prefill, decode
+
+
+@dataclass(frozen=True)
+class JobCosts:
+    """Work on one rank: the prefill, the decode step at the full context (the longest), and the decode step at
+    the mean context of generation (prompt + output / 2), which sets tokens/s."""
+
+    prefill: PhaseCost
+    decode: PhaseCost
+    step: PhaseCost
+
+
+def job_costs(model: ModelSpec, rt: Runtime, tp: int, batch: int, prompt: int, output: int,
+              kv_bytes: float) -> JobCosts:
+    """The phases of ``batch`` sequences of ``prompt`` + ``output`` tokens on one of ``tp`` ranks, whose KV cache
+    at the full context is ``kv_bytes`` (see `footprint.memory_per_gpu`)."""
+    arch = model.arch
+    if arch is None:
+        assert model.generic_params is not None
+        prefill, decode = generic_costs(model.generic_params, rt, tp, batch, prompt)
+        return JobCosts(prefill, decode, decode)
+    read_full = per_distinct(lambda b: decode_weight_bytes(arch, rt.weight_format, b), batch)
+    prefill, decode = phase_costs(arch, rt, tp, batch, prompt, prompt + output, read_full, kv_bytes)
+    mean_context = prompt + output // 2
+    mean_kv = rank_kv_bytes(arch, rt, tp, batch, mean_context)
+    _, step = phase_costs(arch, rt, tp, batch, prompt, mean_context, read_full, mean_kv)
+    return JobCosts(prefill, decode, step)

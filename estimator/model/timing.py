@@ -4,6 +4,7 @@ bound    = max(FLOPs / peak FLOP/s, bytes / peak bandwidth)            — no im
 expected = max(Σ FLOPs / (peak × efficiency) + Σ bytes / (bandwidth × efficiency) + layers × per-layer cost,
                layers × host dispatch per layer)                        — calibrated, see specs/profiles/
 Tensor parallelism adds two all-reduces of the activations per layer (Megatron-LM, Shoeybi et al. 2019).
+Costs and times may be numpy float arrays (a sweep grid): the functions evaluate elementwise.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Literal
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import ComputeDType, GpuSpec, MemoryType
 from estimator.errors import WorkloadInvalid
+from estimator.model.elementwise import maximum, where
 
 Bound = Literal["memory", "compute"]
 
@@ -90,7 +92,7 @@ def roofline_s(cost: PhaseCost, hw: Hardware) -> tuple[float, Bound]:
     """max(FLOPs / peak, bytes / bandwidth) and which one sets it."""
     compute = cost.flops / hw.peak_flop_per_s
     memory = cost.bytes / hw.bandwidth_bytes_per_s
-    return (compute, "compute") if compute >= memory else (memory, "memory")
+    return maximum(compute, memory), where(compute >= memory, "compute", "memory")
 
 
 def allreduce_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> float:
@@ -137,9 +139,9 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     memory_s = (cost.weight_bytes + cost.elementwise_bytes) / bandwidth + cost.kv_bytes / kv_bandwidth
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.
-    gpu_s = max(compute_s, cost.weight_bytes / bandwidth) + cost.elementwise_bytes / bandwidth
+    gpu_s = maximum(compute_s, cost.weight_bytes / bandwidth) + cost.elementwise_bytes / bandwidth
     gpu_s += cost.kv_bytes / kv_bandwidth + cost.layers * profile.per_layer_step_s
     host_s = cost.layers * profile.host_per_layer_s
     communication_s = allreduce_s(cost, hw, profile)
-    expected = max(gpu_s, host_s) + communication_s
-    return PhaseTime(bound_s, bound, max(expected, bound_s), compute_s, memory_s, communication_s)
+    expected = maximum(gpu_s, host_s) + communication_s
+    return PhaseTime(bound_s, bound, maximum(expected, bound_s), compute_s, memory_s, communication_s)

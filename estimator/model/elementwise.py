@@ -1,0 +1,83 @@
+"""Scalar-or-array arithmetic: the few operations the terms need beyond + − × / // and comparisons.
+
+Every term in `estimator.model` is written once and evaluates on Python numbers (one estimate) or elementwise on
+numpy arrays (a sweep grid). Python's operators already do both; `min`, `max`, `round`, `if` and `not` do not, so
+the terms call these instead. numpy is never imported here: an array argument means the caller has imported it.
+
+The annotations name the scalar case (what mypy checks); the array case is checked by tests/planning/test_sweep.py,
+which compares every sweep row with `estimate` at the same point.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T", int, float)
+V = TypeVar("V")
+
+
+def _numpy(*values: object) -> Any:
+    """The numpy module when any of ``values`` is an array, else None."""
+    for value in values:
+        if not isinstance(value, (int, float, str)):
+            return sys.modules["numpy"]
+    return None
+
+
+def is_array(value: object) -> bool:
+    return _numpy(value) is not None
+
+
+def minimum(a: T, b: T) -> T:
+    np = _numpy(a, b)
+    return min(a, b) if np is None else np.minimum(a, b)
+
+
+def maximum(a: T, b: T) -> T:
+    np = _numpy(a, b)
+    return max(a, b) if np is None else np.maximum(a, b)
+
+
+def where(condition: bool, a: V, b: V) -> V:
+    """``a if condition else b``; elementwise for arrays (both sides are evaluated)."""
+    np = _numpy(condition, a, b)
+    return (a if condition else b) if np is None else np.where(condition, a, b)
+
+
+def logical_not(condition: bool) -> bool:
+    np = _numpy(condition)
+    return (not condition) if np is None else np.logical_not(condition)
+
+
+def any_true(condition: bool) -> bool:
+    """Whether ``condition`` holds anywhere (a Python bool in both cases)."""
+    np = _numpy(condition)
+    return bool(condition) if np is None else bool(np.any(condition))
+
+
+def round_half_even(x: float, like: int) -> int:
+    """``round(x)`` (ties to even, as Python rounds) in the type of ``like``: an int, or an array of like's dtype
+    (numpy's ``rint`` rounds ties to even too)."""
+    np = _numpy(x, like)
+    if np is None:
+        return round(x)
+    return np.rint(x).astype(np.asarray(like).dtype)  # type: ignore[no-any-return]
+
+
+def as_float(x: int) -> int:
+    """The same value in float64 (for arrays) or unchanged (for Python ints, which never overflow): evaluating a
+    term on floats gives an overflow-free estimate of its size beside the exact int64 result."""
+    np = _numpy(x)
+    return x if np is None else x.astype(np.float64)  # type: ignore[attr-defined]
+
+
+def per_distinct(fn: Callable[[int], float], values: int) -> float:
+    """``fn(values)`` for a scalar; for an array, ``fn`` called once per distinct value (for terms computed in exact
+    rationals, which arrays cannot hold) and spread back over the array."""
+    np = _numpy(values)
+    if np is None:
+        return fn(values)
+    distinct, inverse = np.unique(values, return_inverse=True)
+    return np.array([fn(int(v)) for v in distinct])[inverse.reshape(-1)]  # type: ignore[no-any-return]
