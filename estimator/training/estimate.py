@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
-from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import WorkloadInvalid
 from estimator.inference.report import GpuInfo, ModelInfo
@@ -32,6 +33,7 @@ from estimator.model.memory import runtime_overhead_bytes
 from estimator.model.timing import peak_for
 from estimator.notes import Note, NoteCode, note
 from estimator.training.activations import (
+    SavedTensor,
     Trainable,
     bytes_for,
     hf_convention,
@@ -49,6 +51,7 @@ from estimator.training.report import (
     TrainingWorkloadInfo,
 )
 from estimator.training.states import (
+    ModelStates,
     adafactor_state_bytes,
     autocast_weight_numel,
     frozen_base_bytes,
@@ -82,34 +85,31 @@ def _ring_s(volume_bytes: float, n: int, link_bytes_per_s: float | None, efficie
     return factor * (n - 1) / n * volume_bytes / (link_bytes_per_s / 2 * efficiency)
 
 
-def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload, *,
-                      requested_gpu: str = "") -> TrainingReport:
-    """Per-GPU memory and step time of ``workload`` training ``model`` on ``workload.gpus`` × ``gpu``."""
-    w = workload
-    arch = model.arch
-    if arch is None:
-        raise WorkloadInvalid(f"training estimates need an architecture; {model.name!r} is only a parameter count "
-                              "(pass a catalog name or a config.json)")
-    check_layout(arch, w)
-    warnings: list[Note] = []
-    assumptions: list[Note] = []
-    prof = w.profile
-    dtype, peak = peak_for(gpu, w.compute_dtype)
-    if dtype != w.compute_dtype:
-        warnings.append(note(NoteCode.TRAIN_COMPUTE_FALLBACK, gpu=gpu.name, wanted=w.compute_dtype, used=dtype))
+@dataclass(frozen=True)
+class _States:
+    """Model states on one GPU and the state-sized buffers a step holds beside them."""
 
-    # --- model states ------------------------------------------------------------------------------------------
-    n_params = param_count(arch)
-    mp = w.tp * w.pp
-    stage = w.shard_stage
+    trainable_params: int
+    states: ModelStates
+    autocast: int  # 16-bit weight copies autocast keeps from forward to backward
+    gathered: int  # ZeRO-3/FSDP parameters gathered for the unit in use and the one prefetched
+    ddp_buckets: int
+    resident: int  # what stays allocated through forward and backward
+    step_transient: int  # the optimizer step's temporaries
+    compute_bytes: int  # bytes per element of the 16- or 32-bit compute dtype
+    deepspeed: bool
+
+
+def _model_states(arch: Architecture, w: TrainingWorkload) -> _States:
+    mp, stage = w.tp * w.pp, w.shard_stage
     deepspeed = w.fsdp is None and stage > 0
     lora = w.lora_rank is not None
-    trainable_params = lora_params(arch, w.lora_rank, w.lora_targets) if w.lora_rank is not None else n_params
-    frozen = frozen_base_bytes(arch, w) if lora else 0
+    trainable_params = lora_params(arch, w.lora_rank, w.lora_targets) if w.lora_rank is not None else param_count(arch)
     s_bytes = state_dtype_bytes(w.precision)
     adafactor = adafactor_state_bytes(arch, s_bytes) if w.optimizer == "adafactor" and not lora else 0
     states = model_states(trainable_params, w.precision, w.optimizer, stage=stage, dp=w.dp, model_parallel=mp,
-                          deepspeed=deepspeed, adafactor_bytes=adafactor, frozen_bytes=frozen)
+                          deepspeed=deepspeed, adafactor_bytes=adafactor,
+                          frozen_bytes=frozen_base_bytes(arch, w) if lora else 0)
     c_bytes = 4 if w.compute_dtype == "fp32" else 2
     autocast = 0
     if w.amp and stage == 0:
@@ -123,24 +123,43 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
         if w.fsdp == "grad-op":  # SHARD_GRAD_OP keeps unsharded parameters from forward to backward
             gathered = math.ceil(trainable_params * c_bytes / mp)
     ddp_buckets = states.gradient_bytes if w.dp > 1 and stage == 0 else 0
-    grads_resident = w.grad_accum > 1
     resident = states.weights_bytes + states.master_bytes + states.optimizer_bytes + ddp_buckets
-    if grads_resident:
+    if w.grad_accum > 1:  # gradients persist between micro-batches
         resident += states.gradient_bytes
     largest = max(g.numel for g in tensor_inventory(arch))
     opt_params = math.ceil(trainable_params / mp / (w.dp if stage >= 1 else 1))
     step_transient = optimizer_step_transient_bytes(w.optimizer, optimizer_params=opt_params, state_bytes=s_bytes,
                                                     largest_tensor=largest, foreach=not deepspeed)
+    return _States(trainable_params, states, autocast, gathered, ddp_buckets, resident, step_transient, c_bytes,
+                   deepspeed)
 
-    # --- activations ---------------------------------------------------------------------------------------------
-    residual = 4 if (w.precision == "fp32" or (w.amp and not lora and not deepspeed and w.fsdp is None)) else 2
-    conv = hf_convention(arch, residual_bytes=residual, compute_bytes=c_bytes)
+
+@dataclass(frozen=True)
+class _Activations:
+    """Saved activations on the busiest pipeline stage, per GPU."""
+
+    residual_bytes: int  # bytes per element of the residual stream
+    layer: list[SavedTensor]
+    per_layer_token: Fraction
+    per_layer: int
+    stage_layers: int
+    in_flight: int
+    recompute: int  # one layer's activations rebuilt under full recompute (0 otherwise)
+    output_bytes: int
+    loss_backward: int
+    activation: int
+    on_last_stage: bool  # the peak stage holds the output layer and the loss
+
+
+def _activations(arch: Architecture, w: TrainingWorkload, st: _States) -> _Activations:
+    lora = w.lora_rank is not None
+    residual = 4 if (w.precision == "fp32" or (w.amp and not lora and not st.deepspeed and w.fsdp is None)) else 2
+    conv = hf_convention(arch, residual_bytes=residual, compute_bytes=st.compute_bytes)
     trainable = Trainable(linears=frozenset(w.lora_targets) if lora else frozenset(ALL_LORA_TARGETS), norms=not lora,
                           head=not lora)
     layer = layer_saved_tensors(arch, conv, trainable, seq_len=w.seq_len, attention=w.attention)
-    tokens = w.tokens_per_micro_batch
-    sp, selective = w.sequence_parallel, w.recompute == "selective"
-    per_layer_token = per_token_bytes(layer, tp=w.tp, sequence_parallel=sp, selective=selective)
+    tokens, sp = w.tokens_per_micro_batch, w.sequence_parallel
+    per_layer_token = per_token_bytes(layer, tp=w.tp, sequence_parallel=sp, selective=w.recompute == "selective")
     per_layer = bytes_for(per_layer_token, tokens)
     stage_layers = arch.num_layers // w.pp
     in_flight = min(w.pp, w.grad_accum)
@@ -158,118 +177,201 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
         activation, on_last = first_stage + (output_bytes if w.pp == 1 else 0), w.pp == 1
     else:
         activation, on_last = last_stage + output_bytes, True
-    loss_now = loss_bwd if on_last else 0
-    base = resident + autocast + gathered
-    phases = _Phases(
-        forward_backward=base + activation + loss_now,
-        recompute=(base + activation - (output_bytes if on_last else 0) + recompute) if recompute else 0,
-        optimizer_step=states.total_bytes + ddp_buckets + step_transient,
-    )
-    peak_phase, peak_tensors = phases.peak()
-    # allocator slack applies to what is allocated and freed every step, not to the long-lived states
-    dynamic = autocast + gathered + max(activation + loss_now + recompute, step_transient)
-    overhead = runtime_overhead_bytes(gpu.memory_bytes, prof, tensor_parallel=w.gpus, dynamic_bytes=dynamic)
-    per_gpu = peak_tensors + overhead
-    capacity = gpu.memory_bytes
+    return _Activations(residual, layer, per_layer_token, per_layer, stage_layers, in_flight, recompute,
+                        output_bytes, loss_bwd, activation, on_last)
 
-    # --- time ------------------------------------------------------------------------------------------------------
-    step_tokens = tokens * w.grad_accum  # per data-parallel replica
+
+@dataclass(frozen=True)
+class _Peak:
+    phase: PeakPhase
+    tensors: int
+    overhead: int
+    per_gpu: int
+
+
+def _peak(st: _States, act: _Activations, gpu: GpuSpec, w: TrainingWorkload) -> _Peak:
+    """The largest of the three phases of a steady-state step, plus the runtime overhead."""
+    loss_now = act.loss_backward if act.on_last_stage else 0
+    base = st.resident + st.autocast + st.gathered
+    phases = _Phases(
+        forward_backward=base + act.activation + loss_now,
+        recompute=(base + act.activation - (act.output_bytes if act.on_last_stage else 0) + act.recompute)
+        if act.recompute else 0,
+        optimizer_step=st.states.total_bytes + st.ddp_buckets + st.step_transient,
+    )
+    phase, tensors = phases.peak()
+    # allocator slack applies to what is allocated and freed every step, not to the long-lived states
+    dynamic = st.autocast + st.gathered + max(act.activation + loss_now + act.recompute, st.step_transient)
+    overhead = runtime_overhead_bytes(gpu.memory_bytes, w.profile, tensor_parallel=w.gpus, dynamic_bytes=dynamic)
+    return _Peak(phase, tensors, overhead, tensors + overhead)
+
+
+@dataclass(frozen=True)
+class _StepTime:
+    step_tokens: int  # per data-parallel replica
+    executed_gpu: float
+    bubble: float
+    compute_s: float
+    optimizer_s: float
+    communication_s: float
+    step_s: float
+    bound_s: float
+    model_flops_step: float
+    mfu: float
+
+
+def _step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, st: _States,
+               stage_layers: int) -> _StepTime:
+    prof, mp, tokens = w.profile, w.tp * w.pp, w.tokens_per_micro_batch
+    lora = w.lora_rank is not None
+    step_tokens = tokens * w.grad_accum
     linear = linear_params_per_token(arch) + lm_head_numel(arch)
     attn_fwd = attention_flops(arch, w.batch, w.seq_len) / tokens
-    adapters = trainable_params if lora else 0
+    adapters = st.trainable_params if lora else 0
     base_train = 4 * linear if lora else 6 * linear
     model_flops_token = base_train + 6 * adapters + 3 * attn_fwd
-    extra = (2 * linear + attn_fwd) if w.recompute == "full" else (attn_fwd if selective and
-                                                                    w.attention == "eager" else 0)
+    extra = (2 * linear + attn_fwd) if w.recompute == "full" else (
+        attn_fwd if w.recompute == "selective" and w.attention == "eager" else 0)
     executed_gpu = (model_flops_token + extra) * step_tokens / mp
     bubble = (w.pp - 1) / (w.grad_accum + w.pp - 1)
     compute_s = executed_gpu / (peak * prof.train_flop_efficiency) / (1 - bubble)
     bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
-    optimizer_s = 2 * (states.total_bytes + step_transient) / bandwidth
-    link, eff = gpu.interconnect_bytes_per_s, prof.interconnect_efficiency
-    grad_wire = 2 if deepspeed or w.precision == "bf16" else (4 if w.compute_dtype == "fp32" or w.amp else 2)
-    shard_params = trainable_params / mp
-    if stage == 3:
+    optimizer_s = 2 * (st.states.total_bytes + st.step_transient) / bandwidth
+    communication_s = _communication_s(arch, w, gpu, st, stage_layers)
+    step_s = compute_s + optimizer_s + communication_s
+    bound_s = max(executed_gpu / peak, communication_s * prof.interconnect_efficiency)
+    model_flops_step = model_flops_token * step_tokens * w.dp
+    return _StepTime(step_tokens, executed_gpu, bubble, compute_s, optimizer_s, communication_s, step_s, bound_s,
+                     model_flops_step, model_flops_step / step_s / (w.gpus * peak))
+
+
+def _communication_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, st: _States, stage_layers: int) -> float:
+    """Data-parallel gradient synchronisation (ZeRO-3: parameter gathers too) and tensor-parallel all-reduces."""
+    link, eff, c_bytes = gpu.interconnect_bytes_per_s, w.profile.interconnect_efficiency, st.compute_bytes
+    grad_wire = 2 if st.deepspeed or w.precision == "bf16" else (4 if w.compute_dtype == "fp32" or w.amp else 2)
+    shard_params = st.trainable_params / (w.tp * w.pp)
+    if w.shard_stage == 3:
         dp_s = _ring_s(shard_params * c_bytes, w.dp, link, eff, 3)
     else:
         dp_s = _ring_s(shard_params * grad_wire, w.dp, link, eff, 2)
-    tp_volume = 4 * stage_layers * w.grad_accum * tokens * arch.hidden_size * c_bytes
-    tp_s = _ring_s(tp_volume, w.tp, link, eff, 2)
-    communication_s = dp_s + tp_s
-    step_s = compute_s + optimizer_s + communication_s
-    bound_s = max(executed_gpu / peak, communication_s * eff)
-    model_flops_step = model_flops_token * step_tokens * w.dp
-    mfu = model_flops_step / step_s / (w.gpus * peak)
+    tp_volume = 4 * stage_layers * w.grad_accum * w.tokens_per_micro_batch * arch.hidden_size * c_bytes
+    return dp_s + _ring_s(tp_volume, w.tp, link, eff, 2)
 
-    # --- words -----------------------------------------------------------------------------------------------------
+
+def _warnings(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, dtype: str, time: _StepTime,
+              peak: _Peak) -> list[Note]:
+    warnings = []
+    if dtype != w.compute_dtype:
+        warnings.append(note(NoteCode.TRAIN_COMPUTE_FALLBACK, gpu=gpu.name, wanted=w.compute_dtype, used=dtype))
     if arch.max_position_embeddings and w.seq_len > arch.max_position_embeddings:
         warnings.append(note(NoteCode.SEQ_LEN_TOO_LONG, tokens=w.seq_len, limit=arch.max_position_embeddings))
-    if selective and w.attention != "eager":
+    if w.recompute == "selective" and w.attention != "eager":
         warnings.append(note(NoteCode.SELECTIVE_RECOMPUTE_NOOP, attention=w.attention))
     if w.pp > 1 and w.grad_accum < w.pp:
-        warnings.append(note(NoteCode.PIPELINE_BUBBLE, stages=w.pp, micro_batches=w.grad_accum, idle_fraction=bubble))
-    if per_gpu > capacity:
-        warnings.append(note(NoteCode.TRAIN_DOES_NOT_FIT, per_gpu_bytes=per_gpu, capacity_bytes=capacity))
-    assumptions += [
+        warnings.append(note(NoteCode.PIPELINE_BUBBLE, stages=w.pp, micro_batches=w.grad_accum,
+                             idle_fraction=time.bubble))
+    if peak.per_gpu > gpu.memory_bytes:
+        warnings.append(note(NoteCode.TRAIN_DOES_NOT_FIT, per_gpu_bytes=peak.per_gpu, capacity_bytes=gpu.memory_bytes))
+    return warnings
+
+
+def _assumptions(w: TrainingWorkload, st: _States, act: _Activations) -> list[Note]:
+    prof = w.profile
+    assumptions = [
         note(NoteCode.PROFILE, profile=prof.name, description=prof.description),
-        note(NoteCode.SAVED_ACTIVATIONS, residual="fp32" if residual == 4 else "16-bit", attention=w.attention),
+        note(NoteCode.SAVED_ACTIVATIONS, residual="fp32" if act.residual_bytes == 4 else "16-bit",
+             attention=w.attention),
         note(NoteCode.LOSS_ONLY), note(NoteCode.STEADY_STATE), note(NoteCode.NO_OVERLAP),
     ]
-    if w.amp and stage == 0 and w.fsdp is None:
+    if w.amp and w.shard_stage == 0 and w.fsdp is None:
         assumptions.append(note(NoteCode.AMP))
-    if deepspeed:
+    if st.deepspeed:
         assumptions.append(note(NoteCode.DEEPSPEED))
     if w.lora_rank is not None:
         assumptions.append(note(NoteCode.LORA, rank=w.lora_rank, targets=",".join(w.lora_targets),
                                 base=w.qlora.name if w.qlora else "16 bit"))
     if w.pp > 1:
-        assumptions.append(note(NoteCode.PIPELINE_1F1B, in_flight=in_flight))
+        assumptions.append(note(NoteCode.PIPELINE_1F1B, in_flight=act.in_flight))
+    return assumptions
 
-    explain = [
-        note(NoteCode.MODEL_STATES, trainable_params=trainable_params, weights_bytes=states.weights_bytes,
-             gradient_bytes=states.gradient_bytes, master_bytes=states.master_bytes,
-             optimizer_bytes=states.optimizer_bytes, zero_stage=stage, dp=w.dp, model_parallel=mp),
-        note(NoteCode.LAYER_ACTIVATIONS, bytes_per_token=float(per_layer_token), tokens=tokens, bytes=per_layer,
-             layers=stage_layers, in_flight=in_flight, full_recompute=w.recompute == "full"),
-        note(NoteCode.OUTPUT_AND_LOSS, saved_bytes=output_bytes, loss_gradient_bytes=loss_bwd),
-        note(NoteCode.PEAK_PHASE, phase=peak_phase, tensor_bytes=peak_tensors, overhead_bytes=overhead,
-             per_gpu_bytes=per_gpu),
-        note(NoteCode.STEP_TIME, flops_per_gpu=executed_gpu, peak_flop_per_s=peak,
-             efficiency=prof.train_flop_efficiency, compute_s=compute_s, optimizer_s=optimizer_s,
-             communication_s=communication_s),
+
+def _explain(w: TrainingWorkload, st: _States, act: _Activations, peak: _Peak, time: _StepTime,
+             peak_flop_per_s: float) -> list[Note]:
+    s = st.states
+    return [
+        note(NoteCode.MODEL_STATES, trainable_params=st.trainable_params, weights_bytes=s.weights_bytes,
+             gradient_bytes=s.gradient_bytes, master_bytes=s.master_bytes, optimizer_bytes=s.optimizer_bytes,
+             zero_stage=w.shard_stage, dp=w.dp, model_parallel=w.tp * w.pp),
+        note(NoteCode.LAYER_ACTIVATIONS, bytes_per_token=float(act.per_layer_token), tokens=w.tokens_per_micro_batch,
+             bytes=act.per_layer, layers=act.stage_layers, in_flight=act.in_flight,
+             full_recompute=w.recompute == "full"),
+        note(NoteCode.OUTPUT_AND_LOSS, saved_bytes=act.output_bytes, loss_gradient_bytes=act.loss_backward),
+        note(NoteCode.PEAK_PHASE, phase=peak.phase, tensor_bytes=peak.tensors, overhead_bytes=peak.overhead,
+             per_gpu_bytes=peak.per_gpu),
+        note(NoteCode.STEP_TIME, flops_per_gpu=time.executed_gpu, peak_flop_per_s=peak_flop_per_s,
+             efficiency=w.profile.train_flop_efficiency, compute_s=time.compute_s, optimizer_s=time.optimizer_s,
+             communication_s=time.communication_s),
     ]
+
+
+def _memory_report(w: TrainingWorkload, gpu: GpuSpec, st: _States, act: _Activations,
+                   peak: _Peak) -> TrainingMemoryReport:
+    s, tokens, capacity = st.states, w.tokens_per_micro_batch, gpu.memory_bytes
     parts = tuple(ActivationPart(name=t.name, bytes_per_token=float(t.bytes_per_token),
-                                 bytes=bytes_for(per_token_bytes([t], tp=w.tp, sequence_parallel=sp), tokens))
-                  for t in layer)
-    memory = TrainingMemoryReport(
-        weights_bytes=states.weights_bytes, gradient_bytes=states.gradient_bytes,
-        master_weights_bytes=states.master_bytes, optimizer_bytes=states.optimizer_bytes,
-        model_states_bytes=states.total_bytes, trainable_params=trainable_params, autocast_copy_bytes=autocast,
-        gathered_params_bytes=gathered, ddp_bucket_bytes=ddp_buckets, activation_bytes=activation,
-        activation_per_layer_bytes=per_layer, in_flight_micro_batches=in_flight, output_layer_bytes=output_bytes,
-        loss_backward_bytes=loss_bwd, recompute_bytes=recompute, optimizer_step_bytes=step_transient,
-        peak_phase=peak_phase, peak_tensor_bytes=peak_tensors, overhead_bytes=overhead, per_gpu_bytes=per_gpu,
-        total_bytes=per_gpu * w.gpus, capacity_bytes=capacity, fits=per_gpu <= capacity,
-        headroom_bytes=capacity - per_gpu, layer_tensors=parts,
+                                 bytes=bytes_for(per_token_bytes([t], tp=w.tp, sequence_parallel=w.sequence_parallel),
+                                                 tokens))
+                  for t in act.layer)
+    return TrainingMemoryReport(
+        weights_bytes=s.weights_bytes, gradient_bytes=s.gradient_bytes, master_weights_bytes=s.master_bytes,
+        optimizer_bytes=s.optimizer_bytes, model_states_bytes=s.total_bytes, trainable_params=st.trainable_params,
+        autocast_copy_bytes=st.autocast, gathered_params_bytes=st.gathered, ddp_bucket_bytes=st.ddp_buckets,
+        activation_bytes=act.activation, activation_per_layer_bytes=act.per_layer,
+        in_flight_micro_batches=act.in_flight, output_layer_bytes=act.output_bytes,
+        loss_backward_bytes=act.loss_backward, recompute_bytes=act.recompute, optimizer_step_bytes=st.step_transient,
+        peak_phase=peak.phase, peak_tensor_bytes=peak.tensors, overhead_bytes=peak.overhead,
+        per_gpu_bytes=peak.per_gpu, total_bytes=peak.per_gpu * w.gpus, capacity_bytes=capacity,
+        fits=peak.per_gpu <= capacity, headroom_bytes=capacity - peak.per_gpu, layer_tensors=parts,
     )
-    time = TrainingTimeReport(
-        step_s=step_s, step_bound_s=bound_s, compute_s=compute_s, optimizer_s=optimizer_s,
-        communication_s=communication_s, pipeline_bubble_fraction=bubble,
-        tokens_per_s=step_tokens * w.dp / step_s, mfu=mfu, model_flops_per_step=model_flops_step,
-        executed_flops_per_gpu=executed_gpu,
-    )
+
+
+def _workload_info(w: TrainingWorkload, time: _StepTime) -> TrainingWorkloadInfo:
+    return TrainingWorkloadInfo(
+        batch=w.batch, seq_len=w.seq_len, grad_accum=w.grad_accum, tokens_per_step=time.step_tokens * w.dp,
+        precision=w.precision, optimizer=w.optimizer, recompute=w.recompute, attention=w.attention,
+        zero=w.zero, fsdp=w.fsdp, dp=w.dp, tp=w.tp, pp=w.pp, gpus=w.gpus, sequence_parallel=w.sequence_parallel,
+        lora_rank=w.lora_rank, lora_targets=w.lora_targets if w.lora_rank is not None else None,
+        qlora=w.qlora.name if w.qlora else None, profile=w.profile.name)
+
+
+def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload, *,
+                      requested_gpu: str = "") -> TrainingReport:
+    """Per-GPU memory and step time of ``workload`` training ``model`` on ``workload.gpus`` × ``gpu``."""
+    w = workload
+    arch = model.arch
+    if arch is None:
+        raise WorkloadInvalid(f"training estimates need an architecture; {model.name!r} is only a parameter count "
+                              "(pass a catalog name or a config.json)")
+    check_layout(arch, w)
+    dtype, peak_flop_per_s = peak_for(gpu, w.compute_dtype)
+    states = _model_states(arch, w)
+    act = _activations(arch, w, states)
+    peak = _peak(states, act, gpu, w)
+    time = _step_time(arch, w, gpu, peak_flop_per_s, states, act.stage_layers)
     return TrainingReport(
-        model=ModelInfo(name=model.name, params=n_params, active_params=active_param_count(arch),
+        model=ModelInfo(name=model.name, params=param_count(arch), active_params=active_param_count(arch),
                         architecture=arch.model_type, layers=arch.num_layers, hidden_size=arch.hidden_size,
                         kv_cache_kind=arch.kv_cache_kind),
         gpu=GpuInfo(name=gpu.name, requested_as=requested_gpu or gpu.name, memory_type=gpu.memory_type,
-                    memory_bytes=capacity, bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s, peak_flop_per_s=peak,
-                    compute_dtype=dtype),
-        workload=TrainingWorkloadInfo(
-            batch=w.batch, seq_len=w.seq_len, grad_accum=w.grad_accum, tokens_per_step=step_tokens * w.dp,
-            precision=w.precision, optimizer=w.optimizer, recompute=w.recompute, attention=w.attention,
-            zero=w.zero, fsdp=w.fsdp, dp=w.dp, tp=w.tp, pp=w.pp, gpus=w.gpus, sequence_parallel=sp,
-            lora_rank=w.lora_rank, lora_targets=w.lora_targets if lora else None,
-            qlora=w.qlora.name if w.qlora else None, profile=prof.name),
-        memory=memory, time=time, assumptions=tuple(assumptions), warnings=tuple(warnings), explain=tuple(explain),
+                    memory_bytes=gpu.memory_bytes, bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
+                    peak_flop_per_s=peak_flop_per_s, compute_dtype=dtype),
+        workload=_workload_info(w, time),
+        memory=_memory_report(w, gpu, states, act, peak),
+        time=TrainingTimeReport(
+            step_s=time.step_s, step_bound_s=time.bound_s, compute_s=time.compute_s, optimizer_s=time.optimizer_s,
+            communication_s=time.communication_s, pipeline_bubble_fraction=time.bubble,
+            tokens_per_s=time.step_tokens * w.dp / time.step_s, mfu=time.mfu,
+            model_flops_per_step=time.model_flops_step, executed_flops_per_gpu=time.executed_gpu),
+        assumptions=tuple(_assumptions(w, states, act)),
+        warnings=tuple(_warnings(arch, w, gpu, dtype, time, peak)),
+        explain=tuple(_explain(w, states, act, peak, time, peak_flop_per_s)),
     )
