@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from estimator.catalog.architecture import ModelSpec
+from dataclasses import dataclass
+
+from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import WorkloadInvalid
 from estimator.inference.report import (
@@ -18,7 +20,7 @@ from estimator.inference.report import (
 from estimator.inference.workload import InferenceWorkload
 from estimator.model.capacity import gpus_required, max_batch, max_context_tokens
 from estimator.model.compute import expected_distinct_experts
-from estimator.model.footprint import memory_per_gpu, rank_kv_bytes, rank_kv_layers
+from estimator.model.footprint import GpuMemory, memory_per_gpu, rank_kv_bytes, rank_kv_layers
 from estimator.model.inventory import active_param_count, param_count
 from estimator.model.memory import generic_weights_bytes, weight_shares, weights_bytes
 from estimator.model.parallel import valid_tensor_parallel
@@ -27,83 +29,94 @@ from estimator.model.timing import Hardware, PhaseCost, PhaseTime, peak_for, pha
 from estimator.notes import Note, NoteCode, note
 
 
-def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, requested_gpu: str = "") -> Report:
-    """Memory and time of ``workload`` running ``model`` on ``workload.tensor_parallel`` × ``gpu``."""
-    w = workload
-    arch = model.arch
-    tp = w.tensor_parallel
-    reason = valid_tensor_parallel(arch, tp)
-    if reason:
-        raise WorkloadInvalid(reason)
-    warnings: list[Note] = []
-    assumptions: list[Note] = []
-    explain: list[Note] = []
+@dataclass(frozen=True)
+class _Terms:
+    """What the model's shape gives: its counts, where its weights and KV cache go, and each phase's work."""
 
-    dtype, peak = peak_for(gpu, w.weight_format.compute_dtype)
+    params: int
+    active: int
+    total_weights: int
+    shares: tuple[WeightPart, ...]
+    kv_parts: tuple[KvPart, ...]
+    kv_per_token: int | None
+    prefill: PhaseCost
+    decode: PhaseCost  # at the full context (the longest step)
+    step: PhaseCost  # at the mean context of generation (tokens/s)
+
+
+def _terms(model: ModelSpec, w: InferenceWorkload, tp: int, kv_per_gpu: int) -> _Terms:
+    arch = model.arch
+    costs = job_costs(model, w, tp, w.batch, w.prompt_tokens, w.output_tokens, kv_per_gpu)
+    if arch is None:  # a model known only by its size: weights, and 2 × params FLOPs per token
+        assert model.generic_params is not None
+        params = model.generic_params
+        total_weights = generic_weights_bytes(params, w.weight_format)
+        whole = WeightPart(role="all", params=params, bits_per_weight=w.weight_format.bits_per_weight,
+                           bytes=total_weights)
+        return _Terms(params, params, total_weights, (whole,), (), None, costs.prefill, costs.decode, costs.step)
+    shares = tuple(WeightPart(role=s.role.value, params=s.numel, bits_per_weight=float(s.bits), bytes=s.bytes)
+                   for s in weight_shares(arch, w.weight_format))
+    kv_parts = tuple(KvPart(window=g.window, layers=g.layers, tokens=g.tokens, bytes=g.bytes, total_bytes=g.bytes * tp)
+                     for g in rank_kv_layers(arch, w, tp, w.batch, w.context_tokens))
+    return _Terms(param_count(arch), active_param_count(arch), weights_bytes(arch, w.weight_format), shares,
+                  kv_parts, rank_kv_bytes(arch, w, 1, 1, 1), costs.prefill, costs.decode, costs.step)
+
+
+@dataclass(frozen=True)
+class _Times:
+    hw: Hardware
+    prefill: PhaseTime
+    decode: PhaseTime | None  # None for an encoder (no token-by-token decoding)
+    step: PhaseTime | None
+
+
+def _times(terms: _Terms, arch: Architecture | None, gpu: GpuSpec, w: InferenceWorkload, peak: float) -> _Times:
+    hw = Hardware(peak, gpu.bandwidth_bytes_per_s, gpu.memory_type, gpu.interconnect_bytes_per_s,
+                  w.tensor_parallel)
+    decoding = arch is None or arch.causal
+    return _Times(hw, phase_time(terms.prefill, hw, w.profile),
+                  phase_time(terms.decode, hw, w.profile) if decoding else None,
+                  phase_time(terms.step, hw, w.profile) if decoding else None)
+
+
+def _warnings(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, dtype: str, per_gpu: int,
+              required: int | None) -> list[Note]:
+    arch, tp = model.arch, w.tensor_parallel
+    warnings = []
     if dtype != w.weight_format.compute_dtype:
         warnings.append(note(NoteCode.COMPUTE_FALLBACK, gpu=gpu.name, wanted=w.weight_format.compute_dtype,
                              used=dtype))
-    if w.kv_format.name not in ("fp32", "fp16", "bf16", "fp8", "int8"):
-        raise WorkloadInvalid(f"--kv-dtype {w.kv_format.name} is not a KV-cache format; use bf16, fp16, fp8 or int8")
-
-    mem = memory_per_gpu(model, gpu, w, tp, w.batch, w.prompt_tokens, w.output_tokens)
-    capacity = gpu.memory_bytes
-    required = gpus_required(model, gpu, w, w.batch, w.prompt_tokens, w.output_tokens)
     if required is None:
         warnings.append(note(NoteCode.NO_FITTING_GROUP, gpu=gpu.name))
-    elif mem.per_gpu > capacity:
+    elif per_gpu > gpu.memory_bytes:
         warnings.append(note(NoteCode.NEEDS_MORE_GPUS, gpus=tp, gpu=gpu.name, required=required))
-
     if arch is None:
-        assert model.generic_params is not None
-        params = active = model.generic_params
-        total_weights = generic_weights_bytes(params, w.weight_format)
-        shares: tuple[WeightPart, ...] = (
-            WeightPart(role="all", params=params, bits_per_weight=w.weight_format.bits_per_weight,
-                       bytes=total_weights),)
-        kv_parts: tuple[KvPart, ...] = ()
-        kv_per_token = None
-        warnings += [note(NoteCode.SIZE_ONLY_NO_KV), note(NoteCode.SIZE_ONLY_NO_CAPACITY),
-                     note(NoteCode.SIZE_ONLY_TIME)]
-    else:
-        params, active = param_count(arch), active_param_count(arch)
-        total_weights = weights_bytes(arch, w.weight_format)
-        shares = tuple(WeightPart(role=s.role.value, params=s.numel, bits_per_weight=float(s.bits), bytes=s.bytes)
-                       for s in weight_shares(arch, w.weight_format))
-        layers_kv = rank_kv_layers(arch, w, tp, w.batch, w.context_tokens)
-        kv_parts = tuple(KvPart(window=g.window, layers=g.layers, tokens=g.tokens, bytes=g.bytes,
-                                total_bytes=g.bytes * tp) for g in layers_kv)
-        kv_per_token = rank_kv_bytes(arch, w, 1, 1, 1)
-        if not arch.causal:
-            warnings.append(note(NoteCode.ENCODER, model=model.name))
-        if arch.attention.latent is not None:
-            assumptions.append(note(NoteCode.MLA_CACHE, layout=w.mla_layout))
-        if arch.max_position_embeddings and w.context_tokens > arch.max_position_embeddings:
-            warnings.append(note(NoteCode.CONTEXT_TOO_LONG, tokens=w.context_tokens,
-                                 limit=arch.max_position_embeddings))
+        return [*warnings, note(NoteCode.SIZE_ONLY_NO_KV), note(NoteCode.SIZE_ONLY_NO_CAPACITY),
+                note(NoteCode.SIZE_ONLY_TIME)]
+    if not arch.causal:
+        warnings.append(note(NoteCode.ENCODER, model=model.name))
+    if arch.max_position_embeddings and w.context_tokens > arch.max_position_embeddings:
+        warnings.append(note(NoteCode.CONTEXT_TOO_LONG, tokens=w.context_tokens, limit=arch.max_position_embeddings))
+    return warnings
 
-    costs = job_costs(model, w, tp, w.batch, w.prompt_tokens, w.output_tokens, mem.kv or 0)
-    prefill_cost, decode_cost, step_cost = costs.prefill, costs.decode, costs.step
-    experts_read = None
-    if arch is not None and arch.moe is not None:
-        experts_read = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token, w.batch)
-    hw = Hardware(peak, gpu.bandwidth_bytes_per_s, gpu.memory_type, gpu.interconnect_bytes_per_s, tp)
-    prefill = phase_time(prefill_cost, hw, w.profile)
-    decoding = arch is None or arch.causal
-    decode: PhaseTime | None = phase_time(decode_cost, hw, w.profile) if decoding else None
-    step: PhaseTime | None = phase_time(step_cost, hw, w.profile) if decoding else None
 
-    assumptions += [
+def _assumptions(arch: Architecture | None, gpu: GpuSpec, w: InferenceWorkload) -> list[Note]:
+    mla = arch is not None and arch.attention.latent is not None
+    return [
+        *([note(NoteCode.MLA_CACHE, layout=w.mla_layout)] if mla else []),
         note(NoteCode.PROFILE, profile=w.profile.name, description=w.profile.description),
         _capacity_note(gpu),
         note(NoteCode.KV_FULL_CONTEXT),
         note(NoteCode.LOGITS, positions=w.logits),
+        *([note(NoteCode.TENSOR_PARALLEL, gpus=w.tensor_parallel)] if w.tensor_parallel > 1 else []),
     ]
-    if tp > 1:
-        assumptions.append(note(NoteCode.TENSOR_PARALLEL, gpus=tp))
 
-    memory = MemoryReport(
-        weights_bytes=total_weights,
+
+def _memory_report(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, terms: _Terms, mem: GpuMemory,
+                   required: int | None) -> MemoryReport:
+    tp, capacity = w.tensor_parallel, gpu.memory_bytes
+    return MemoryReport(
+        weights_bytes=terms.total_weights,
         kv_cache_bytes=None if mem.kv is None else mem.kv * tp,
         activation_bytes=None if mem.activation is None else mem.activation * tp,
         overhead_bytes=mem.overhead * tp,
@@ -119,12 +132,16 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         headroom_bytes=capacity - mem.per_gpu,
         max_batch=max_batch(model, gpu, w, tp, w.prompt_tokens, w.output_tokens),
         max_context_tokens=max_context_tokens(model, gpu, w, tp, w.batch, w.output_tokens),
-        kv_cache_per_token_bytes=kv_per_token,
-        weights_by_role=shares,
-        kv_by_window=kv_parts,
+        kv_cache_per_token_bytes=terms.kv_per_token,
+        weights_by_role=terms.shares,
+        kv_by_window=terms.kv_parts,
     )
+
+
+def _time_report(terms: _Terms, times: _Times, w: InferenceWorkload, experts_read: float | None) -> TimeReport:
+    tp, prefill, decode, step = w.tensor_parallel, times.prefill, times.decode, times.step
     tokens_per_s = None if step is None else w.batch / step.expected_s
-    time = TimeReport(
+    return TimeReport(
         prefill_s=prefill.expected_s,
         prefill_bound_s=prefill.bound_s,
         prefill_bound=prefill.bound,
@@ -135,36 +152,62 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         tokens_per_s=tokens_per_s,
         tokens_per_s_bound=None if step is None else w.batch / step.bound_s,
         tokens_per_s_per_sequence=None if tokens_per_s is None else tokens_per_s / w.batch,
-        prefill_flops=prefill_cost.flops * tp,
-        prefill_bytes=prefill_cost.bytes * tp,
-        decode_bytes=None if decode is None else decode_cost.bytes * tp,
-        decode_flops=None if decode is None else decode_cost.flops * tp,
+        prefill_flops=terms.prefill.flops * tp,
+        prefill_bytes=terms.prefill.bytes * tp,
+        decode_bytes=None if decode is None else terms.decode.bytes * tp,
+        decode_flops=None if decode is None else terms.decode.flops * tp,
         communication_s=prefill.communication_s + (0.0 if decode is None else decode.communication_s),
         experts_read_per_layer=experts_read,
     )
-    explain += _explain(memory, prefill_cost, decode_cost, hw, decode, prefill, w, gpu)
+
+
+def _model_info(model: ModelSpec, terms: _Terms) -> ModelInfo:
+    arch = model.arch
+    return ModelInfo(
+        name=model.name, params=terms.params, active_params=terms.active,
+        architecture=None if arch is None else arch.model_type,
+        layers=None if arch is None else arch.num_layers,
+        hidden_size=None if arch is None else arch.hidden_size,
+        kv_cache_kind=None if arch is None else arch.kv_cache_kind,
+    )
+
+
+def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, requested_gpu: str = "") -> Report:
+    """Memory and time of ``workload`` running ``model`` on ``workload.tensor_parallel`` × ``gpu``."""
+    w = workload
+    arch = model.arch
+    tp = w.tensor_parallel
+    reason = valid_tensor_parallel(arch, tp)
+    if reason:
+        raise WorkloadInvalid(reason)
+    dtype, peak = peak_for(gpu, w.weight_format.compute_dtype)
+    if w.kv_format.name not in ("fp32", "fp16", "bf16", "fp8", "int8"):
+        raise WorkloadInvalid(f"--kv-dtype {w.kv_format.name} is not a KV-cache format; use bf16, fp16, fp8 or int8")
+    mem = memory_per_gpu(model, gpu, w, tp, w.batch, w.prompt_tokens, w.output_tokens)
+    required = gpus_required(model, gpu, w, w.batch, w.prompt_tokens, w.output_tokens)
+    terms = _terms(model, w, tp, mem.kv or 0)
+    experts_read = None
+    if arch is not None and arch.moe is not None:
+        experts_read = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token, w.batch)
+    times = _times(terms, arch, gpu, w, peak)
+    memory = _memory_report(model, gpu, w, terms, mem, required)
+    explain = _explain(memory, terms.prefill, terms.decode, times.hw, times.decode, times.prefill, w, gpu)
     if experts_read is not None and arch is not None and arch.moe is not None:
         e, k = arch.moe.num_experts, arch.moe.experts_per_token
         explain.append(note(NoteCode.MOE_DECODE, experts=e, per_token=k, sequences=w.batch, experts_read=experts_read))
     return Report(
-        model=ModelInfo(
-            name=model.name, params=params, active_params=active,
-            architecture=None if arch is None else arch.model_type,
-            layers=None if arch is None else arch.num_layers,
-            hidden_size=None if arch is None else arch.hidden_size,
-            kv_cache_kind=None if arch is None else arch.kv_cache_kind,
-        ),
+        model=_model_info(model, terms),
         gpu=GpuInfo(name=gpu.name, requested_as=requested_gpu or gpu.name, memory_type=gpu.memory_type,
-                    memory_bytes=capacity, bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s, peak_flop_per_s=peak,
-                    compute_dtype=dtype),
+                    memory_bytes=gpu.memory_bytes, bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
+                    peak_flop_per_s=peak, compute_dtype=dtype),
         workload=WorkloadInfo(batch=w.batch, prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens,
                               dtype=w.weight_format.name, kv_dtype=w.kv_format.name, gpus=tp, logits=w.logits,
                               profile=w.profile.name,
                               mla_cache=w.mla_layout if arch is not None and arch.attention.latent else None),
         memory=memory,
-        time=time,
-        assumptions=tuple(assumptions),
-        warnings=tuple(warnings),
+        time=_time_report(terms, times, w, experts_read),
+        assumptions=tuple(_assumptions(arch, gpu, w)),
+        warnings=tuple(_warnings(model, gpu, w, dtype, mem.per_gpu, required)),
         explain=tuple(explain),
     )
 
