@@ -79,3 +79,44 @@ def test_every_format_and_profile_is_sourced(catalog: Catalog) -> None:
     for profile in catalog.profiles:
         assert profile.sources, profile.name
     assert {p.name for p in catalog.profiles} >= {"optimized", "hf"}
+
+
+@pytest.mark.parametrize(
+    ("smi_name", "name"),
+    [
+        ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM5 80GB"),  # nvidia-smi's name for the SXM5 part
+        ("NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090 24GB"),
+        ("NVIDIA A10G", "NVIDIA A10G 24GB"),
+        ("AMD Instinct MI300X", "AMD Instinct MI300X 192GB"),  # rocm-smi / torch.cuda.get_device_name
+        ("Tesla V100-SXM2-32GB", "NVIDIA V100 SXM2 32GB"),
+        ("HL-225", "Intel Gaudi 2 96GB"),  # hl-smi
+    ],
+)
+def test_device_tool_names_are_aliases(catalog: Catalog, smi_name: str, name: str) -> None:
+    assert catalog.gpus.get(smi_name).name == name
+
+
+@pytest.mark.parametrize(
+    ("alias", "capacity"),
+    [
+        ("mi325x", 274_877_906_944),  # ROCm's table: 256 GiB = 256 × 2³⁰, not the marketed 256 × 10⁹
+        ("mi355x", 309_237_645_312),  # 288 GiB = 288 × 2³⁰
+        ("mi250x", 68_719_476_736),  # one GCD: 64 GiB = 64 × 2³⁰
+        ("gaudi2", 103_079_215_104),  # hl-smi 98,304 MiB × 2²⁰
+        ("gaudi3", 137_438_953_472),  # hl-smi 131,072 MiB × 2²⁰
+    ],
+)
+def test_capacity_counts_gib_where_the_tools_do(catalog: Catalog, alias: str, capacity: int) -> None:
+    assert catalog.gpus.get(alias).memory_bytes == capacity
+
+
+def test_datasheet_errors_stay_fixed(catalog: Catalog) -> None:
+    assert catalog.gpus.get("a10g").dense_tflop_per_s["fp32"] == 35  # 80 SMs × 128 × 2 × 1.71 GHz, not the A10's 31.2
+    gaudi3 = catalog.gpus.get("gaudi3").dense_tflop_per_s
+    assert gaudi3["fp16"] == 459 < gaudi3["bf16"] == 1835  # the MME's fp16 is the tf32 rate, not the bf16 one
+
+
+@pytest.mark.parametrize(("alias", "fp4"), [("b200", 9000), ("gb200", 10000), ("rtx-5090", 1676),
+                                            ("rtx-pro-6000", 2000), ("mi355x", 10066.3)])
+def test_fp4_cards_list_their_fp4_rate(catalog: Catalog, alias: str, fp4: float) -> None:
+    assert catalog.gpus.get(alias).dense_tflop_per_s["fp4"] == fp4
