@@ -58,6 +58,8 @@ def read_yaml(path: Path, what: str = "") -> Any:
         raise SpecInvalid(f"{path}: cannot read{' ' + what if what else ''}: {error}") from None
     except yaml.YAMLError as error:
         raise SpecInvalid(f"{path}: malformed YAML: {str(error).splitlines()[0]}") from None
+    except (ValueError, RecursionError) as error:  # an integer of more than 4,300 digits; nesting beyond the stack
+        raise SpecInvalid(f"{path}: unreadable value: {str(error).splitlines()[0][:120]}") from None
 
 
 def validation_message(error: ValidationError) -> str:
@@ -207,8 +209,8 @@ class Catalog:
 
     def model(self, text: str) -> ModelSpec:
         """A catalog name or alias, a config.json path (or folder holding one), or a size such as ``70b``."""
-        path = Path(text).expanduser()
-        if text.endswith(".json") or path.is_dir() or path.is_file():
+        path = _local_path(text)
+        if path is not None:
             return model_from_config_file(path)
         if _GENERIC_SIZE.match(text):
             params = parse_count(text)
@@ -219,10 +221,23 @@ class Catalog:
         return self.models.get(text)
 
 
+def _local_path(text: str) -> Path | None:
+    """``text`` as a local config.json or folder, when it names one (or ends in .json); None for a name."""
+    try:
+        path = Path(text).expanduser()
+        return path if text.endswith(".json") or path.is_dir() or path.is_file() else None
+    except (OSError, RuntimeError, ValueError):  # too long for a path, ~nosuchuser, a NUL byte: not a file
+        return None
+
+
 def model_from_config_file(path: Path) -> ModelSpec:
     """A model from a local Hugging Face config.json, or a folder that holds one."""
-    file = path / "config.json" if path.is_dir() else path
-    if not file.is_file():
+    try:
+        file = path / "config.json" if path.is_dir() else path
+        found = file.is_file()
+    except OSError as error:
+        raise SpecInvalid(f"not a readable config.json path: {error.strerror or error}") from None
+    if not found:
         raise SpecInvalid(f"config file not found: {file}")
     try:
         config = json.loads(file.read_text(encoding="utf-8"))
@@ -230,6 +245,10 @@ def model_from_config_file(path: Path) -> ModelSpec:
         raise SpecInvalid(f"{file}: cannot read: {error}") from None
     except json.JSONDecodeError as error:
         raise SpecInvalid(f"{file}: malformed JSON: {error}") from None
+    except RecursionError:
+        raise SpecInvalid(f"{file}: JSON nested too deeply to be a model config") from None
+    except ValueError as error:  # an integer of more digits than Python converts (4,300)
+        raise SpecInvalid(f"{file}: {error}") from None
     try:
         arch = architecture_from_config(config)
     except SpecInvalid as error:

@@ -31,6 +31,9 @@ def run(command: Any, args: list[str] | None = None) -> None:
         _fail("interrupted", 130)
     except (OverflowError, ZeroDivisionError) as error:  # numbers beyond what the formulas can carry
         _fail(f"numbers out of range: {error}", 2)
+    except OSError as error:  # the user's files and folders: a missing folder, a directory, a full or read-only disk
+        where = f": {error.filename}" if error.filename else ""
+        _fail(f"{error.strerror or error}{where}", 2)
     except Exception as error:
         # Usage errors (missing or unknown option, bad choice) are click exceptions; typer vendors click, so they
         # are recognised by their interface rather than their class.

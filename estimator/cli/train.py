@@ -34,7 +34,7 @@ def run_training(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_
                  profile: str, options: dict[str, Any], output_format: str, binary: bool, explain: bool) -> None:
     """Build the TrainingWorkload from the CLI's options, estimate, and write the chosen format to stdout."""
     o = options
-    zero = 0 if o["--zero"] is None else int(o["--zero"])
+    zero = 0 if o["--zero"] is None else {"0": 0, "1": 1, "2": 2, "3": 3}.get(str(o["--zero"]).strip(), -1)
     if zero not in (0, 1, 2, 3):
         raise WorkloadInvalid(f"--zero must be 0, 1, 2 or 3, got {o['--zero']!r}")
     lora_rank = None if o["--lora-rank"] is None else _count("--lora-rank", o["--lora-rank"], 0)
