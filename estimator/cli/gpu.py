@@ -23,19 +23,20 @@ from estimator.errors import DeviceUnavailable, WorkloadInvalid
 from estimator.inference.report import Report
 from estimator.live.probe import (
     GpuProbe,
-    LiveGpu,
     NvmlProbe,
     Snapshot,
-    compare_with_spec,
     gpu_report,
     match_catalog,
 )
 from estimator.render.formats import write_report
+from estimator.render.live_tables import mib_text, optional_text, render_gpu, render_validation
 from estimator.units import MIB, format_bytes
 
 if TYPE_CHECKING:
-    from rich.console import Console
+
     from rich.table import Table
+
+    from estimator.catalog.specs import GpuSpec
 
 
 LIVE_FORMATS = (OutputFormat.table, OutputFormat.json)  # gpu and validate
@@ -68,48 +69,6 @@ def _read() -> Snapshot:
         return probe.read()
     finally:
         probe.close()
-
-
-def _mib(n: int | None) -> str:
-    return "—" if n is None else f"{n / MIB:,.0f} MiB"
-
-
-def _opt(value: Any, unit: str = "") -> str:
-    return "—" if value is None else f"{value:,}{unit}" if isinstance(value, int) else f"{value}{unit}"
-
-
-def render_gpu(gpu: LiveGpu, snapshot: Snapshot, catalog: Catalog, console: Console) -> None:
-    from rich.table import Table
-
-    console.print(f"[bold]GPU {gpu.index}: {gpu.name}[/]  {gpu.uuid or ''}", highlight=False)
-    facts = Table(show_header=False, box=None, pad_edge=False)
-    facts.add_row("memory", f"total {_mib(gpu.memory_total_bytes)} ({gpu.memory_total_bytes:,} B), used "
-                  f"{_mib(gpu.memory_used_bytes)}, free {_mib(gpu.memory_free_bytes)}, driver-reserved "
-                  f"{_mib(gpu.memory_reserved_bytes)}")
-    facts.add_row("memory bus", f"{_opt(gpu.bus_width_bits, ' bit')}, max memory clock "
-                  f"{_opt(gpu.max_mem_clock_mhz, ' MHz')} (now {_opt(gpu.mem_clock_mhz, ' MHz')})")
-    facts.add_row("implied bandwidth", gpu.bandwidth_arithmetic or "—")
-    facts.add_row("PCIe", f"gen {_opt(gpu.pcie_gen_max)} x{_opt(gpu.pcie_width_max)}")
-    facts.add_row("power limit", _opt(gpu.power_limit_w, " W"))
-    facts.add_row("utilisation", f"GPU {_opt(gpu.utilization_gpu_pct, '%')}, memory "
-                  f"{_opt(gpu.utilization_memory_pct, '%')}")
-    facts.add_row("MIG", "—" if gpu.mig_enabled is None else "enabled" if gpu.mig_enabled else "disabled")
-    facts.add_row("driver", f"{snapshot.driver_version or '—'}, CUDA {snapshot.cuda_driver_version or '—'}")
-    for proc in gpu.processes:
-        facts.add_row("process", f"{proc.pid} {proc.name or ''}: {_mib(proc.used_bytes)}")
-    for missing in gpu.unavailable:
-        facts.add_row("not available", missing)
-    console.print(facts, highlight=False)
-    spec = match_catalog(gpu, catalog)
-    if spec is None:
-        console.print("  catalog: no match (name and memory size); estimates need --gpu", highlight=False)
-        return
-    table = Table("quantity", "spec", "live", "difference", title=f"catalog match: {spec.name}")
-    for c in compare_with_spec(gpu, spec):
-        diff = c.difference
-        table.add_row(f"{c.quantity} ({c.unit})", "—" if c.spec is None else f"{c.spec:,.0f}",
-                      "—" if c.live is None else f"{c.live:,.0f}", "—" if diff is None else f"{diff:+.1%}")
-    console.print(table)
 
 
 def gpu_command(
@@ -151,15 +110,15 @@ def monitor_lines(snapshot: Snapshot, expected: Report | None, stamp: str) -> li
     lines = []
     for gpu in snapshot.gpus:
         line = (f"{stamp} gpu{gpu.index} used {gpu.memory_used_bytes / MIB:,.0f} MiB of "
-                f"{gpu.memory_total_bytes / MIB:,.0f} MiB util {_opt(gpu.utilization_gpu_pct, '%')} "
-                f"memclk {_opt(gpu.mem_clock_mhz, ' MHz')}")
+                f"{gpu.memory_total_bytes / MIB:,.0f} MiB util {optional_text(gpu.utilization_gpu_pct, '%')} "
+                f"memclk {optional_text(gpu.mem_clock_mhz, ' MHz')}")
         if expected is not None and gpu.index == 0:
             predicted = expected.memory.per_gpu_bytes
             gap = gpu.memory_used_bytes - predicted
             line += (f" expected {predicted / MIB:,.0f} MiB gap {gap / MIB:+,.0f} MiB "
                      f"({gap / predicted:+.1%})")
         lines.append(line)
-        lines += [f"{stamp} gpu{gpu.index} pid {p.pid} {p.name or '?'} {_mib(p.used_bytes)}" for p in gpu.processes]
+        lines += [f"{stamp} gpu{gpu.index} pid {p.pid} {p.name or '?'} {mib_text(p.used_bytes)}" for p in gpu.processes]
     return lines
 
 
@@ -171,13 +130,13 @@ def monitor_table(snapshot: Snapshot, expected: Report | None, stamp: str) -> Ta
         table.add_column("expected (estimate)")
         table.add_column("gap")
     for gpu in snapshot.gpus:
-        procs = ", ".join(f"{p.pid} {p.name or '?'} {_mib(p.used_bytes)}" for p in gpu.processes) or "—"
-        cells = [f"{gpu.index} {gpu.name}", _mib(gpu.memory_used_bytes), _mib(gpu.memory_total_bytes),
-                 _opt(gpu.utilization_gpu_pct, "%"), _opt(gpu.mem_clock_mhz, " MHz"), procs]
+        procs = ", ".join(f"{p.pid} {p.name or '?'} {mib_text(p.used_bytes)}" for p in gpu.processes) or "—"
+        cells = [f"{gpu.index} {gpu.name}", mib_text(gpu.memory_used_bytes), mib_text(gpu.memory_total_bytes),
+                 optional_text(gpu.utilization_gpu_pct, "%"), optional_text(gpu.mem_clock_mhz, " MHz"), procs]
         if expected is not None:
             predicted = expected.memory.per_gpu_bytes
             gap = gpu.memory_used_bytes - predicted
-            cells += [_mib(predicted), f"{gap / MIB:+,.0f} MiB ({gap / predicted:+.1%})"] if gpu.index == 0 \
+            cells += [mib_text(predicted), f"{gap / MIB:+,.0f} MiB ({gap / predicted:+.1%})"] if gpu.index == 0 \
                 else ["", ""]
         table.add_row(*cells)
     return table
@@ -309,9 +268,6 @@ def validate_command(
 ) -> None:
     """Run the model on this GPU (random weights) and compare with the estimate.
     Example: estimator validate --model llama-3.1-8b --batch 1 --prompt-tokens 2048"""
-    from rich.console import Console
-    from rich.table import Table
-
     from estimator.live import measure
     from estimator.live.validation import Predictor, ValidateReport, points
 
@@ -324,59 +280,54 @@ def validate_command(
     measure.require_cuda()
     measure.require_transformers()
     config = _catalog_config(catalog, spec_model.name)
-    if gpu is not None:
-        gpu_spec = catalog.gpus.get(gpu)
-    else:
-        live = _read().gpus[0]
-        found = match_catalog(live, catalog)
-        if found is None:
-            raise DeviceUnavailable(f"{live.name} is not in the catalog: give --gpu for the predictions")
-        gpu_spec = found
-    if mode is Mode.train:
-        row = measure.measure_train(config, mode=train_dtype.value, batch=batch, seq=prompt_tokens,
-                                    checkpointing=checkpointing)
-        rows = [{**row, "model": spec_model.name}]
-    else:
-        keeps = {"last": (1,), "all": (0,), "both": (1, 0)}[logits.value]
-        rows = measure.inference_rows(spec_model.name, config, prefill=[(batch, prompt_tokens)],
-                                      decode=[(batch, prompt_tokens)], lean=[(batch, prompt_tokens)] if lean else [],
-                                      logits=keeps)
+    gpu_spec = _validation_gpu(catalog, gpu)
+    rows = _measured_rows(spec_model.name, config, mode=mode, batch=batch, tokens=prompt_tokens, logits=logits,
+                          lean=lean, train_dtype=train_dtype, checkpointing=checkpointing)
     if save is not None:
         with save.open("a", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
+            f.writelines(json.dumps(row) + "\n" for row in rows)
     pts = list(points(rows, Predictor.default(catalog, gpu_spec)))
-    errors = [r for r in rows if r.get("error")]
     if output_format is OutputFormat.json:
         write_report("json", ValidateReport(model=spec_model.name, gpu=gpu_spec.name, rows=tuple(rows),
                                             points=tuple(p.record() for p in pts)))
         return
+    from rich.console import Console
+
     console = Console()
-    table = Table("case", "term", "predicted", "measured", "error", "target",
-                  title=f"{spec_model.name} on {gpu_spec.name}: predicted vs measured")
-    for p in pts:
-        verdict = "" if p.ok is None else " ✓" if p.ok else " ✗"
-        if p.kind == "bound":
-            table.add_row(p.case, p.term, _value(p.term, p.predicted), _value(p.term, p.measured),
-                          f"{p.predicted / p.measured:.0%} of measured", "≤ measured" + verdict)
-        else:
-            target = "" if p.target is None else f"±{p.target:.1%}"
-            table.add_row(p.case, p.term, _value(p.term, p.predicted), _value(p.term, p.measured),
-                          f"{p.error:+.1%}", target + verdict)
-    console.print(table)
+    render_validation(console, f"{spec_model.name} on {gpu_spec.name}", pts)
     if mode is Mode.train:
         row = rows[0]
         console.print(f"train {train_dtype.value} b{batch} s{prompt_tokens} checkpointing={checkpointing}: steady "
                       f"peak {format_bytes(row['steady_peak'], binary=True)}, first step peak "
                       f"{format_bytes(row['first_step_peak'], binary=True)}, step {row['latency']['median_s']:.3f} s",
                       highlight=False)
-    for row in errors:
+    for row in (r for r in rows if r.get("error")):
         console.print(f"failed: {row.get('phase', row['kind'])} {row['error']}", highlight=False)
 
 
-def _value(term: str, value: float) -> str:
-    return f"{value * 1e3:,.2f} ms" if term.endswith(("_s", "bound", " hf", " optimized")) \
-        else format_bytes(value, binary=True)
+def _measured_rows(name: str, config: dict[str, Any], *, mode: Mode, batch: int, tokens: int, logits: LogitsChoice,
+                   lean: bool, train_dtype: TrainDtype, checkpointing: bool) -> list[dict[str, Any]]:
+    """One training step's measurement, or the prefill, decode (and lean decode) measurements of inference."""
+    from estimator.live import measure
+
+    if mode is Mode.train:
+        row = measure.measure_train(config, mode=train_dtype.value, batch=batch, seq=tokens,
+                                    checkpointing=checkpointing)
+        return [{**row, "model": name}]
+    keeps = {"last": (1,), "all": (0,), "both": (1, 0)}[logits.value]
+    return measure.inference_rows(name, config, prefill=[(batch, tokens)], decode=[(batch, tokens)],
+                                  lean=[(batch, tokens)] if lean else [], logits=keeps)
+
+
+def _validation_gpu(catalog: Catalog, gpu: str | None) -> GpuSpec:
+    """The catalog card the predictions use: ``--gpu``, or the live card's catalog match."""
+    if gpu is not None:
+        return catalog.gpus.get(gpu)
+    live = _read().gpus[0]
+    found = match_catalog(live, catalog)
+    if found is None:
+        raise DeviceUnavailable(f"{live.name} is not in the catalog: give --gpu for the predictions")
+    return found
 
 
 def _catalog_config(catalog: Catalog, name: str) -> dict[str, Any]:

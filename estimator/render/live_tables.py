@@ -1,0 +1,81 @@
+"""Tables of the live commands: one GPU as NVML sees it (``estimator gpu``), and predicted against measured
+(``estimator validate``). Renderers format; they never compute."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from estimator.live.probe import LiveGpu, Snapshot, compare_with_spec, match_catalog
+from estimator.units import MIB, format_bytes
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from estimator.catalog.registry import Catalog
+    from estimator.live.validation import Point
+
+
+def mib_text(n: int | None) -> str:
+    return "—" if n is None else f"{n / MIB:,.0f} MiB"
+
+
+def optional_text(value: Any, unit: str = "") -> str:
+    return "—" if value is None else f"{value:,}{unit}" if isinstance(value, int) else f"{value}{unit}"
+
+
+def render_gpu(gpu: LiveGpu, snapshot: Snapshot, catalog: Catalog, console: Console) -> None:
+    from rich.table import Table
+
+    console.print(f"[bold]GPU {gpu.index}: {gpu.name}[/]  {gpu.uuid or ''}", highlight=False)
+    facts = Table(show_header=False, box=None, pad_edge=False)
+    facts.add_row("memory", f"total {mib_text(gpu.memory_total_bytes)} ({gpu.memory_total_bytes:,} B), used "
+                  f"{mib_text(gpu.memory_used_bytes)}, free {mib_text(gpu.memory_free_bytes)}, driver-reserved "
+                  f"{mib_text(gpu.memory_reserved_bytes)}")
+    facts.add_row("memory bus", f"{optional_text(gpu.bus_width_bits, ' bit')}, max memory clock "
+                  f"{optional_text(gpu.max_mem_clock_mhz, ' MHz')} (now {optional_text(gpu.mem_clock_mhz, ' MHz')})")
+    facts.add_row("implied bandwidth", gpu.bandwidth_arithmetic or "—")
+    facts.add_row("PCIe", f"gen {optional_text(gpu.pcie_gen_max)} x{optional_text(gpu.pcie_width_max)}")
+    facts.add_row("power limit", optional_text(gpu.power_limit_w, " W"))
+    facts.add_row("utilisation", f"GPU {optional_text(gpu.utilization_gpu_pct, '%')}, memory "
+                  f"{optional_text(gpu.utilization_memory_pct, '%')}")
+    facts.add_row("MIG", "—" if gpu.mig_enabled is None else "enabled" if gpu.mig_enabled else "disabled")
+    facts.add_row("driver", f"{snapshot.driver_version or '—'}, CUDA {snapshot.cuda_driver_version or '—'}")
+    for proc in gpu.processes:
+        facts.add_row("process", f"{proc.pid} {proc.name or ''}: {mib_text(proc.used_bytes)}")
+    for missing in gpu.unavailable:
+        facts.add_row("not available", missing)
+    console.print(facts, highlight=False)
+    spec = match_catalog(gpu, catalog)
+    if spec is None:
+        console.print("  catalog: no match (name and memory size); estimates need --gpu", highlight=False)
+        return
+    table = Table("quantity", "spec", "live", "difference", title=f"catalog match: {spec.name}")
+    for c in compare_with_spec(gpu, spec):
+        diff = c.difference
+        table.add_row(f"{c.quantity} ({c.unit})", "—" if c.spec is None else f"{c.spec:,.0f}",
+                      "—" if c.live is None else f"{c.live:,.0f}", "—" if diff is None else f"{diff:+.1%}")
+    console.print(table)
+
+
+def render_validation(console: Console, title: str, pts: Sequence[Point]) -> None:
+    """Predicted against measured, one row per compared term, with the verdict against its target."""
+    from rich.table import Table
+
+    table = Table("case", "term", "predicted", "measured", "error", "target",
+                  title=f"{title}: predicted vs measured")
+    for p in pts:
+        verdict = "" if p.ok is None else " ✓" if p.ok else " ✗"
+        if p.kind == "bound":
+            table.add_row(p.case, p.term, _value(p.term, p.predicted), _value(p.term, p.measured),
+                          f"{p.predicted / p.measured:.0%} of measured", "≤ measured" + verdict)
+        else:
+            target = "" if p.target is None else f"±{p.target:.1%}"
+            table.add_row(p.case, p.term, _value(p.term, p.predicted), _value(p.term, p.measured),
+                          f"{p.error:+.1%}", target + verdict)
+    console.print(table)
+
+
+def _value(term: str, value: float) -> str:
+    return f"{value * 1e3:,.2f} ms" if term.endswith(("_s", "bound", " hf", " optimized")) \
+        else format_bytes(value, binary=True)
