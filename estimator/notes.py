@@ -45,6 +45,7 @@ class NoteCode(str, Enum):
     PIPELINE_BUBBLE = "pipeline-bubble"
     TRAIN_DOES_NOT_FIT = "train-does-not-fit"
     NO_PRICE = "no-price"
+    TP_CROSSES_DOMAIN = "tp-crosses-domain"
     # assumptions
     PROFILE = "profile"
     MLA_CACHE = "mla-cache"
@@ -69,6 +70,8 @@ class NoteCode(str, Enum):
     PLAN_TOKENS = "plan-tokens"
     OWNED_COST = "owned-cost"
     PRICE_SOURCE = "price-source"
+    SYSTEM = "system"
+    NO_SYSTEM = "no-system"
     # explain: the arithmetic behind the headline numbers
     WEIGHTS_PART = "weights-part"
     KV_PART = "kv-part"
@@ -88,6 +91,7 @@ _Wording = Callable[[Mapping[str, Any], Bytes], str]
 _NUM = (int, float)
 _OPT_INT = (int, type(None))
 _C = NoteCode
+_TIERS = {"link": "the intra-node link", "pcie": "PCIe between link domains", "network": "the scale-out network"}
 
 # code → (the values it carries and their types, its sentence). A float value also takes an int (a whole number).
 _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
@@ -123,6 +127,9 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         f"does not fit: needs {b(v['per_gpu_bytes'])} per GPU of {b(v['capacity_bytes'])}")),
     _C.NO_PRICE: ({}, lambda v, b: (
         "no card has a price: add purchase or per-hour prices with --prices (docs/planning.md)")),
+    _C.TP_CROSSES_DOMAIN: ({"gpus": int, "domain": int, "link": str, "tier": str, "gb_per_s": float}, lambda v, b: (
+        f"tensor parallel {v['gpus']} crosses the {v['domain']}-GPU {v['link']} domain: its all-reduces run over "
+        f"{_TIERS[v['tier']]} at {v['gb_per_s']:g} GB/s per direction (serving engines keep TP inside one domain)")),
     _C.PROFILE: ({"profile": str, "description": str}, lambda v, b: (
         f"efficiency profile '{v['profile']}': {v['description']}")),
     _C.MLA_CACHE: ({"layout": str}, lambda v, b: "multi-head latent attention: KV cache holds " + (
@@ -181,6 +188,13 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         f"owned cost: card price over {v['years']:g} years + board power at ${v['usd_per_kwh']:g}/kWh "
         "(specs/costs.yaml or --prices); prices from specs are approximate")),
     _C.PRICE_SOURCE: ({"source": str}, lambda v, b: v["source"]),
+    _C.SYSTEM: ({"system": str, "description": str, "nodes": int, "gpus_per_node": int, "link": str, "domain": int,
+                "link_gb_per_s": float, "assumed": bool}, lambda v, b: (
+        f"system {v['system']} ({v['description']}): {v['nodes']} × {v['gpus_per_node']} GPUs, {v['link']} joining "
+        f"{v['domain']} at {v['link_gb_per_s']:g} GB/s per direction"
+        + ("; assumed, as the common server for this GPU (--system to choose another)" if v["assumed"] else ""))),
+    _C.NO_SYSTEM: ({"gpu": str}, lambda v, b: (
+        f"no system in specs/systems holds {v['gpu']}: GPUs talk over the card's listed interconnect")),
     _C.WEIGHTS_PART: ({"role": str, "params": int, "bits": float, "bytes": int}, lambda v, b: (
         f"weights[{v['role']}]: {v['params']:,} params × {v['bits']:g} bits ÷ 8 = {b(v['bytes'])}")),
     _C.KV_PART: ({"window": _OPT_INT, "layers": int, "tokens": int, "sequences": int, "kv_dtype": str, "bytes": int},

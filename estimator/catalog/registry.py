@@ -1,4 +1,4 @@
-"""The catalog: GPU, model, number-format and profile specs loaded from YAML, with alias resolution.
+"""The catalog: GPU, system, model, number-format and profile specs loaded from YAML, with alias resolution.
 
 The packaged ``specs/`` folder is the default; ``Catalog.load(path)`` reads another folder with the same layout.
 Models can also come from a local ``config.json`` (or a folder holding one) or a bare size (``70b``).
@@ -22,6 +22,7 @@ from estimator.catalog.hf_config import architecture_from_config
 from estimator.catalog.parse_cache import parse_all
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec, NumberFormat
+from estimator.catalog.systems import SystemSpec
 from estimator.errors import SpecInvalid, SpecNotFound
 from estimator.units import parse_count
 
@@ -184,6 +185,7 @@ class Catalog:
     formats: Registry[NumberFormat]
     profiles: Registry[EfficiencyProfile]
     root: Path
+    systems: Registry[SystemSpec] = field(default_factory=lambda: Registry("system", (), _builder(SystemSpec)))
 
     @classmethod
     def load(cls, root: Path | None = None) -> Catalog:
@@ -205,7 +207,20 @@ class Catalog:
             formats=Registry("dtype", entries("quant"), _builder(NumberFormat)),
             profiles=Registry("profile", entries("profiles"), _builder(EfficiencyProfile)),
             root=root,
+            systems=Registry("system", entries("systems"), _builder(SystemSpec)),
         )
+
+    def system_gpu(self, system: SystemSpec) -> GpuSpec:
+        """The GPU a system holds (its ``gpu`` resolved in this catalog); a dangling name is a spec error."""
+        try:
+            return self.gpus.get(system.gpu)
+        except SpecNotFound as error:
+            raise SpecInvalid(f"system {system.name}: {error}") from None
+
+    def systems_for(self, gpu: GpuSpec) -> list[SystemSpec]:
+        """Every system built from ``gpu``, its default (``default_for_gpu``) first."""
+        found = [s for s in self.systems if self.system_gpu(s).name == gpu.name]
+        return sorted(found, key=lambda s: not s.default_for_gpu)
 
     def model(self, text: str) -> ModelSpec:
         """A catalog name or alias, a config.json path (or folder holding one), or a size such as ``70b``."""

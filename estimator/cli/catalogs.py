@@ -1,4 +1,4 @@
-"""`estimator gpus` and `estimator models`: list the catalogs, or show one entry with its sources."""
+"""`estimator gpus`, `models` and `systems`: list the catalogs, or show one entry with its sources."""
 
 from __future__ import annotations
 
@@ -99,4 +99,45 @@ def models_show(name: str, specs_dir: SpecsDir = None) -> None:
     if m.hf_params:
         out.print(f"  Hugging Face transformers count: {m.hf_params:,}")
     for source in m.sources:
+        out.print(f"  source: {source}", highlight=False)
+
+
+systems_app = typer.Typer(help="The system (server) catalog. Example: estimator systems show hgx-h100",
+                          invoke_without_command=True)
+
+
+@systems_app.callback()
+def systems_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
+    """List the system catalog."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from rich.table import Table
+
+    catalog = catalog_for(specs_dir)
+    table = Table("name", "GPU", "GPUs/node", "link", "domain", "GB/s/dir", "network", "W", "price")
+    for s in sorted(catalog.systems, key=lambda s: s.name):
+        table.add_row(s.name, catalog.system_gpu(s).name, str(s.gpus_per_node), s.intra_node_link,
+                      str(s.domain_gpus), f"{s.link_gb_per_s:g}", f"{s.nics_per_node} × {s.nic_gbit_per_s:g} Gb/s",
+                      f"{s.server_power_w:,.0f}", "—" if s.price_usd is None else f"${s.price_usd:,.0f}")
+    console().print(table)
+
+
+@systems_app.command("show")
+def systems_show(name: str, specs_dir: SpecsDir = None) -> None:
+    """Show one system's spec with units and sources. Example: estimator systems show gb200-nvl72"""
+    catalog = catalog_for(specs_dir)
+    s = catalog.systems.get(name)
+    out = console()
+    out.print(f"[bold]{s.name}[/]: {s.description}", highlight=False)
+    out.print(f"  GPU: {catalog.system_gpu(s).name} × {s.gpus_per_node} per node")
+    out.print(f"  {s.intra_node_link} ({s.link_topology}) joins {s.domain_gpus} GPUs at {s.link_gb_per_s:g} GB/s per "
+              f"GPU per direction, {s.link_latency_us:g} µs per step; PCIe {s.pcie_gb_per_s:g} GB/s between domains")
+    out.print(f"  network: {s.network}, {s.nics_per_node} × {s.nic_gbit_per_s:g} Gb/s per node "
+              f"({s.network_bytes_per_s_per_gpu / 1e9:g} GB/s per GPU per direction), {s.network_latency_us:g} µs")
+    out.print(f"  host memory {s.host_memory_gb:,.0f} GB; server power {s.server_power_w:,.0f} W")
+    if s.price_usd:
+        out.print(f"  price ≈ ${s.price_usd:,.0f} ({s.price_date}, approximate)")
+    if s.notes:
+        out.print(f"  notes: {s.notes}", highlight=False)
+    for source in s.sources:
         out.print(f"  source: {source}", highlight=False)

@@ -23,6 +23,7 @@ from estimator.cli.options import (
     catalog_for,
     check_format,
     console,
+    hardware,
     kv_format,
     number_format,
     positive,
@@ -46,7 +47,6 @@ from estimator.training.options import (
 if TYPE_CHECKING:
     from estimator.catalog.architecture import ModelSpec
     from estimator.catalog.registry import Catalog
-    from estimator.catalog.specs import GpuSpec
 
 
 ESTIMATE_FORMATS = (OutputFormat.table, OutputFormat.json, OutputFormat.csv)  # inference and training alike
@@ -65,7 +65,8 @@ class MlaCache(str, Enum):
 def estimate_command(
     model: Annotated[str, typer.Option("--model", "-m", help="Catalog name (llama-3.1-8b), config.json path or "
                                        "folder, or a size such as 70b.")],
-    gpu: Annotated[str, typer.Option("--gpu", "-g", help="Catalog name or alias (h100, a100, rtx-4090).")],
+    gpu: Annotated[str | None, typer.Option("--gpu", "-g", help="Catalog name or alias (h100, a100, rtx-4090); "
+                                            "or give --system.")] = None,
     dtype: Annotated[str, typer.Option(help="Weight format: fp32 fp16 bf16 fp8 int8 int4, or a quantization "
                                        "format (gptq-int4, awq-int4, nf4, q4_k_m...).")] = "bf16",
     kv_dtype: Annotated[str | None, typer.Option(help="KV-cache format: fp32 fp16 bf16 fp8 int8. Default: the "
@@ -75,6 +76,10 @@ def estimate_command(
     output_tokens: Annotated[str, typer.Option(help="Generated tokens per sequence (their KV is cached too).")]
     = "0",
     gpus: Annotated[str, typer.Option(help="Tensor-parallel degree: GPUs that split the model.")] = "1",
+    system: Annotated[str | None, typer.Option(help="Server the GPUs sit in (hgx-h100, gb200-nvl72, pcie-l40s; "
+                                               "`estimator systems`). Default: the GPU's common server.")] = None,
+    nodes: Annotated[str | None, typer.Option(help="Servers of --system (1).")] = None,
+    gpus_per_node: Annotated[str | None, typer.Option(help="GPUs per server, overriding the system's.")] = None,
     logits: Annotated[Logits, typer.Option(help="Compute logits for the last position only, or all positions.")]
     = Logits.last,
     profile: Annotated[str, typer.Option(help="Efficiency profile: optimized (serving engine, CUDA graphs) or hf "
@@ -117,7 +122,6 @@ def estimate_command(
     check_format(output_format, ESTIMATE_FORMATS)
     catalog = catalog_for(specs_dir)
     model_spec = catalog.model(model)
-    gpu_spec = catalog.gpus.get(gpu)
     training = {"--seq-len": seq_len, "--grad-accum": grad_accum, "--precision": precision, "--optimizer": optimizer,
                 "--recompute": recompute, "--attention": attention, "--zero": zero, "--fsdp": fsdp, "--dp": dp,
                 "--tp": tp, "--pp": pp, "--sequence-parallel": sequence_parallel, "--lora-rank": lora_rank,
@@ -125,15 +129,21 @@ def estimate_command(
     if mode is Mode.train:
         from estimator.cli.train import run_training
 
+        if system is not None or nodes is not None or gpus_per_node is not None:
+            raise WorkloadInvalid("--system, --nodes and --gpus-per-node are not modelled for --mode train yet; "
+                                  "give --gpu with --tp, --pp and --dp")
+        if gpu is None:
+            raise WorkloadInvalid("--mode train needs --gpu")
+        gpu_spec = catalog.gpus.get(gpu)
         run_training(catalog, model_spec, gpu_spec, requested_gpu=gpu, batch=batch, profile=profile, options=training,
                      output_format=output_format.value, binary=units is Units.gib, explain=explain)
         return
     reject_training_options(training)
-    report = inference_report(catalog, model_spec, gpu_spec, requested_gpu=gpu, dtype=dtype, kv_dtype=kv_dtype,
+    report = inference_report(catalog, model_spec, gpu, requested_gpu=gpu or "", dtype=dtype, kv_dtype=kv_dtype,
                               batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens, gpus=gpus,
                               logits=logits.value, profile=profile,
                               mla_cache=None if mla_cache is None else mla_cache.value, group_size=group_size,
-                              calibration=calibration)
+                              calibration=calibration, system=system, nodes=nodes, gpus_per_node=gpus_per_node)
     if plot is not None:
         from estimator.render.plot import estimate_chart  # matplotlib loads only when asked
 
@@ -144,11 +154,14 @@ def estimate_command(
         write_report(output_format.value, report)
 
 
-def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu_spec: GpuSpec, *, requested_gpu: str,
+def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu: str | None, *, requested_gpu: str,
                      dtype: str, kv_dtype: str | None, batch: str, prompt_tokens: str, output_tokens: str,
                      gpus: str, logits: str, profile: str, mla_cache: str | None, group_size: int | None,
-                     calibration: Path | None) -> Report:
+                     calibration: Path | None, system: str | None = None, nodes: str | None = None,
+                     gpus_per_node: str | None = None) -> Report:
     """The Report for `estimate`'s inference options, given as typed on the command line."""
+    tp = positive("--gpus", gpus)
+    gpu_spec, system_spec, node_count, assumed = hardware(catalog, gpu, system, nodes, gpus_per_node, tp)
     weight_format = number_format(catalog, dtype, group_size)
     kv = kv_format(catalog, weight_format, kv_dtype)
     chosen_profile = calibrated_profile(catalog.profiles.get(profile), gpu_spec, calibration)
@@ -159,14 +172,15 @@ def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu_spec: GpuSpec,
             output_tokens=positive("--output-tokens", output_tokens, allow_zero=True),
             weight_format=weight_format,
             kv_format=kv,
-            tensor_parallel=positive("--gpus", gpus),
+            tensor_parallel=tp,
             logits=logits,
             mla_cache=mla_cache,
             profile=chosen_profile,
         )
     except ValidationError as error:
         raise WorkloadInvalid(validation_message(error)) from None
-    return estimate(model_spec, gpu_spec, workload, requested_gpu=requested_gpu)
+    return estimate(model_spec, gpu_spec, workload, requested_gpu=requested_gpu, system=system_spec,
+                    nodes=node_count, system_assumed=assumed, gpu_alone=system is None)
 
 
 def report_for_args(args: Sequence[str]) -> Report:
@@ -179,13 +193,14 @@ def report_for_args(args: Sequence[str]) -> Report:
         raise WorkloadInvalid("--expect takes inference options of estimate, not --mode train")
     calibration = None if p["calibration"] is None else Path(p["calibration"])
     catalog = catalog_for(None if p["specs_dir"] is None else Path(p["specs_dir"]))
-    return inference_report(catalog, catalog.model(p["model"]), catalog.gpus.get(p["gpu"]), requested_gpu=p["gpu"],
+    return inference_report(catalog, catalog.model(p["model"]), p["gpu"], requested_gpu=p["gpu"] or "",
                             dtype=p["dtype"], kv_dtype=p["kv_dtype"], batch=p["batch"],
                             prompt_tokens=p["prompt_tokens"], output_tokens=p["output_tokens"], gpus=p["gpus"],
                             logits=str(getattr(p["logits"], "value", p["logits"])), profile=p["profile"],
                             mla_cache=None if p["mla_cache"] is None else str(getattr(p["mla_cache"], "value",
                                                                                       p["mla_cache"])),
-                            group_size=p["group_size"], calibration=calibration)
+                            group_size=p["group_size"], calibration=calibration, system=p["system"],
+                            nodes=p["nodes"], gpus_per_node=p["gpus_per_node"])
 
 
 def estimate_main() -> None:

@@ -10,7 +10,7 @@ import typer
 
 from estimator.cli import gpu as cli_gpu
 from estimator.cli import plan as cli_plan
-from estimator.cli.catalogs import gpus_app, models_app
+from estimator.cli.catalogs import gpus_app, models_app, systems_app
 from estimator.cli.estimate import estimate_command
 from estimator.cli.run import run
 
@@ -23,6 +23,7 @@ app = typer.Typer(
 )
 app.add_typer(gpus_app, name="gpus")
 app.add_typer(models_app, name="models")
+app.add_typer(systems_app, name="systems")
 app.add_typer(cli_plan.app)  # plan and sweep
 app.command("estimate")(estimate_command)
 app.command("gpu")(cli_gpu.gpu_command)

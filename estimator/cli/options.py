@@ -19,7 +19,8 @@ from estimator.units import parse_count
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from estimator.catalog.specs import NumberFormat
+    from estimator.catalog.specs import GpuSpec, NumberFormat
+    from estimator.catalog.systems import SystemSpec
 
 KV_FORMATS_HINT = "use fp32, fp16, bf16, fp8 or int8"
 
@@ -94,3 +95,40 @@ def console() -> Console:
     from rich.console import Console
 
     return Console()
+
+
+def hardware(catalog: Catalog, gpu: str | None, system: str | None, nodes: str | None, gpus_per_node: str | None,
+             tp: int) -> tuple[GpuSpec, SystemSpec | None, int, bool]:
+    """(GPU, system or None, nodes, whether the system was assumed) for `--gpu`, `--system`, `--nodes` and
+    `--gpus-per-node`: a system names its GPU; a GPU alone on more than one GPU sits in its common server."""
+    from pydantic import ValidationError
+
+    from estimator.catalog.registry import validation_message
+    from estimator.catalog.systems import SystemSpec
+
+    count = 1 if nodes is None else positive("--nodes", nodes)
+    if system is not None:
+        chosen: SystemSpec | None = catalog.systems.get(system)
+        assert chosen is not None
+        card = catalog.system_gpu(chosen)
+        if gpu is not None and catalog.gpus.get(gpu).name != card.name:
+            raise WorkloadInvalid(f"--gpu {gpu} is not the GPU of --system {chosen.name} ({card.name}); give one")
+        assumed = False
+    elif gpu is not None:
+        card = catalog.gpus.get(gpu)
+        wanted = tp > 1 or nodes is not None or gpus_per_node is not None
+        found = catalog.systems_for(card) if wanted else []
+        chosen, assumed = (found[0], True) if found else (None, False)
+        if chosen is None and (nodes is not None or gpus_per_node is not None):
+            raise WorkloadInvalid(f"no system in specs/systems holds {card.name}: --nodes and --gpus-per-node need "
+                                  "--system")
+    else:
+        raise WorkloadInvalid("give --gpu (a card) or --system (a server, e.g. hgx-h100)")
+    if chosen is not None and gpus_per_node is not None:
+        per_node = positive("--gpus-per-node", gpus_per_node)
+        data = {**chosen.model_dump(), "gpus_per_node": per_node, "domain_gpus": min(chosen.domain_gpus, per_node)}
+        try:
+            chosen = SystemSpec.model_validate(data)
+        except ValidationError as error:
+            raise WorkloadInvalid(f"--gpus-per-node {per_node}: {validation_message(error)}") from None
+    return card, chosen, count, assumed

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.specs import GpuSpec
+from estimator.catalog.systems import SystemSpec
 from estimator.errors import WorkloadInvalid
 from estimator.inference.report import (
     GpuInfo,
@@ -19,6 +20,7 @@ from estimator.inference.report import (
 )
 from estimator.inference.workload import InferenceWorkload
 from estimator.model.capacity import gpus_required, max_batch, max_context_tokens
+from estimator.model.collectives import gpu_in_group, group_link
 from estimator.model.compute import expected_distinct_experts
 from estimator.model.footprint import GpuMemory, memory_per_gpu, rank_kv_bytes, rank_kv_layers
 from estimator.model.inventory import active_param_count, param_count
@@ -27,6 +29,27 @@ from estimator.model.parallel import valid_tensor_parallel
 from estimator.model.phases import job_costs
 from estimator.model.timing import Hardware, PhaseCost, PhaseTime, peak_for, phase_time
 from estimator.notes import Note, NoteCode, note
+
+
+def placed(gpu: GpuSpec, system: SystemSpec | None, nodes: int, tp: int, *, assumed: bool = False,
+           gpu_alone: bool = False) -> tuple[GpuSpec, list[Note], list[Note]]:
+    """``gpu`` with the link its tensor-parallel group crosses in ``nodes`` × ``system``, and the notes that say so
+    (assumptions, warnings). Without a system the card's listed interconnect stands; ``gpu_alone`` says the user
+    named only a GPU, so the report says no system was found for it."""
+    if system is None:
+        return gpu, ([note(NoteCode.NO_SYSTEM, gpu=gpu.name)] if gpu_alone and tp > 1 else []), []
+    if tp > nodes * system.gpus_per_node:
+        raise WorkloadInvalid(f"tensor parallel {tp} needs {tp} GPUs; {nodes} × {system.name} has "
+                              f"{nodes * system.gpus_per_node}")
+    assumptions = [note(NoteCode.SYSTEM, system=system.name, description=system.description, nodes=nodes,
+                        gpus_per_node=system.gpus_per_node, link=system.intra_node_link, domain=system.domain_gpus,
+                        link_gb_per_s=system.link_gb_per_s, assumed=assumed)]
+    warnings = []
+    if tp > system.domain_gpus:
+        link = group_link(system, tp)
+        warnings.append(note(NoteCode.TP_CROSSES_DOMAIN, gpus=tp, domain=system.domain_gpus,
+                             link=system.intra_node_link, tier=link.tier, gb_per_s=link.bytes_per_s / 1e9))
+    return gpu_in_group(gpu, system, tp), assumptions, warnings
 
 
 @dataclass(frozen=True)
@@ -172,14 +195,19 @@ def _model_info(model: ModelSpec, terms: _Terms) -> ModelInfo:
     )
 
 
-def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, requested_gpu: str = "") -> Report:
-    """Memory and time of ``workload`` running ``model`` on ``workload.tensor_parallel`` × ``gpu``."""
+def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, requested_gpu: str = "",
+             system: SystemSpec | None = None, nodes: int = 1, system_assumed: bool = False,
+             gpu_alone: bool = False) -> Report:
+    """Memory and time of ``workload`` running ``model`` on ``workload.tensor_parallel`` × ``gpu`` (in ``nodes`` ×
+    ``system`` when given: the tensor-parallel all-reduces then run over the link the group crosses)."""
     w = workload
     arch = model.arch
     tp = w.tensor_parallel
     reason = valid_tensor_parallel(arch, tp)
     if reason:
         raise WorkloadInvalid(reason)
+    gpu, system_assumptions, system_warnings = placed(gpu, system, nodes, tp, assumed=system_assumed,
+                                                      gpu_alone=gpu_alone)
     dtype, peak = peak_for(gpu, w.weight_format.compute_dtype)
     if w.kv_format.name not in ("fp32", "fp16", "bf16", "fp8", "int8"):
         raise WorkloadInvalid(f"--kv-dtype {w.kv_format.name} is not a KV-cache format; use bf16, fp16, fp8 or int8")
@@ -199,15 +227,16 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         model=_model_info(model, terms),
         gpu=GpuInfo(name=gpu.name, requested_as=requested_gpu or gpu.name, memory_type=gpu.memory_type,
                     memory_bytes=gpu.memory_bytes, bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
-                    peak_flop_per_s=peak, compute_dtype=dtype),
+                    peak_flop_per_s=peak, compute_dtype=dtype, system=None if system is None else system.name,
+                    nodes=None if system is None else nodes),
         workload=WorkloadInfo(batch=w.batch, prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens,
                               dtype=w.weight_format.name, kv_dtype=w.kv_format.name, gpus=tp, logits=w.logits,
                               profile=w.profile.name,
                               mla_cache=w.mla_layout if arch is not None and arch.attention.latent else None),
         memory=memory,
         time=_time_report(terms, times, w, experts_read),
-        assumptions=tuple(_assumptions(arch, gpu, w)),
-        warnings=tuple(_warnings(model, gpu, w, dtype, mem.per_gpu, required)),
+        assumptions=(*system_assumptions, *_assumptions(arch, gpu, w)),
+        warnings=(*system_warnings, *_warnings(model, gpu, w, dtype, mem.per_gpu, required)),
         explain=tuple(explain),
     )
 

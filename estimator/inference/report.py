@@ -30,6 +30,8 @@ class GpuInfo(Frozen):
     bandwidth_bytes_per_s: float
     peak_flop_per_s: float
     compute_dtype: str
+    system: str | None = None  # the server the GPUs sit in (specs/systems), when one is known
+    nodes: int | None = None
 
 
 class WorkloadInfo(Frozen):

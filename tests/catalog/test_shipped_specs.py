@@ -120,3 +120,73 @@ def test_datasheet_errors_stay_fixed(catalog: Catalog) -> None:
                                             ("rtx-pro-6000", 2000), ("mi355x", 10066.3)])
 def test_fp4_cards_list_their_fp4_rate(catalog: Catalog, alias: str, fp4: float) -> None:
     assert catalog.gpus.get(alias).dense_tflop_per_s["fp4"] == fp4
+
+
+SYSTEM_FILES = sorted((SPECS / "systems").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SYSTEM_FILES, ids=lambda p: p.stem)
+def test_system_file(path: Path, catalog: Catalog) -> None:
+    system = catalog.systems.get(path.stem)
+    assert system.name == path.stem
+    assert system.sources
+    gpu = catalog.system_gpu(system)  # the GPU it names is in specs/gpus
+    assert system.gpus_per_node % system.domain_gpus == 0
+    assert system.server_power_w > (gpu.tdp_w or 0) * system.gpus_per_node  # the host draws power too
+    if system.intra_node_link == "pcie":
+        assert system.domain_gpus == 1
+    if system.price_usd is None:
+        assert system.notes and "price" in system.notes  # a missing price is said, not silent
+
+
+def test_the_systems_people_buy_are_in_the_catalog(catalog: Catalog) -> None:
+    wanted = {  # system: (GPU, GPUs per node, GPUs one link domain joins)
+        "hgx-h100": ("NVIDIA H100 SXM5 80GB", 8, 8), "hgx-h200": ("NVIDIA H200 SXM 141GB", 8, 8),
+        "hgx-b200": ("NVIDIA B200 180GB", 8, 8), "hgx-b300": ("NVIDIA B300 288GB", 8, 8),
+        "gb200-nvl72": ("NVIDIA GB200 (per Blackwell GPU, NVL72)", 72, 72),
+        "gb300-nvl72": ("NVIDIA GB300 (per Blackwell Ultra GPU, NVL72)", 72, 72),
+        "pcie-h100-nvl": ("NVIDIA H100 NVL 94GB", 8, 2), "pcie-h200-nvl": ("NVIDIA H200 NVL 141GB", 8, 4),
+        "pcie-h200-nvl-2way": ("NVIDIA H200 NVL 141GB", 8, 2), "pcie-l40s": ("NVIDIA L40S 48GB", 8, 1),
+        "pcie-rtx-pro-6000": ("NVIDIA RTX PRO 6000 Blackwell 96GB", 8, 1),
+        "pcie-rtx-4090": ("NVIDIA GeForce RTX 4090 24GB", 8, 1),
+        "mi300x-platform": ("AMD Instinct MI300X 192GB", 8, 8), "mi325x-platform": ("AMD Instinct MI325X 256GB", 8, 8),
+        "mi355x-platform": ("AMD Instinct MI355X 288GB", 8, 8), "gaudi3-hls": ("Intel Gaudi 3 128GB", 8, 8),
+    }
+    for name, (gpu, per_node, domain) in wanted.items():
+        system = catalog.systems.get(name)
+        assert (catalog.system_gpu(system).name, system.gpus_per_node, system.domain_gpus) == (gpu, per_node, domain)
+
+
+def test_one_default_system_per_gpu(catalog: Catalog) -> None:
+    defaults = [catalog.system_gpu(s).name for s in catalog.systems if s.default_for_gpu]
+    assert len(defaults) == len(set(defaults))
+    assert catalog.systems_for(catalog.gpus.get("h200-nvl"))[0].name == "pcie-h200-nvl"  # the default first
+    assert catalog.systems_for(catalog.gpus.get("a100")) == []
+
+
+def test_system_bandwidths_in_base_units(catalog: Catalog) -> None:
+    h100 = catalog.systems.get("dgx-h100")
+    assert h100.group_link_bytes_per_s(8) == 450_000_000_000  # NVLink4 900 GB/s bidirectional → 450 each way
+    assert h100.network_bytes_per_s_per_gpu == 50_000_000_000  # 8 NICs × 400 Gb/s ÷ 8 bit ÷ 8 GPUs
+    assert h100.link_latency_s == pytest.approx(1.9e-6, rel=1e-12)  # µs ÷ 10⁶ (a float, rounded)
+    mi300x = catalog.systems.get("mi300x-platform")
+    assert mi300x.group_link_bytes_per_s(8) == 448_000_000_000  # 7 links × 64 GB/s each way
+    assert mi300x.group_link_bytes_per_s(2) == 64_000_000_000  # a pair uses its one direct link: 448 × 1/7
+    assert catalog.systems.get("gb200-nvl72").network_bytes_per_s_per_gpu == 50_000_000_000  # 72 × 400 Gb/s / 72
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"domain_gpus": 3}, "domain_gpus 3 must divide gpus_per_node 8"),
+     ({"domain_gpus": 2, "intra_node_link": "pcie"}, "PCIe-only system has domain_gpus 1"),
+     ({"price_date": None}, "price_usd and price_date"),
+     ({"nic_gbit_per_s": -1}, "greater than 0")],
+)
+def test_a_bad_system_file_is_refused(catalog: Catalog, change: dict[str, object], message: str) -> None:
+    from pydantic import ValidationError
+
+    from estimator.catalog.systems import SystemSpec
+
+    data = {**read_yaml(SPECS / "systems" / "hgx-h100.yaml"), **change}
+    with pytest.raises(ValidationError, match=message):
+        SystemSpec.model_validate(data)

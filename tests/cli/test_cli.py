@@ -213,3 +213,43 @@ def test_a_format_the_command_does_not_write_is_one_line(cli: Cli, command: list
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr == f"error: --format xlsx is not available for this command; use {allowed}\n"
+
+
+def test_estimate_on_a_system(cli: Callable[..., CliResult]) -> None:
+    done = cli("estimate", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--gpus", "8", "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["gpu"]["name"], report["gpu"]["system"], report["gpu"]["nodes"]) == (
+        "NVIDIA H100 SXM5 80GB", "hgx-h100", 1)
+    codes = [a["code"] for a in report["assumptions"]]
+    assert "system" in codes
+    crossing = cli("estimate", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--nodes", "2", "--gpus", "16",
+                   "--format", "json")
+    assert crossing.exit_code == 0, crossing.stderr
+    assert "tp-crosses-domain" in [w["code"] for w in json.loads(crossing.stdout)["warnings"]]
+
+
+def test_a_gpu_alone_says_which_server_it_assumed(cli: Callable[..., CliResult]) -> None:
+    done = cli("estimate", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--format", "json")
+    system = [a for a in json.loads(done.stdout)["assumptions"] if a["code"] == "system"]
+    assert system[0]["values"]["system"] == "hgx-h100" and system[0]["values"]["assumed"] is True
+    none = cli("estimate", "--model", "llama-3.1-70b", "--gpu", "a100", "--gpus", "8", "--format", "json")
+    assert "no-system" in [a["code"] for a in json.loads(none.stdout)["assumptions"]]
+    one = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--format", "json")  # one GPU: no server
+    assert json.loads(one.stdout)["gpu"]["system"] is None
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--system", "hgx-h100", "--gpus", "16"), "tensor parallel 16 needs 16 GPUs; 1 × hgx-h100 has 8"),
+    (("--system", "hgx-h100", "--gpu", "a100"), "is not the GPU of --system hgx-h100"),
+    (("--gpu", "a100", "--nodes", "2"), "no system in specs/systems holds"),
+    (("--system", "hgx-h100", "--gpus-per-node", "0"), "--gpus-per-node must be positive"),
+    (("--system", "pcie-h200-nvl", "--gpus-per-node", "6"), "domain_gpus 4 must divide gpus_per_node 6"),
+    (("--system", "nope",), "unknown system 'nope'"),
+    ((), "give --gpu"),
+    (("--system", "hgx-h100", "--mode", "train"), "not modelled for --mode train"),
+])
+def test_bad_system_options(cli: Callable[..., CliResult], args: tuple[str, ...], message: str) -> None:
+    done = cli("estimate", "--model", "llama-3.1-70b", *args)
+    assert done.exit_code != 0
+    assert message in done.stderr and "Traceback" not in done.stderr
