@@ -1,4 +1,22 @@
-"""Shared fixtures: the packaged catalog, workloads, and an in-process CLI runner."""
+"""Shared fixtures: the test catalog, workloads, an in-process CLI runner, golden files.
+
+Two catalogs:
+
+- ``catalog``: the tiny test catalog in tests/data/catalog (7 GPUs, 9 models, 7 formats, both profiles and
+  costs.yaml, in the specs/ layout; each file a verbatim copy of the shipped one, so a figure computed from it
+  equals the shipped figure; its README lists them). Unit tests use it: they test mechanisms, and adding or
+  editing a shipped spec does not move them.
+- ``shipped_catalog`` (or ``default_catalog()``): the packaged catalog, for tests whose point is the shipped data
+  or a shipped model's exact figures:
+  tests/catalog/test_shipped_specs.py (the data tests of every shipped file; its ``catalog`` is the shipped one)
+  and test_parse_cache.py (the cache over the real files); tests/cli/ (the commands, and so the golden tables,
+  read the packaged catalog as a user runs them); tests/live/test_validation.py (measured rows of every family)
+  and test_probe.py's catalog matching (a probed card against every shipped GPU); tests/property/ (they range
+  over every shipped model and format); tests/training/ (shipped Llama figures checked byte by byte against the
+  H200 reference step); and, by taking ``shipped_catalog``, test_capacity.py's boundary property, test_sweep.py's
+  row-equals-estimate cases and test_plan.py's every-card plan (families and cards the tiny catalog leaves out),
+  and test_estimate.py's sum of terms (Qwen2.5-7B on an L40S).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +37,7 @@ from estimator.cli.main import main
 DATA = Path(__file__).resolve().parent / "data"
 REFERENCE = DATA / "measured/reference/h200-measured.jsonl"
 GOLDEN = DATA / "golden"
+TEST_CATALOG = DATA / "catalog"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -34,6 +53,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
+    """The tiny test catalog (tests/data/catalog)."""
+    return Catalog.load(TEST_CATALOG)
+
+
+@pytest.fixture(scope="session")
+def shipped_catalog() -> Catalog:
+    """The packaged catalog, for tests about the shipped data (see the module docstring)."""
     return default_catalog()
 
 

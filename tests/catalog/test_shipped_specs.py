@@ -14,6 +14,12 @@ GPU_FILES = sorted((SPECS / "gpus").glob("*.yaml"))
 MODEL_FILES = sorted((SPECS / "models").glob("*.yaml"))
 
 
+@pytest.fixture(scope="module")
+def catalog(shipped_catalog: Catalog) -> Catalog:
+    """This module tests the shipped files, so its ``catalog`` is the packaged one (not tests/data/catalog)."""
+    return shipped_catalog
+
+
 def test_catalog_sizes(catalog: Catalog) -> None:
     assert len(catalog.gpus) >= 24
     assert len(catalog.models) >= 30

@@ -39,8 +39,8 @@ def test_llama_8b_batch_64_kv_and_weights(catalog: Catalog, make_workload: Make)
     assert report.time.bound == "memory"
 
 
-def test_total_is_the_sum_of_terms(catalog: Catalog, make_workload: Make) -> None:
-    r = estimate(catalog.models.get("qwen2.5-7b"), catalog.gpus.get("l40s"), make_workload(batch=4))
+def test_total_is_the_sum_of_terms(shipped_catalog: Catalog, make_workload: Make) -> None:
+    r = estimate(shipped_catalog.models.get("qwen2.5-7b"), shipped_catalog.gpus.get("l40s"), make_workload(batch=4))
     m = r.memory
     assert m.kv_cache_bytes is not None and m.activation_bytes is not None
     assert m.total_bytes == m.weights_bytes + m.kv_cache_bytes + m.activation_bytes + m.overhead_bytes

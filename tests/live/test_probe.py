@@ -124,8 +124,8 @@ def test_close_shuts_nvml_down_once() -> None:
     ("Tesla T4", 15_360, "NVIDIA T4 16GB"),
     ("NVIDIA RTX 6000 Ada Generation", 49_140, "NVIDIA RTX 6000 Ada Generation 48GB"),
 ])
-def test_catalog_match(catalog: Catalog, name: str, total_mib: int, expected: str) -> None:
-    spec = match_catalog(live(name, total_mib * MIB), catalog)
+def test_catalog_match(shipped_catalog: Catalog, name: str, total_mib: int, expected: str) -> None:
+    spec = match_catalog(live(name, total_mib * MIB), shipped_catalog)
     assert spec is not None
     assert spec.name == expected
 
@@ -135,8 +135,8 @@ def test_catalog_match(catalog: Catalog, name: str, total_mib: int, expected: st
     ("NVIDIA Quadro P400", 2_048),  # not in the catalog
     ("", 1_000),
 ])
-def test_no_catalog_match(catalog: Catalog, name: str, total_mib: int) -> None:
-    assert match_catalog(live(name, total_mib * MIB), catalog) is None
+def test_no_catalog_match(shipped_catalog: Catalog, name: str, total_mib: int) -> None:
+    assert match_catalog(live(name, total_mib * MIB), shipped_catalog) is None
 
 
 def test_spec_vs_live_differences(catalog: Catalog) -> None:
