@@ -49,6 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/data/golden/* from current output")
+    parser.addoption("--update-schema", action="store_true", help="rewrite docs/schema/*.json from the report models")
 
 
 @pytest.fixture(scope="session")
@@ -104,6 +105,11 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+@pytest.fixture
+def update_schema(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-schema"))
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from estimator.cli import plan as cli_plan
 from estimator.cli.catalogs import gpus_app, models_app, systems_app
 from estimator.cli.estimate import estimate_command
 from estimator.cli.run import run
+from estimator.cli.schema import schema_command
 
 app = typer.Typer(
     help="Will this model fit on that GPU, how fast will it run? Estimates from datasheets and model configs.",
@@ -30,6 +31,7 @@ app.command("gpu")(cli_gpu.gpu_command)
 app.command("monitor")(cli_gpu.monitor_command)
 app.command("calibrate")(cli_gpu.calibrate_command)
 app.command("validate")(cli_gpu.validate_command)
+app.command("schema")(schema_command)
 
 
 def main() -> None:

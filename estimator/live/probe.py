@@ -309,7 +309,7 @@ class GpuReading(LiveGpu):
 
 
 class GpuReport(Versioned):
-    """`estimator gpu --format json`: the snapshot in base units, each GPU with its catalog match."""
+    """The snapshot in base units, each GPU with its catalog match."""
 
     driver_version: str | None
     cuda_driver_version: str | None

@@ -93,8 +93,8 @@ class PointRecord(Frozen):
 
 
 class ValidateReport(Versioned):
-    """`estimator validate --format json`: the measured rows as `estimator.live.measure` records them (the format
-    of tests/data/measured/*.jsonl) and every comparison they allow."""
+    """The measured rows as `estimator.live.measure` records them (the format of tests/data/measured/*.jsonl) and
+    every comparison they allow."""
 
     model: str
     gpu: str  # the catalog card the predictions were made for

@@ -1,0 +1,44 @@
+"""The JSON Schema of every report, generated from its model (pydantic ``model_json_schema``).
+
+`estimator schema NAME` prints it; docs/schema/NAME.json ships it (tests/render/test_schema.py keeps the files
+equal to what this module generates, and checks each command's real output against them). The schemas describe
+output: every field is present, and properties computed from others are marked ``readOnly``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from estimator.inference.report import Report
+from estimator.live.probe import GpuReport
+from estimator.live.validation import ValidateReport
+from estimator.planning.plan import PlanReport
+from estimator.planning.sweep_row import SweepRow
+from estimator.training.report import TrainingReport
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"  # the draft pydantic generates
+
+# The command each schema describes (`--format json`), and the model of its output.
+REPORTS: dict[str, tuple[str, type[BaseModel]]] = {
+    "estimate": ("estimate --format json", Report),
+    "train": ("estimate --mode train --format json", TrainingReport),
+    "plan": ("estimator plan --format json", PlanReport),
+    "sweep": ("estimator sweep --format json (a list of rows)", SweepRow),
+    "validate": ("estimator validate --format json", ValidateReport),
+    "gpu": ("estimator gpu --format json", GpuReport),
+}
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of the report ``name`` (a key of `REPORTS`)."""
+    command, model = REPORTS[name]
+    schema = model.model_json_schema(mode="serialization")
+    if name == "sweep":  # the output is a list of rows; the row model's definitions move to the top level
+        defs = schema.pop("$defs", None)
+        schema = {"type": "array", "items": schema, **({"$defs": defs} if defs else {})}
+    about = model.__doc__ or ""
+    return {"$schema": DIALECT, "title": model.__name__,
+            "description": f"The output of `{command}`." + (f" {' '.join(about.split())}" if about else ""),
+            **{k: v for k, v in schema.items() if k not in ("title", "description")}}
