@@ -22,7 +22,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from estimator.catalog.registry import default_catalog, read_yaml
+from estimator.catalog.files import read_yaml
+from estimator.catalog.registry import default_catalog
 from estimator.live import measure
 
 PREFILL = [(1, 2048), (1, 8192), (8, 2048)]

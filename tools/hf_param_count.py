@@ -42,7 +42,8 @@ AUTO_CLASS_BY_MODEL_TYPE: dict[str, type] = {
 DEFAULT_AUTO_CLASS: type = AutoModelForCausalLM
 
 # Keys that are not configuration fields: metadata some configs carry, which for_model must not receive.
-IGNORED_CONFIG_KEYS: frozenset[str] = frozenset({"model_type", "transformers_version", "_name_or_path", "auto_map"})
+IGNORED_CONFIG_KEYS: frozenset[str] = frozenset({"model_type", "transformers_version", "_name_or_path", "auto_map",
+                                                 "quantization_config"})  # the count is the architecture's
 
 SOURCES_TAG = "hf_params:"
 
@@ -54,12 +55,53 @@ def load_spec(path: Path) -> dict[str, Any]:
     return data
 
 
+# model_types transformers does not register, and the class that builds the same modules.
+MODEL_TYPE_ALIASES: dict[str, str] = {
+    "kimi_k2": "deepseek_v3",  # Kimi-K2's remote code is DeepSeek-V3's (its config.json auto_map)
+    "RefinedWeb": "falcon",  # the 2023 Falcon checkpoints; FalconConfig reads their n_head/n_layer names
+    "RefinedWebModel": "falcon",
+}
+# Multimodal wrappers: the nested text config (the language model) and the model_type it builds with.
+TEXT_CONFIG_KEYS = ("text_config", "language_config", "llm_config")
+TEXT_MODEL_TYPE = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
+                   "qwen3_5_moe": "qwen3_5_moe_text", "mistral3": "mistral", "kimi_k25": "kimi_k2"}
+
+
+def text_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The language model's config: the config itself, or a wrapper's nested text config (which inherits the
+    wrapper's tie_word_embeddings when it has none, as the composite model ties them)."""
+    for key in TEXT_CONFIG_KEYS:
+        nested = config.get(key)
+        if isinstance(nested, dict):
+            inner = dict(nested)
+            inner.setdefault("model_type", TEXT_MODEL_TYPE.get(str(config.get("model_type")), ""))
+            if "tie_word_embeddings" in config:
+                inner.setdefault("tie_word_embeddings", config["tie_word_embeddings"])
+            return inner
+    return config
+
+
 def build_config(config: dict[str, Any]) -> transformers.PretrainedConfig:
-    model_type = config.get("model_type")
+    config = text_config(config)
+    model_type = MODEL_TYPE_ALIASES.get(str(config.get("model_type")), config.get("model_type"))
     if not isinstance(model_type, str):
         raise ValueError("config has no model_type")
     fields = {k: v for k, v in config.items() if k not in IGNORED_CONFIG_KEYS}
+    if str(config.get("model_type")).startswith("RefinedWeb"):  # the 2023 Falcon code's own field names
+        for old, new in (("n_head", "num_attention_heads"), ("n_layer", "num_hidden_layers"),
+                         ("n_head_kv", "num_kv_heads")):
+            if old in fields:
+                fields[new] = fields.pop(old)
+    if config.get("model_type") == "RefinedWeb":  # RWForCausalLM always ran the new decoder layout
+        fields.setdefault("new_decoder_architecture", True)
     return AutoConfig.for_model(model_type, **fields)
+
+
+def count_file(path: Path) -> int:
+    """The meta-device count of a config.json file (tests/data/configs/*.json)."""
+    import json
+
+    return count_params(json.loads(path.read_text()))
 
 
 def count_params(config: dict[str, Any]) -> int:

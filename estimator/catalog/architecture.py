@@ -28,6 +28,64 @@ class LatentAttention(_Arch):
     v_head_dim: int = Field(gt=0)
 
 
+class SparseIndexer(_Arch):
+    """DeepSeek-V3.2's lightning indexer: small query heads over one cached key per token pick the top-k tokens."""
+
+    num_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    topk: int = Field(gt=0)
+
+
+class Mamba2(_Arch):
+    """A Mamba-2 mixer (transformers Mamba2Mixer / NemotronHMamba2Mixer): per-sequence conv and SSM state."""
+
+    num_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    state_size: int = Field(gt=0)
+    n_groups: int = Field(gt=0)
+    conv_kernel: int = Field(gt=0)
+    proj_bias: bool = False
+    conv_bias: bool = True
+    gated_norm: bool = True
+    state_dtype_bytes: int | None = Field(default=None, gt=0)  # the config's mamba_ssm_cache_dtype, when it says
+
+    @property
+    def inner(self) -> int:
+        return self.num_heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels the causal conv runs over: x, B and C (intermediate + 2 × groups × state)."""
+        return self.inner + 2 * self.n_groups * self.state_size
+
+
+class GatedDeltaNet(_Arch):
+    """A gated DeltaNet linear-attention mixer (Qwen3-Next, Qwen3.5): per-sequence conv and delta-rule state."""
+
+    num_k_heads: int = Field(gt=0)
+    num_v_heads: int = Field(gt=0)
+    head_k_dim: int = Field(gt=0)
+    head_v_dim: int = Field(gt=0)
+    conv_kernel: int = Field(gt=0)
+    state_dtype_bytes: int | None = Field(default=None, gt=0)  # the config's mamba_ssm_dtype, when it says
+
+    @property
+    def key_dim(self) -> int:
+        return self.num_k_heads * self.head_k_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.num_v_heads * self.head_v_dim
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels the causal conv runs over: q, k and v."""
+        return 2 * self.key_dim + self.value_dim
+
+
+Mixer = Literal["attention", "mamba2", "gated_deltanet", "none"]
+
+
 class Attention(_Arch):
     """Attention projections of one layer. ``head_dim`` is the query/key width, ``v_head_dim`` the value width."""
 
@@ -40,6 +98,10 @@ class Attention(_Arch):
     o_bias: bool = False
     qk_norm: bool = False
     latent: LatentAttention | None = None
+    qk_norm_full_width: bool = False  # q/k norms over the whole projection (OLMo 2, MiniMax-M2), not one head
+    sinks: bool = False  # one learned sink logit per head (gpt-oss)
+    output_gate: bool = False  # q_proj also yields a sigmoid gate of the output, doubling its width (Qwen3-Next)
+    indexer: SparseIndexer | None = None
     # transformers' implementation hands SDPA fewer KV heads than query heads together with an explicit mask
     # (Falcon's multi-query attention): PyTorch can then only run its math kernel, which materialises the scores
     unexpanded_kv_with_mask: bool = False
@@ -70,6 +132,8 @@ class MixtureOfExperts(_Arch):
     expert_intermediate_size: int = Field(gt=0)
     shared_intermediate_size: int = Field(default=0, ge=0)
     shared_expert_gate: bool = False
+    router_bias: bool = False  # gpt-oss: the router linear has a bias
+    expert_bias: bool = False  # gpt-oss: every expert's gate_up and down projections have biases
     fp32_routing_weights: bool = False  # the router hands fp32 weights to the experts (DeepSeek's HF code)
 
     @model_validator(mode="after")
@@ -94,7 +158,7 @@ class Architecture(_Arch):
     moe: MixtureOfExperts | None = None
     moe_layers: tuple[bool, ...] = ()
     layer_windows: tuple[int | None, ...] = ()
-    norm: Literal["rms", "layer"] = "rms"
+    norm: Literal["rms", "layer", "layer_nobias"] = "rms"  # layer_nobias: LayerNorm with a weight only (Cohere)
     norms_per_layer: int = Field(default=2, ge=0)
     final_norm: bool = True
     position_embeddings: int = Field(default=0, ge=0)
@@ -102,6 +166,11 @@ class Architecture(_Arch):
     embedding_norm: bool = False
     pooler: bool = False
     lm_head: bool = True
+    lm_head_bias: bool = False  # Phi-1/2
+    layer_mixers: tuple[Mixer, ...] = ()  # per layer; empty: attention everywhere
+    ffn_free_layers: tuple[bool, ...] = ()  # per layer: True where the layer has no feed-forward (Nemotron-H)
+    mamba: Mamba2 | None = None
+    linear_attention: GatedDeltaNet | None = None
     causal: bool = True
     max_position_embeddings: int | None = Field(default=None, gt=0)
     hidden_act: str | None = None  # config.json's activation name (e.g. gelu_new, silu)
@@ -117,7 +186,36 @@ class Architecture(_Arch):
             raise ValueError("moe_layers marks MoE layers but no experts are described")
         if any(w is not None and w <= 0 for w in self.layer_windows):
             raise ValueError("sliding windows must be positive")
+        for name in ("layer_mixers", "ffn_free_layers"):
+            if getattr(self, name) and len(getattr(self, name)) != self.num_layers:
+                raise ValueError(f"{name} has {len(getattr(self, name))} entries for {self.num_layers} layers")
+        if "mamba2" in self.layer_mixers and self.mamba is None:
+            raise ValueError("layer_mixers names Mamba-2 layers but no Mamba-2 mixer is described")
+        if "gated_deltanet" in self.layer_mixers and self.linear_attention is None:
+            raise ValueError("layer_mixers names gated DeltaNet layers but no DeltaNet mixer is described")
         return self
+
+    def mixer(self, layer: int) -> Mixer:
+        """The token mixer of ``layer``: attention unless `layer_mixers` says otherwise."""
+        return self.layer_mixers[layer] if self.layer_mixers else "attention"
+
+    def mixer_count(self, kind: Mixer) -> int:
+        return sum(self.mixer(layer) == kind for layer in range(self.num_layers))
+
+    def kv_window_groups(self, *, ignore_windows: bool = False) -> dict[int | None, int]:
+        """Attention layers (the ones that cache K and V) counted per sliding window (None: global)."""
+        groups: dict[int | None, int] = {}
+        for layer in range(self.num_layers):
+            if self.mixer(layer) == "attention":
+                window = None if ignore_windows else self.window(layer)
+                groups[window] = groups.get(window, 0) + 1
+        return groups
+
+    @property
+    def num_dense_mlp_layers(self) -> int:
+        """Layers with a dense feed-forward: neither MoE nor free of a feed-forward."""
+        return sum(not self.is_moe_layer(i) and not (self.ffn_free_layers and self.ffn_free_layers[i])
+                   for i in range(self.num_layers))
 
     def window(self, layer: int) -> int | None:
         """Sliding-window length of ``layer`` in tokens, or None for global attention."""

@@ -332,7 +332,7 @@ def _validation_gpu(catalog: Catalog, gpu: str | None) -> GpuSpec:
 
 def _catalog_config(catalog: Catalog, name: str) -> dict[str, Any]:
     """The published config.json of a catalog model (its YAML's ``config:`` mapping)."""
-    from estimator.catalog.registry import read_yaml
+    from estimator.catalog.files import read_yaml
 
     for path in sorted((catalog.root / "models").glob("*.yaml")):
         data = read_yaml(path)

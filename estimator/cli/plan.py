@@ -126,7 +126,7 @@ def plan_command(
 ) -> None:
     """Rank cards for a serving workload. Example: estimator plan --model llama-3.1-70b --prompt-tokens 4096
     --output-tokens 512 --concurrency 32"""
-    from estimator.catalog.registry import read_yaml
+    from estimator.catalog.files import read_yaml
     from estimator.planning.plan import Goal, load_prices, plan
     from estimator.render.formats import write_report
     from estimator.render.plan_table import plan_rows, render_plan

@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
+from estimator.catalog.files import read_yaml
 from estimator.catalog.profiles import EfficiencyProfile
-from estimator.catalog.registry import read_yaml
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import SpecInvalid, WorkloadInvalid
 from estimator.report import Frozen

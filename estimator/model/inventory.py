@@ -12,6 +12,7 @@ from enum import Enum
 from functools import cache
 
 from estimator.catalog.architecture import Architecture, Attention, Mlp
+from estimator.model.state import indexer_tensors, mixer_tensors
 
 
 class Role(str, Enum):
@@ -28,6 +29,7 @@ class Role(str, Enum):
     NORM = "norm"
     BIAS = "bias"
     POOLER = "pooler"
+    SSM = "ssm"  # recurrent mixers' conv kernels, A_log, D, dt_bias: small, kept 16-bit like norms
 
     @property
     def is_linear(self) -> bool:
@@ -54,14 +56,17 @@ class TensorGroup:
 
 def _attention_tensors(attn: Attention, hidden: int, layers: int, prefix: str) -> list[TensorGroup]:
     out: list[TensorGroup] = []
+    if layers == 0:
+        return out
     q_width = attn.num_heads * attn.head_dim
     o_width = attn.num_heads * attn.v_head_dim
     latent = attn.latent
     if latent is None:
         kv_width_k = attn.num_kv_heads * attn.head_dim
         kv_width_v = attn.num_kv_heads * attn.v_head_dim
+        gate = 2 if attn.output_gate else 1  # Qwen3-Next: q_proj also yields the output gate
         out += [
-            TensorGroup(f"{prefix}.q_proj.weight", Role.ATTENTION, hidden * q_width, layers),
+            TensorGroup(f"{prefix}.q_proj.weight", Role.ATTENTION, hidden * q_width * gate, layers),
             TensorGroup(f"{prefix}.k_proj.weight", Role.ATTENTION, hidden * kv_width_k, layers),
             TensorGroup(f"{prefix}.v_proj.weight", Role.ATTENTION, hidden * kv_width_v, layers),
         ]
@@ -90,8 +95,13 @@ def _attention_tensors(attn: Attention, hidden: int, layers: int, prefix: str) -
     if attn.o_bias:
         out.append(TensorGroup(f"{prefix}.o_proj.bias", Role.BIAS, hidden, layers))
     if attn.qk_norm:
-        out.append(TensorGroup(f"{prefix}.q_norm.weight", Role.NORM, attn.head_dim, layers))
-        out.append(TensorGroup(f"{prefix}.k_norm.weight", Role.NORM, attn.head_dim, layers))
+        full = attn.qk_norm_full_width
+        out.append(TensorGroup(f"{prefix}.q_norm.weight", Role.NORM, q_width if full else attn.head_dim, layers))
+        k_width = attn.num_kv_heads * attn.head_dim if full else attn.head_dim
+        out.append(TensorGroup(f"{prefix}.k_norm.weight", Role.NORM, k_width, layers))
+    if attn.sinks:
+        out.append(TensorGroup(f"{prefix}.sinks", Role.NORM, attn.num_heads, layers))
+    out += [TensorGroup(n, Role(r), numel, c) for n, r, numel, c in indexer_tensors(attn, hidden, layers, prefix)]
     return out
 
 
@@ -124,16 +134,20 @@ def tensor_inventory(arch: Architecture) -> tuple[TensorGroup, ...]:
     if arch.embedding_norm:
         out.append(TensorGroup("embeddings.norm", Role.NORM, _norm_numel(arch), 1))
 
-    out += _attention_tensors(arch.attention, h, layers, "layers.*.self_attn")
+    out += _attention_tensors(arch.attention, h, arch.mixer_count("attention"), "layers.*.self_attn")
+    out += [TensorGroup(n, Role(r), numel, c) for n, r, numel, c in mixer_tensors(arch)]
     if arch.norms_per_layer:
         out.append(TensorGroup("layers.*.norms", Role.NORM, _norm_numel(arch), layers * arch.norms_per_layer))
 
     moe_layers = arch.num_moe_layers
-    out += _mlp_tensors(arch.mlp, h, layers - moe_layers, "layers.*.mlp", Role.MLP)
+    out += _mlp_tensors(arch.mlp, h, arch.num_dense_mlp_layers, "layers.*.mlp", Role.MLP)
     if arch.moe is not None and moe_layers:
         moe = arch.moe
         expert = Mlp(intermediate_size=moe.expert_intermediate_size, gated=arch.mlp.gated)
         out.append(TensorGroup("layers.*.mlp.gate.weight", Role.ROUTER, h * moe.num_experts, moe_layers))
+        if moe.router_bias:
+            out.append(TensorGroup("layers.*.mlp.gate.bias", Role.BIAS, moe.num_experts, moe_layers))
+        expert = expert.model_copy(update={"bias": moe.expert_bias})
         out += _mlp_tensors(expert, h, moe_layers * moe.num_experts, "layers.*.mlp.experts.*", Role.EXPERT)
         if moe.shared_intermediate_size:
             shared = Mlp(intermediate_size=moe.shared_intermediate_size, gated=arch.mlp.gated)
@@ -148,6 +162,8 @@ def tensor_inventory(arch: Architecture) -> tuple[TensorGroup, ...]:
         out.append(TensorGroup("pooler.dense.bias", Role.BIAS, h, 1))
     if arch.lm_head and not arch.tie_word_embeddings:
         out.append(TensorGroup("lm_head.weight", Role.LM_HEAD, h * arch.vocab_size, 1))
+    if arch.lm_head and arch.lm_head_bias:
+        out.append(TensorGroup("lm_head.bias", Role.BIAS, arch.vocab_size, 1))
     return tuple(out)
 
 

@@ -81,9 +81,11 @@ def kv_elements_per_token(arch: Architecture, layer: int, *, decompressed_mla: b
     attn = arch.attention
     if arch.kv_cache_kind == "none":
         return 0
+    # DeepSeek-V3.2's indexer caches one key of index_head_dim per token beside the attention cache
+    indexer = attn.indexer.head_dim if attn.indexer is not None else 0
     if attn.latent is not None and not decompressed_mla:
-        return attn.latent.kv_lora_rank + attn.latent.qk_rope_head_dim
-    return attn.num_kv_heads * (attn.head_dim + attn.v_head_dim)
+        return attn.latent.kv_lora_rank + attn.latent.qk_rope_head_dim + indexer
+    return attn.num_kv_heads * (attn.head_dim + attn.v_head_dim) + indexer
 
 
 @dataclass(frozen=True)
@@ -116,11 +118,9 @@ def kv_cache_layers(arch: Architecture, tokens: int, batch: int, fmt: NumberForm
 
 
 def window_groups(arch: Architecture, *, ignore_windows: bool = False) -> list[tuple[int | None, int]]:
-    """(window, layers) for every distinct attention window, global (None) first, then by window length."""
-    groups: dict[int | None, int] = {}
-    for layer in range(arch.num_layers):
-        window = None if ignore_windows else arch.window(layer)
-        groups[window] = groups.get(window, 0) + 1
+    """(window, layers) for every distinct attention window, global (None) first, then by window length; attention
+    layers only (a hybrid's Mamba and DeltaNet layers hold a fixed state instead, `estimator.model.state`)."""
+    groups = arch.kv_window_groups(ignore_windows=ignore_windows)
     return sorted(groups.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))
 
 

@@ -136,10 +136,7 @@ class _Memory:
         """(window, layers, held tokens, bytes per rank) per window group: memory.kv_cache_layers over arrays."""
         np, arch, w = self.np, self.model.arch, self.w
         assert arch is not None
-        groups: dict[int | None, int] = {}
-        for layer in range(arch.num_layers):
-            window = None if ignore_windows else arch.window(layer)
-            groups[window] = groups.get(window, 0) + 1
+        groups = arch.kv_window_groups(ignore_windows=ignore_windows)
         bits = Fraction(str(w.kv_format.bits_per_weight))
         elements = kv_elements_per_token(arch, 0, decompressed_mla=w.mla_layout == "decompressed")
         per_rank = math.ceil(elements / kv_heads_divisor(arch, tp))

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from estimator.catalog.hf_config import READERS, architecture_from_config
-from estimator.catalog.registry import Catalog, default_specs_dir, model_from_config_file, read_yaml
+from estimator.catalog.files import default_specs_dir, read_yaml
+from estimator.catalog.hf_config import architecture_from_config, supported_model_types
+from estimator.catalog.registry import Catalog, model_from_config_file
 from estimator.errors import SpecInvalid
 from estimator.model.inventory import param_count
 
@@ -32,7 +33,7 @@ def test_every_catalog_config_reads_from_a_json_file(path: Path, tmp_path: Path)
 
 
 def test_families_required_by_the_core_issue_are_supported() -> None:
-    assert {"llama", "mistral", "qwen2", "gemma2", "phi3", "gpt2"} <= set(READERS)
+    assert {"llama", "mistral", "qwen2", "gemma2", "phi3", "gpt2"} <= set(supported_model_types())
 
 
 def test_nested_text_config_is_unwrapped() -> None:
@@ -46,10 +47,18 @@ def test_nested_text_config_is_unwrapped() -> None:
 
 
 def test_missing_field_is_named() -> None:
-    config = _config("llama-3.1-8b")
-    del config["num_hidden_layers"]
-    with pytest.raises(SpecInvalid, match="num_hidden_layers"):
+    config = _config("deepseek-v3")
+    del config["kv_lora_rank"]
+    with pytest.raises(SpecInvalid, match="kv_lora_rank"):
         architecture_from_config(config)
+
+
+def test_missing_field_without_a_family_default_is_named() -> None:
+    config = _config("qwen3-30b-a3b")
+    del config["hidden_size"]
+    family_defaults = {"hidden_size": None}  # an explicit null is the config's word: no family default fills it
+    with pytest.raises(SpecInvalid, match="hidden_size"):
+        architecture_from_config(config | family_defaults)
 
 
 def test_unsupported_model_type_lists_supported() -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from estimator.catalog.registry import Catalog, default_specs_dir
+from estimator.catalog.files import default_specs_dir
+from estimator.catalog.registry import Catalog
 
 pytestmark = [
     pytest.mark.hf,

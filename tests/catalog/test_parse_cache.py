@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from estimator.catalog import parse_cache
-from estimator.catalog.registry import Catalog, read_yaml
+from estimator.catalog.files import read_yaml
+from estimator.catalog.registry import Catalog
 
 
 def _counting_parser(calls: list[Path]) -> Any:

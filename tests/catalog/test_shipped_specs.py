@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from estimator.catalog.registry import Catalog, default_specs_dir, read_yaml
+from estimator.catalog.files import default_specs_dir, read_yaml
+from estimator.catalog.registry import Catalog
 from estimator.model.inventory import param_count
 
 SPECS = default_specs_dir()

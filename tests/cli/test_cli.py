@@ -13,7 +13,8 @@ import pytest
 from rich.console import Console
 
 from estimator import estimate
-from estimator.catalog.registry import Catalog, default_specs_dir
+from estimator.catalog.files import default_specs_dir
+from estimator.catalog.registry import Catalog
 from estimator.render.formats import render_table
 from tests.conftest import CliResult
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from estimator.catalog.registry import Catalog, read_yaml
+from estimator.catalog.files import read_yaml
+from estimator.catalog.registry import Catalog
 from estimator.errors import SpecInvalid, WorkloadInvalid
 from estimator.inference.estimate import estimate
 from estimator.inference.workload import InferenceWorkload

@@ -1,0 +1,213 @@
+"""Build an `Architecture` from a ``config.json`` with a data-described `Family` (specs/families/*.yaml).
+
+The family's ``defaults`` stand in for fields the config leaves out, as transformers' configuration class
+fills them; a field the config sets explicitly (even to null) wins. Layer layout comes from, in order: a
+per-layer pattern string (Nemotron-H), the config's ``layer_types`` list, the family's period rule (how
+transformers builds ``layer_types`` when a config has none), or a Mistral-style window on every layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from estimator.catalog.architecture import (
+    Architecture,
+    Attention,
+    GatedDeltaNet,
+    Mamba2,
+    Mixer,
+    MixtureOfExperts,
+    Mlp,
+)
+from estimator.catalog.families import Family, Switch, Width
+from estimator.errors import SpecInvalid
+
+# Canonical names and the config fields tried for them when a family names none (`Family.fields`).
+DEFAULT_FIELDS: dict[str, tuple[str, ...]] = {
+    "hidden_size": ("hidden_size",),
+    "num_layers": ("num_hidden_layers",),
+    "vocab_size": ("vocab_size",),
+    "num_heads": ("num_attention_heads",),
+    "num_kv_heads": ("num_key_value_heads",),
+    "head_dim": ("head_dim",),
+    "hidden_act": ("hidden_activation", "hidden_act"),
+    "max_position_embeddings": ("max_position_embeddings",),
+}
+# Nemotron-H's hybrid_override_pattern: (mixer, feed-forward) per character (transformers NemotronHConfig).
+PATTERN_CHARS: dict[str, tuple[Mixer, str]] = {
+    "M": ("mamba2", "none"), "*": ("attention", "none"), "-": ("none", "dense"), "E": ("none", "moe"),
+}
+# layer_types entries and the mixer each one runs
+LAYER_TYPE_MIXERS: dict[str, Mixer] = {
+    "full_attention": "attention", "sliding_attention": "attention", "chunked_attention": "attention",
+    "attention": "attention", "linear_attention": "gated_deltanet", "mamba": "mamba2",
+}
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+@dataclass
+class _Config:
+    family: Family
+    raw: Mapping[str, Any]
+    data: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.data = {**self.family.defaults, **self.raw}
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = self.data.get(name)
+        return default if value is None else value
+
+    def integer(self, canonical: str, default: int | None = None) -> int:
+        names = self.family.fields.get(canonical) or DEFAULT_FIELDS.get(canonical) or (canonical,)
+        value = next((self.data[n] for n in names if self.data.get(n) is not None), default)
+        if value is None:
+            raise SpecInvalid(f"config.json lacks required field {names[0]!r} for model_type "
+                              f"{self.family.model_type!r}")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SpecInvalid(f"config.json field {names[0]!r} must be an integer, got {value!r}")
+        return value
+
+    def switch(self, value: Switch) -> bool:
+        return value if isinstance(value, bool) else bool(self.get(value, False))
+
+    def width(self, value: Width) -> int:
+        return value if isinstance(value, int) else self.integer(value)
+
+
+@dataclass
+class _Layout:
+    mixers: list[Mixer]
+    windows: list[int | None]
+    ffn: list[str]  # "dense", "moe" or "none"
+    from_pattern: bool = False  # a per-layer pattern placed the MoE layers itself
+
+
+def _from_types(c: _Config, types: list[str], layers: int) -> _Layout:
+    if len(types) != layers:
+        raise SpecInvalid(f"config.json layer_types has {len(types)} entries for {layers} layers")
+    unknown = sorted(set(types) - set(LAYER_TYPE_MIXERS))
+    if unknown:
+        raise SpecInvalid(f"config.json layer_types has unknown entries {unknown}; known: {sorted(LAYER_TYPE_MIXERS)}")
+    spec = c.family.layers
+    window = {"sliding_attention": spec.window_field, "chunked_attention": spec.chunk_field}
+    windows = [c.integer(window[t]) if t in window else None for t in types]
+    return _Layout([LAYER_TYPE_MIXERS[t] for t in types], windows, ["dense"] * layers)
+
+
+def _layout(c: _Config, layers: int) -> _Layout:
+    spec = c.family.layers
+    pattern = c.get(spec.pattern_field) if spec.pattern_field else None
+    if pattern:
+        if len(pattern) != layers or set(pattern) - set(PATTERN_CHARS):
+            raise SpecInvalid(f"config.json {spec.pattern_field} {pattern!r} must have one of "
+                              f"{''.join(PATTERN_CHARS)} per layer ({layers})")
+        return _Layout([PATTERN_CHARS[ch][0] for ch in pattern], [None] * layers,
+                       [PATTERN_CHARS[ch][1] for ch in pattern], from_pattern=True)
+    types = c.get(spec.types_field)
+    if types:
+        return _from_types(c, list(types), layers)
+    if spec.period is not None:
+        period = c.width(spec.period.period)
+        first, other = spec.period.kinds
+        return _from_types(c, [first if (i + 1) % period else other for i in range(layers)], layers)
+    every = spec.every_layer_window
+    window = c.get(spec.window_field)
+    windows: list[int | None] = [None] * layers
+    if every is not None and window is not None and (every.enabled_by is None or c.get(every.enabled_by) is not False):
+        start = c.integer(every.from_layer) if every.from_layer else 0
+        windows = [int(window) if i >= start else None for i in range(layers)]
+    return _Layout(["attention"] * layers, windows, ["dense"] * layers)
+
+
+def _moe(c: _Config, layout: _Layout, layers: int) -> MixtureOfExperts | None:
+    spec = c.family.moe
+    if spec is None or (layout.from_pattern and "moe" not in layout.ffn):
+        return None
+    width = c.integer(spec.width)
+    shared = c.integer(spec.shared_width) if spec.shared_width else 0
+    if spec.shared_count:
+        shared = width * c.integer(spec.shared_count, 0)
+    if not layout.from_pattern:  # no pattern placed the MoE layers: the family's rule does
+        listed = c.get(spec.moe_layers) if spec.moe_layers else None
+        first = c.integer(spec.first_dense, 0) if spec.first_dense else 0
+        step = c.integer(spec.step, 1) if spec.step else 1
+        dense = set(c.get(spec.dense_layers, ()) if spec.dense_layers else ())
+        for i in range(layers):
+            moe = i in set(listed) if listed is not None else i >= first and (i + 1) % step == 0 and i not in dense
+            layout.ffn[i] = "moe" if moe else layout.ffn[i]
+    return MixtureOfExperts(
+        num_experts=c.integer(spec.experts), experts_per_token=c.integer(spec.per_token),
+        expert_intermediate_size=width,
+        shared_intermediate_size=shared, shared_expert_gate=spec.shared_gate, router_bias=spec.router_bias,
+        expert_bias=spec.expert_bias, fp32_routing_weights=spec.fp32_routing_weights,
+    )
+
+
+def _attention(c: _Config) -> Attention:
+    spec = c.family.attention
+    heads = c.integer("num_heads")
+    head_dim = c.integer("head_dim", c.integer("hidden_size") // heads)
+    return Attention(
+        num_heads=heads, num_kv_heads=c.integer("num_kv_heads", heads), head_dim=head_dim, v_head_dim=head_dim,
+        q_bias=c.switch(spec.q_bias), kv_bias=c.switch(spec.kv_bias), o_bias=c.switch(spec.o_bias),
+        qk_norm=c.switch(spec.qk_norm), qk_norm_full_width=spec.qk_norm_full_width, sinks=spec.sinks,
+        output_gate=spec.output_gate,
+    )
+
+
+def _mixers(c: _Config) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    m, g = c.family.mamba, c.family.linear_attention
+    if m is not None:
+        dtype = c.get(m.state_dtype) if m.state_dtype else None
+        out["mamba"] = Mamba2(
+            num_heads=c.integer(m.num_heads), head_dim=c.integer(m.head_dim), state_size=c.integer(m.state_size),
+            n_groups=c.integer(m.n_groups), conv_kernel=c.integer(m.conv_kernel), proj_bias=c.switch(m.proj_bias),
+            conv_bias=c.switch(m.conv_bias), state_dtype_bytes=DTYPE_BYTES.get(str(dtype)) if dtype else None,
+        )
+    if g is not None:
+        dtype = c.get(g.state_dtype) if g.state_dtype else None
+        out["linear_attention"] = GatedDeltaNet(
+            num_k_heads=c.integer(g.num_k_heads), num_v_heads=c.integer(g.num_v_heads),
+            head_k_dim=c.integer(g.head_k_dim), head_v_dim=c.integer(g.head_v_dim),
+            conv_kernel=c.integer(g.conv_kernel),
+            state_dtype_bytes=DTYPE_BYTES.get(str(dtype)) if dtype else None,
+        )
+    return out
+
+
+def read_family(family: Family, config: Mapping[str, Any]) -> Architecture:
+    """The architecture ``config`` describes, read the way ``family`` says."""
+    c = _Config(family, config)
+    layers = c.integer("num_layers")
+    layout = _layout(c, layers)
+    moe = _moe(c, layout, layers)
+    # a model whose every feed-forward is MoE may leave the dense width out (Qwen3.5-MoE)
+    width = c.integer(family.mlp.width, moe.expert_intermediate_size if moe is not None else None)
+    mixers = tuple(layout.mixers) if set(layout.mixers) != {"attention"} else ()
+    softcap = family.final_logit_softcapping
+    return Architecture(
+        model_type=str(config.get("model_type", family.model_type)),
+        hidden_size=c.integer("hidden_size"),
+        num_layers=layers,
+        vocab_size=c.integer("vocab_size"),
+        tie_word_embeddings=c.switch(family.tie_word_embeddings),
+        attention=_attention(c),
+        mlp=Mlp(intermediate_size=width, gated=family.mlp.gated, bias=c.switch(family.mlp.bias),
+                fused_gate_up=family.mlp.fused_gate_up),
+        moe=moe,
+        moe_layers=tuple(f == "moe" for f in layout.ffn) if moe is not None else (),
+        ffn_free_layers=tuple(f == "none" for f in layout.ffn) if "none" in layout.ffn else (),
+        layer_windows=tuple(layout.windows) if any(w is not None for w in layout.windows) else (),
+        layer_mixers=mixers,
+        norm=family.norm,
+        norms_per_layer=family.norms_per_layer,
+        lm_head_bias=c.switch(family.lm_head_bias),
+        max_position_embeddings=c.get("max_position_embeddings"),
+        hidden_act=c.get("hidden_activation") or c.get("hidden_act"),
+        final_logit_softcapping=softcap is not None and c.get(softcap) is not None,
+        **_mixers(c),
+    )
