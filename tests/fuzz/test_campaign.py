@@ -1,0 +1,35 @@
+"""The fast slice of the fuzz campaign (tests/fuzz/campaign.py): every generated command line keeps the CLI's
+promise — one 'error:' line and a non-zero exit for bad input, never a traceback, a hang, partial stdout, or a
+non-finite or negative figure. The long run is ``python benchmarks/fuzz_campaign.py`` (docs/reliability.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fuzz.campaign import generate, run
+
+SEED = 20261201
+CASES = 240  # ~30 s on one core; the benchmark runs 100,000
+
+
+@pytest.fixture
+def quiet_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ESTIMATOR_NO_CALIBRATION", "1")
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.mark.usefixtures("quiet_environment")
+def test_every_generated_command_line_keeps_the_promise(tmp_path: Path) -> None:
+    failures = []
+    for index, case in enumerate(generate(SEED, CASES)):
+        outcome = run(case, tmp_path / f"case-{index}")
+        failures += [f"{' '.join(case.args)[:160]}: {p}" for p in outcome.problems]
+    assert failures == []
+
+
+def test_the_same_seed_gives_the_same_cases() -> None:
+    assert list(generate(SEED, 50)) == list(generate(SEED, 50))
+    assert list(generate(SEED, 50)) != list(generate(SEED + 1, 50))
