@@ -132,11 +132,12 @@ def _time(s: float | None) -> str:
 
 def render_table(report: Report, console: Console, *, binary: bool = False, explain: bool = False) -> None:
     """The human view: which card was chosen, where every byte goes, how long each phase takes and why."""
+    from rich.markup import escape  # names come from config.json and spec files: shown as text, never markup
     from rich.table import Table  # rich loads only for tables: JSON and CSV start faster
     m, g, w, mem, t = report.model, report.gpu, report.workload, report.memory, report.time
     unit = "GiB (2³⁰ B)" if binary else "GB (10⁹ B)"
-    chosen = f"{g.name}" + (f"  (from '{g.requested_as}')" if g.requested_as != g.name else "")
-    console.print(f"[bold]Model[/]  {m.name}: {m.params:,} params"
+    chosen = escape(g.name) + (f"  (from '{escape(g.requested_as)}')" if g.requested_as != g.name else "")
+    console.print(f"[bold]Model[/]  {escape(m.name)}: {m.params:,} params"
                   + (f" ({m.active_params:,} active)" if m.active_params != m.params else "")
                   + (f", {m.architecture}, {m.layers} layers" if m.architecture else ", generic (size only)"))
     console.print(f"[bold]GPU[/]    {chosen}: {format_bytes(g.memory_bytes, binary=binary)}, {g.memory_type}, "
