@@ -24,7 +24,8 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
     shard = f"FSDP {w.fsdp}" if w.fsdp else f"ZeRO-{w.zero}"
     lora = "" if w.lora_rank is None else f", LoRA r{w.lora_rank}" + (f" on {w.qlora} base" if w.qlora else "")
     console.print(f"[bold]Model[/]  {escape(m.name)}: {m.params:,} params, {m.architecture}, {m.layers} layers")
-    console.print(f"[bold]GPU[/]    {escape(g.name)}" + (f"  (from '{escape(g.requested_as)}')" if g.requested_as != g.name else "")
+    asked = f"  (from '{escape(g.requested_as)}')" if g.requested_as != g.name else ""
+    console.print(f"[bold]GPU[/]    {escape(g.name)}" + asked
                   + f": {b(g.memory_bytes)}, {g.peak_flop_per_s / 1e12:,.1f} TFLOP/s {g.compute_dtype}; {layout}")
     console.print(f"[bold]Train[/]  micro-batch {w.batch} × {w.seq_len:,} tokens × accum {w.grad_accum}, "
                   f"{w.precision}, {w.optimizer}, recompute {w.recompute}, {w.attention}, {shard}{lora}, "
