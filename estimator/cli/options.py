@@ -14,6 +14,7 @@ import typer
 
 from estimator.catalog.registry import Catalog, default_catalog
 from estimator.errors import WorkloadInvalid
+from estimator.render.output import check_target
 from estimator.units import parse_count
 
 if TYPE_CHECKING:
@@ -50,10 +51,18 @@ class Units(str, Enum):
 
 SpecsDir = Annotated[Path | None, typer.Option("--specs-dir", help="Read specs from this folder instead of the "
                                                 "packaged catalog (same layout as specs/).")]
-PlotOption = Annotated[Path | None, typer.Option("--plot", help="Also draw charts to FILE.png or FILE.svg "
-                                                 "(needs matplotlib: pip install 'estimator[plot]').")]
-OutputOption = Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout "
-                                                   "(required for xlsx).")]
+def _writable(path: Path | None) -> Path | None:
+    """Option callback: an output path is checked before the command does any work."""
+    if path is not None:
+        check_target(path)
+    return path
+
+
+PlotOption = Annotated[Path | None, typer.Option(
+    "--plot", callback=_writable,
+    help="Also draw charts to FILE.png or FILE.svg (needs matplotlib: pip install 'estimator[plot]').")]
+OutputOption = Annotated[Path | None, typer.Option(
+    "--output", "-o", callback=_writable, help="Write to this file instead of stdout (required for xlsx).")]
 
 
 def catalog_for(specs_dir: Path | None) -> Catalog:

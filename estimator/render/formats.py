@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from estimator.errors import MissingDependency, WorkloadInvalid
 from estimator.inference.report import Report
 from estimator.notes import Note, word
+from estimator.render.output import atomic_path, write_text_atomically
 from estimator.report import flatten
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
 
@@ -87,7 +88,8 @@ def write_xlsx(keys: Sequence[str], rows: Iterable[Row], path: Path, *, sheet: s
         if count > XLSX_MAX_ROWS:
             raise WorkloadInvalid(f"more than {XLSX_MAX_ROWS - 1:,} rows do not fit an Excel sheet; use --format csv")
         ws.append([row[k] for k in keys])
-    book.save(path)
+    with atomic_path(path) as temporary:
+        book.save(temporary)
 
 
 def write_report(output_format: str, document: BaseModel | Iterable[Row], output: Path | None = None, *,
@@ -118,8 +120,7 @@ def _to_file(output: Path | None, write: Callable[[TextIO], None]) -> None:
     if output is None:
         write(sys.stdout)
         return
-    with output.open("w", encoding="utf-8", newline="") as handle:
-        write(handle)
+    write_text_atomically(output, write)
 
 
 def _bytes(n: int | None, binary: bool) -> str:

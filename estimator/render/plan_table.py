@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from estimator.notes import word
+from estimator.render.output import write_text_atomically
 from estimator.report import flatten
 from estimator.units import format_bytes, format_seconds
 
@@ -75,4 +76,5 @@ def render_plan(report: PlanReport, console: Console, *, record_to: Path | None 
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {word(warning, binary=False)}")
     if record_to is not None:
-        record_to.write_text(console.export_text(), encoding="utf-8")
+        text = console.export_text()
+        write_text_atomically(record_to, lambda handle: handle.write(text))

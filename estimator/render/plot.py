@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from estimator.errors import MissingDependency, WorkloadInvalid
+from estimator.render.output import atomic_path
 
 if TYPE_CHECKING:
     from estimator.inference.report import Report
@@ -87,7 +88,8 @@ def estimate_chart(report: Report, path: Path) -> None:
               f"{report.gpu.name} ({report.gpu.compute_dtype}); batch {w.batch}, prompt {w.prompt_tokens:,},\n"
               f"output {w.output_tokens:,}; points at expected ({w.profile}) time")
     fig.tight_layout()
-    fig.savefig(path)
+    with atomic_path(path) as temporary:
+        fig.savefig(temporary, format=path.suffix.lower().lstrip("."))
     plt.close(fig)
 
 
@@ -113,7 +115,8 @@ def plan_chart(report: PlanReport, path: Path) -> None:
     bottom.set_xticks(x)
     bottom.set_xticklabels(labels, rotation=60, ha="right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    with atomic_path(path) as temporary:
+        fig.savefig(temporary, format=path.suffix.lower().lstrip("."))
     plt.close(fig)
 
 
@@ -155,5 +158,6 @@ def sweep_chart(result: SweepResult, path: Path) -> None:
     speed.set_ylabel("tokens/s")
     memory.set_ylabel("GB (10⁹ B)")
     fig.tight_layout()
-    fig.savefig(path)
+    with atomic_path(path) as temporary:
+        fig.savefig(temporary, format=path.suffix.lower().lstrip("."))
     plt.close(fig)

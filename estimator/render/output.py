@@ -1,0 +1,65 @@
+"""Output files: checked before any work starts, written atomically.
+
+A target is checked when the command line is parsed (a missing folder, a folder given as the file, a folder one
+cannot write to), so a bad ``-o`` or ``--plot`` costs one line and no partial output. A file is written to a
+temporary name beside it and renamed over the target only when complete, so a killed run or a full disk never
+leaves a truncated file nor loses the previous one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TextIO
+
+from estimator.errors import WorkloadInvalid
+
+
+def check_target(path: Path) -> None:
+    """Refuse, with one line, an output path that cannot be written."""
+    try:
+        if path.is_dir():
+            raise WorkloadInvalid(f"{path} is a folder: give a file name inside it")
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            raise WorkloadInvalid(f"cannot write {path}: folder {folder} does not exist")
+        if not os.access(folder, os.W_OK):
+            raise WorkloadInvalid(f"cannot write {path}: folder {folder} is not writable")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise WorkloadInvalid(f"cannot write {path}: the file is read-only")
+    except OSError as error:  # a name too long, a path through a file
+        raise WorkloadInvalid(f"cannot write {path}: {error.strerror or error}") from None
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path``; renamed over it when the block completes, removed if it fails."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.",
+                                         suffix=path.suffix or ".tmp")
+    os.close(handle)
+    try:
+        yield Path(temporary)
+        os.chmod(temporary, _mode_for(path))
+        os.replace(temporary, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def _mode_for(path: Path) -> int:
+    """The replaced file's permissions, or what a new file gets under the user's umask (mkstemp makes 0600)."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def write_text_atomically(path: Path, write: Callable[[TextIO], object]) -> None:
+    """``write(handle)`` into ``path`` as one atomic replacement."""
+    with atomic_path(path) as temporary, temporary.open("w", encoding="utf-8", newline="") as handle:
+        write(handle)
