@@ -22,10 +22,14 @@ def catalog(shipped_catalog: Catalog) -> Catalog:
 
 
 def test_catalog_sizes(catalog: Catalog) -> None:
-    assert len(catalog.gpus) >= 24
+    assert len(catalog.gpus) >= 60
     assert len(catalog.models) >= 30
-    assert {g.memory_type for g in catalog.gpus} >= {"GDDR6", "GDDR6X", "GDDR7", "HBM2", "HBM2e", "HBM3", "HBM3e"}
-    assert {g.vendor for g in catalog.gpus} >= {"nvidia", "amd"}
+    assert {g.memory_type for g in catalog.gpus} >= {"GDDR6", "GDDR6X", "GDDR7", "HBM2", "HBM2e", "HBM3", "HBM3e",
+                                                     "LPDDR5", "LPDDR5X"}
+    assert {g.vendor for g in catalog.gpus} == {"nvidia", "amd", "intel", "apple", "google"}
+    assert {g.name for g in catalog.gpus if g.unified_memory} >= {
+        "Apple M2 Ultra (76-core GPU, 192GB)", "Apple M3 Max (40-core GPU, 128GB)", "Apple M4 Max (40-core GPU, 128GB)",
+        "NVIDIA DGX Spark (GB10, 128GB)", "NVIDIA Jetson AGX Orin 64GB", "NVIDIA Jetson AGX Thor (T5000, 128GB)"}
 
 
 @pytest.mark.parametrize("path", GPU_FILES, ids=lambda p: p.stem)
@@ -35,6 +39,8 @@ def test_gpu_file(path: Path, catalog: Catalog) -> None:
     assert gpu.sources
     mismatch = abs(gpu.derived_bandwidth_gb_per_s - gpu.bandwidth_gb_per_s) / gpu.bandwidth_gb_per_s
     assert mismatch <= 0.03 or gpu.bandwidth_mismatch_reason
+    if gpu.capacity_source == "marketed" or gpu.unified_memory:
+        assert gpu.notes  # a capacity that is not a device report says why, and how uncertain it is
 
 
 @pytest.mark.parametrize("path", MODEL_FILES, ids=lambda p: p.stem)
@@ -197,3 +203,34 @@ def test_a_bad_system_file_is_refused(catalog: Catalog, change: dict[str, object
     data = {**read_yaml(SPECS / "systems" / "hgx-h100.yaml"), **change}
     with pytest.raises(ValidationError, match=message):
         SystemSpec.model_validate(data)
+
+
+@pytest.mark.parametrize(
+    ("alias", "name"),
+    [
+        ("m4-max", "Apple M4 Max (40-core GPU, 128GB)"),
+        ("dgx-spark", "NVIDIA DGX Spark (GB10, 128GB)"),
+        ("NVIDIA GB10", "NVIDIA DGX Spark (GB10, 128GB)"),
+        ("tpu-v5e", "Google TPU v5e"),
+        ("rtx-4060-ti-16gb", "NVIDIA GeForce RTX 4060 Ti 16GB"),
+        ("h20", "NVIDIA H20 96GB"),
+        ("b300", "NVIDIA B300 288GB"),
+        ("rx-7900-xtx", "AMD Radeon RX 7900 XTX 24GB"),
+        ("AMD Radeon RX 9070 XT", "AMD Radeon RX 9070 XT 16GB"),
+    ],
+)
+def test_new_accelerators_resolve(catalog: Catalog, alias: str, name: str) -> None:
+    assert catalog.gpus.get(alias).name == name
+
+
+def test_unified_memory_shares(catalog: Catalog) -> None:
+    # macOS's default wired limit is 75 % of memory on 64 GB and larger Macs (recommendedMaxWorkingSetSize)
+    assert catalog.gpus.get("m2-ultra").memory_bytes == 154_618_822_656  # 147,456 MiB = 0.75 × 192 GiB
+    assert catalog.gpus.get("m3-max").memory_bytes == 103_079_215_104  # 98,304 MiB = 0.75 × 128 GiB
+    assert catalog.gpus.get("thor").memory_bytes == 137_438_953_472  # the installed 128 GiB, an upper bound
+
+
+def test_blackwell_ultra_fp4_is_three_times_fp8(catalog: Catalog) -> None:
+    b300 = catalog.gpus.get("b300").dense_tflop_per_s
+    assert b300["fp4"] == 3 * b300["fp8"] == 13_500  # HGX B300: 108 PFLOPS dense FP4 / 8 GPUs
+    assert "int8" not in b300  # cut on Blackwell Ultra
