@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -47,6 +47,7 @@ from estimator.training.options import (
 if TYPE_CHECKING:
     from estimator.catalog.architecture import ModelSpec
     from estimator.catalog.registry import Catalog
+    from estimator.training.report import TrainingReport
 
 
 ESTIMATE_FORMATS = (OutputFormat.table, OutputFormat.json, OutputFormat.csv)  # inference and training alike
@@ -183,24 +184,55 @@ def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu: str | None, *
                     nodes=node_count, system_assumed=assumed, gpu_alone=system is None)
 
 
-def report_for_args(args: Sequence[str]) -> Report:
-    """The inference Report that ``estimate ARGS`` would print, parsed by the same option definitions."""
+TRAINING_FLAGS = ("--seq-len", "--grad-accum", "--precision", "--optimizer", "--recompute", "--attention", "--zero",
+                  "--fsdp", "--dp", "--tp", "--pp", "--sequence-parallel", "--lora-rank", "--lora-targets", "--qlora")
+
+
+def estimate_params(args: Sequence[str]) -> dict[str, Any]:
+    """``estimate ARGS`` parsed by the estimate command's own option definitions: parameter name → value."""
     alone = typer.Typer(add_completion=False)
     alone.command()(estimate_command)
     with typer.main.get_command(alone).make_context("estimate", list(args)) as ctx:
-        p = dict(ctx.params)
-    if str(getattr(p["mode"], "value", p["mode"])) != Mode.infer.value:
-        raise WorkloadInvalid("--expect takes inference options of estimate, not --mode train")
-    calibration = None if p["calibration"] is None else Path(p["calibration"])
+        return dict(ctx.params)
+
+
+def _value(x: Any) -> Any:
+    return getattr(x, "value", x)
+
+
+def report_for_params(p: dict[str, Any]) -> Report | TrainingReport:
+    """The Report (or, with ``mode`` train, the TrainingReport) that `estimate` prints for parameters ``p``."""
     catalog = catalog_for(None if p["specs_dir"] is None else Path(p["specs_dir"]))
+    training = {flag: p[flag.lstrip("-").replace("-", "_")] for flag in TRAINING_FLAGS}
+    if str(_value(p["mode"])) == Mode.train.value:
+        from estimator.cli.train import training_report
+
+        if p["system"] is not None or p["nodes"] is not None or p["gpus_per_node"] is not None:
+            raise WorkloadInvalid("--system, --nodes and --gpus-per-node are not modelled for --mode train yet; "
+                                  "give --gpu with --tp, --pp and --dp")
+        if p["gpu"] is None:
+            raise WorkloadInvalid("--mode train needs --gpu")
+        return training_report(catalog, catalog.model(p["model"]), catalog.gpus.get(p["gpu"]),
+                               requested_gpu=p["gpu"], batch=p["batch"], profile=p["profile"], options=training)
+    reject_training_options(training)
+    calibration = None if p["calibration"] is None else Path(p["calibration"])
     return inference_report(catalog, catalog.model(p["model"]), p["gpu"], requested_gpu=p["gpu"] or "",
                             dtype=p["dtype"], kv_dtype=p["kv_dtype"], batch=p["batch"],
                             prompt_tokens=p["prompt_tokens"], output_tokens=p["output_tokens"], gpus=p["gpus"],
-                            logits=str(getattr(p["logits"], "value", p["logits"])), profile=p["profile"],
-                            mla_cache=None if p["mla_cache"] is None else str(getattr(p["mla_cache"], "value",
-                                                                                      p["mla_cache"])),
+                            logits=str(_value(p["logits"])), profile=p["profile"],
+                            mla_cache=None if p["mla_cache"] is None else str(_value(p["mla_cache"])),
                             group_size=p["group_size"], calibration=calibration, system=p["system"],
                             nodes=p["nodes"], gpus_per_node=p["gpus_per_node"])
+
+
+def report_for_args(args: Sequence[str]) -> Report:
+    """The inference Report that ``estimate ARGS`` would print, parsed by the same option definitions."""
+    p = estimate_params(args)
+    if str(_value(p["mode"])) != Mode.infer.value:
+        raise WorkloadInvalid("--expect takes inference options of estimate, not --mode train")
+    report = report_for_params(p)
+    assert isinstance(report, Report)
+    return report
 
 
 def estimate_main() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from estimator.cli import gpu as cli_gpu
+from estimator.cli import oom as cli_oom
 from estimator.cli import plan as cli_plan
 from estimator.cli.catalogs import gpus_app, models_app, systems_app
 from estimator.cli.estimate import estimate_command
@@ -32,6 +33,8 @@ app.command("monitor")(cli_gpu.monitor_command)
 app.command("calibrate")(cli_gpu.calibrate_command)
 app.command("validate")(cli_gpu.validate_command)
 app.command("schema")(schema_command)
+app.command("oom", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+    cli_oom.oom_command)
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ from estimator.render.formats import write_report
 from estimator.render.training_table import render_training_table
 from estimator.training.estimate import estimate_training
 from estimator.training.options import Attention, Optimizer, Precision, Recompute
+from estimator.training.report import TrainingReport
 from estimator.training.workload import ALL_LORA_TARGETS, TrainingWorkload, parse_lora_targets
 from estimator.units import parse_count
 
@@ -33,6 +34,17 @@ def _count(name: str, text: str | None, default: int) -> int:
 def run_training(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_gpu: str, batch: str,
                  profile: str, options: dict[str, Any], output_format: str, binary: bool, explain: bool) -> None:
     """Build the TrainingWorkload from the CLI's options, estimate, and write the chosen format to stdout."""
+    report = training_report(catalog, model, gpu, requested_gpu=requested_gpu, batch=batch, profile=profile,
+                             options=options)
+    if output_format == "table":
+        render_training_table(report, Console(), binary=binary, explain=explain)
+    else:
+        write_report(output_format, report)
+
+
+def training_report(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_gpu: str, batch: str,
+                    profile: str, options: dict[str, Any]) -> TrainingReport:
+    """The TrainingReport for `estimate --mode train`'s options (keyed by flag, as typed on the command line)."""
     o = options
     zero = 0 if o["--zero"] is None else {"0": 0, "1": 1, "2": 2, "3": 3}.get(str(o["--zero"]).strip(), -1)
     if zero not in (0, 1, 2, 3):
@@ -63,8 +75,4 @@ def run_training(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_
         )
     except ValidationError as error:
         raise WorkloadInvalid(validation_message(error)) from None
-    report = estimate_training(model, gpu, workload, requested_gpu=requested_gpu)
-    if output_format == "table":
-        render_training_table(report, Console(), binary=binary, explain=explain)
-    else:
-        write_report(output_format, report)
+    return estimate_training(model, gpu, workload, requested_gpu=requested_gpu)

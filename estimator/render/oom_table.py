@@ -1,0 +1,65 @@
+"""OomReport → tables (rich). Renderers format; they never compute."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from estimator.live.oom_report import OomReport
+from estimator.units import format_bytes
+
+
+def render_oom(report: OomReport, console: Console, *, binary: bool = True) -> None:
+    """The card at the failure, the likely tensor, the estimate's terms and the ranked changes."""
+
+    def b(n: int | None) -> str:
+        return "—" if n is None else format_bytes(n, binary=binary)
+
+    c = report.card
+    unit = "GiB (2³⁰ B)" if binary else "GB (10⁹ B)"
+    card = Table(title=f"The card at the failure ({unit}, measured)", title_justify="left")
+    card.add_column("what")
+    card.add_column("bytes", justify="right")
+    for name, value in [("failed request", c.requested_bytes), ("capacity (as CUDA reports it)", c.capacity_bytes),
+                        ("free", c.free_bytes), ("allocated by PyTorch (tensors)", c.allocated_bytes),
+                        ("reserved by PyTorch, in no tensor", c.reserved_unallocated_bytes),
+                        ("this process outside PyTorch", c.outside_pytorch_bytes),
+                        ("other processes", c.other_processes_bytes),
+                        ("largest free cached block (snapshot, after)", c.largest_free_block_bytes)]:
+        if value is not None:
+            card.add_row(name, b(value))
+    console.print(card)
+    p = report.prediction
+    if p is not None:
+        terms = Table(title=f"The estimate ({p.options})", title_justify="left")
+        terms.add_column("term")
+        terms.add_column("per GPU", justify="right")
+        for term in p.terms:
+            terms.add_row(term.name, b(term.bytes))
+        terms.add_row("runtime overhead", b(p.overhead_bytes))
+        terms.add_row("[bold]total per GPU[/]", f"[bold]{b(p.per_gpu_bytes)}[/]")
+        terms.add_row("capacity", b(p.capacity_bytes) + ("  [green]fits[/]" if p.fits else "  [red]does not fit[/]"))
+        console.print(terms)
+    console.print("[bold]Findings[/]")
+    for line in report.findings:
+        console.print(f"  - {escape(line)}", highlight=False)
+    if report.other_matches:
+        console.print("  also the request's size: " + "; ".join(m.name for m in report.other_matches[:6]),
+                      highlight=False)
+    if report.suggestions:
+        _suggestions(report, console, b)
+
+
+def _suggestions(report: OomReport, console: Console, b: Callable[[int | None], str]) -> None:
+    console.print("[bold]What to change[/], best first (those that fit, then by cost: none < time < quality < "
+                  "hardware, then memory freed)")
+    for i, s in enumerate(report.suggestions, 1):
+        after = "" if s.per_gpu_bytes is None else f" → {b(s.per_gpu_bytes)} per GPU"
+        time = "" if s.time_factor is None else f", time ×{s.time_factor:.2f}"
+        source = "measured" if s.source == "measured" else "estimate re-run"
+        console.print(f"  {i}. {escape(s.change)}: frees {b(s.frees_bytes)}{after}, "
+                      f"{'[green]fits[/]' if s.fits else '[red]does not fit[/]'}; cost {s.cost}: "
+                      f"{escape(s.cost_detail)}{time} ({source})", highlight=False)

@@ -1,0 +1,79 @@
+"""`estimator oom`: table and JSON from captured files, and one-line errors (a refused snapshot among them)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+DATA = Path(__file__).resolve().parent.parent / "data" / "oom"
+WORKLOAD = ("--model", "llama-3.2-1b", "--gpu", "h200", "--profile", "hf", "--batch", "256", "--prompt-tokens",
+            "2048", "--logits", "all")
+
+
+def test_table_names_tensor_and_change(cli: Cli) -> None:
+    result = cli("oom", "--from", str(DATA / "logits.message.txt"), *WORKLOAD)
+    assert result.exit_code == 0, result.stderr
+    assert "most likely the logits, in the estimate's activation (logits stage) term" in result.stdout
+    assert "1. --logits last" in result.stdout
+
+
+def test_json_report(cli: Cli) -> None:
+    result = cli("oom", "--from", str(DATA / "logits.message.txt"), "--from", str(DATA / "logits.snapshot.pickle"),
+                 "--format", "json", *WORKLOAD)
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["card"]["requested_bytes"] == 256 * 2048 * 128256 * 2  # exact, from the snapshot
+    assert data["likely_tensor"]["term"] == "activation (logits stage)"
+    assert data["suggestions"][0]["change"] == "--logits last" and data["suggestions"][0]["fits"]
+
+
+def test_stdin(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (DATA / "fragmentation.message.txt").read_text()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    result = cli("oom", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["card"]["fragmented"] is True
+
+
+class _Exploit:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _one_line(result: CliResult, fragment: str) -> None:
+    assert result.exit_code != 0
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: "), result.stderr
+    assert fragment in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_refused_snapshot_is_one_line(cli: Cli, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    bad = tmp_path / "snapshot.pickle"
+    bad.write_bytes(pickle.dumps({"segments": [_Exploit(marker)]}))
+    _one_line(cli("oom", "--from", str(DATA / "batch.message.txt"), "--from", str(bad)), "nothing was executed")
+    assert not marker.exists()
+
+
+def test_bad_inputs_are_one_line(cli: Cli, tmp_path: Path) -> None:
+    _one_line(cli("oom", "--from", str(tmp_path / "missing.txt")), "cannot read")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("RuntimeError: something else\n")
+    _one_line(cli("oom", "--from", str(empty)), "found no out-of-memory message")
+    _one_line(cli("oom", "--from", str(DATA / "batch.message.txt"), "--model", "nope", "--gpu", "h200"),
+              "unknown model")
+    _one_line(cli("oom", "--from", str(DATA / "batch.message.txt"), "--format", "csv"), "not available for this command")

@@ -1,0 +1,60 @@
+"""Acceptance 2: a snapshot is read without executing anything; one holding a non-container object is refused."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from estimator.live.oom_snapshot import SnapshotRefused, load_plain, snapshot_facts
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "oom"
+
+
+class _Exploit:
+    """Unpickled normally, this would run a shell command that creates ``marker``."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_pickle_that_would_execute_code_is_refused_and_nothing_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    data = pickle.dumps({"segments": [], "device_traces": [[{"action": "oom", "size": _Exploit(marker)}]]})
+    with pytest.raises(SnapshotRefused) as refused:
+        snapshot_facts(data)
+    assert not marker.exists()
+    message = str(refused.value)
+    assert "\n" not in message and "nothing was executed" in message
+    assert "system" in message  # names what it refused (posix.system or nt.system)
+
+
+def test_plain_containers_are_read() -> None:
+    value = {"a": [1, 2.5, (3, None)], "b": {True, "x"}, "c": b"raw"}
+    assert load_plain(pickle.dumps(value)) == value
+
+
+def test_a_corrupt_pickle_is_one_line() -> None:
+    with pytest.raises(SnapshotRefused, match="not a readable snapshot pickle"):
+        load_plain(pickle.dumps({"segments": []})[:-3])
+
+
+def test_a_pickle_that_is_no_snapshot() -> None:
+    with pytest.raises(SnapshotRefused, match="no 'segments' list"):
+        snapshot_facts(pickle.dumps([1, 2, 3]))
+
+
+def test_captured_snapshot_facts() -> None:
+    facts = snapshot_facts((DATA / "batch.snapshot.pickle").read_bytes())
+    assert facts.oom_request_bytes == 1024 * 2048 * 8192 * 2  # the MLP intermediate: batch × tokens × ffn × bf16
+    assert facts.expandable_segments is False
+    assert facts.oom_frames[0].filename.endswith("modeling_llama.py")
+    frag = snapshot_facts((DATA / "fragmentation.snapshot.pickle").read_bytes())
+    assert frag.oom_request_bytes == 2 * 2**30
+    assert frag.largest_free_block_bytes < frag.oom_request_bytes  # no cached block held the 2 GiB request
