@@ -76,4 +76,4 @@ def test_bad_inputs_are_one_line(cli: Cli, tmp_path: Path) -> None:
     _one_line(cli("oom", "--from", str(empty)), "found no out-of-memory message")
     _one_line(cli("oom", "--from", str(DATA / "batch.message.txt"), "--model", "nope", "--gpu", "h200"),
               "unknown model")
-    _one_line(cli("oom", "--from", str(DATA / "batch.message.txt"), "--format", "csv"), "not available for this command")
+    _one_line(cli("oom", "--from", str(DATA / "batch.message.txt"), "--format", "csv"), "not available")
