@@ -75,7 +75,8 @@ class Point:
     def record(self) -> PointRecord:
         """The point as the validate report carries it, its derived figures included."""
         return PointRecord(model=self.model, case=self.case, term=self.term, predicted=self.predicted,
-                           measured=self.measured, error=self.error, target=self.target, ok=self.ok, kind=self.kind)
+                           measured=self.measured, error=self.error if self.measured else None, target=self.target,
+                           ok=self.ok, kind=self.kind)
 
 
 class PointRecord(Frozen):
@@ -86,7 +87,7 @@ class PointRecord(Frozen):
     term: str
     predicted: float
     measured: float
-    error: float  # (predicted − measured) / measured
+    error: float | None  # (predicted − measured) / measured; None when nothing was measured (JSON has no infinity)
     target: float | None  # the |error| the issue allows for this term; None for bound points and untargeted terms
     ok: bool | None  # within target, or (bound points) not above the measurement; None without a target
     kind: Literal["error", "bound"]

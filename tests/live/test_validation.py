@@ -48,6 +48,9 @@ def test_point_error_and_target() -> None:
     assert Point("m", "c", "decode bound", 2.0, 1.0, "bound").ok is False
     assert Point("m", "c", "x", 1.0, 0.0).error == float("inf")
     assert set(p.as_dict()) >= {"error", "target", "ok"}
+    # a zero measurement has no relative error: the report says null, since JSON has no infinity
+    assert Point("m", "c", "x", 1.0, 0.0).record().error is None
+    assert json.loads(json.dumps(Point("m", "c", "x", 1.0, 0.0).as_dict()))["error"] is None
 
 
 def test_summary_counts(measured_points: list[Point]) -> None:
