@@ -24,8 +24,9 @@ SCHEMA_VERSION = "1.0"
 class Frozen(BaseModel):
     """Base of every report model: immutable, and no field the schema does not name."""
 
-    # The JSON Schema (`estimator schema`) describes output, where a field with a default is always present.
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True,
+    # The JSON Schema (`estimator schema`) describes output, where a field with a default is always present. No
+    # report holds NaN or infinity: a non-finite figure is refused where it would be built, never printed.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False,
                               json_schema_serialization_defaults_required=True)
 
 

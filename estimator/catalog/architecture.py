@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Arch(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
 
 
 class LatentAttention(_Arch):
@@ -238,7 +238,7 @@ class Architecture(_Arch):
 class ModelSpec(BaseModel):
     """A catalog or user model: an architecture, or (for ``--model 70b``) only a parameter count."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
 
     name: str
     aliases: tuple[str, ...] = ()

@@ -25,7 +25,7 @@ Width = int | str  # a constant, or the config field that holds it
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class AttentionSpec(_Spec):

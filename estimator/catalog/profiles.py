@@ -15,7 +15,7 @@ from estimator.catalog.specs import MemoryType
 class EfficiencyProfile(BaseModel):
     """Achievable fractions of peak, fixed per-step costs, and runtime memory of one software stack."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
 
     name: str
     description: str

@@ -22,7 +22,7 @@ BANDWIDTH_TOLERANCE = 0.03  # bus × rate may differ from the vendor figure by 3
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
 
 
 class GpuSpec(_Spec):

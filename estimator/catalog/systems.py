@@ -29,7 +29,7 @@ MICRO = 1e6  # µs per second (divide by it: 2.5 / 1e6 is exactly 2.5e-6, 2.5 ×
 class SystemSpec(BaseModel):
     """One server (or one rack-scale system) as its datasheet describes it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
 
     name: str = Field(min_length=1, pattern=r"^[a-z0-9][a-z0-9.\-]*$")
     aliases: tuple[str, ...] = ()

@@ -16,7 +16,7 @@ __all__ = ["MAX_BATCH", "MAX_TOKENS", "InferenceWorkload"]
 class InferenceWorkload(BaseModel):
     """One inference job: ``batch`` sequences of ``prompt_tokens`` in, ``output_tokens`` generated each."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
 
     batch: int = Field(default=1, ge=1, le=MAX_BATCH)
     prompt_tokens: int = Field(default=2048, ge=1, le=MAX_TOKENS)

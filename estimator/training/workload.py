@@ -36,7 +36,7 @@ class TrainingWorkload(BaseModel):
     ``dp`` ranks (Rajbhandari et al. 2020); ``fsdp`` is PyTorch FSDP (``full`` ≈ ZeRO-3, ``grad-op`` ≈ ZeRO-2).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
 
     batch: int = Field(default=1, ge=1, le=MAX_BATCH)
     seq_len: int = Field(default=2048, ge=1, le=MAX_TOKENS)
