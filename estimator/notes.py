@@ -65,6 +65,16 @@ class NoteCode(str, Enum):
     DEEPSPEED = "deepspeed"
     LORA = "lora"
     PIPELINE_1F1B = "pipeline-1f1b"
+    # oom: what a failed job's evidence says (estimator oom)
+    OOM_REQUEST = "oom-request"
+    OOM_DRIVER_RESERVED = "oom-driver-reserved"
+    OOM_OUTSIDE_PYTORCH = "oom-outside-pytorch"
+    OOM_OTHER_PROCESSES = "oom-other-processes"
+    OOM_CACHE = "oom-cache"
+    OOM_TENSOR = "oom-tensor"
+    OOM_NO_TENSOR = "oom-no-tensor"
+    OOM_ESTIMATE = "oom-estimate"
+    OOM_BEYOND_ESTIMATE = "oom-beyond-estimate"
     PLAN_TENSOR_PARALLEL = "plan-tensor-parallel"
     PLAN_TTFT = "plan-ttft"
     PLAN_TOKENS = "plan-tokens"
@@ -177,6 +187,37 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         "under autocast (PEFT)")),
     _C.PIPELINE_1F1B: ({"in_flight": int}, lambda v, b: (
         f"1F1B pipeline: the first stage keeps {v['in_flight']} micro-batches in flight (Narayanan et al. 2021)")),
+    _C.OOM_REQUEST: ({"requested_bytes": int, "free_bytes": _OPT_INT}, lambda v, b: (
+        f"the failed request asked for {b(v['requested_bytes'])}"
+        + ("" if v["free_bytes"] is None else f" while {b(v['free_bytes'])} of the card was free"))),
+    _C.OOM_DRIVER_RESERVED: ({"reported_bytes": int, "capacity_bytes": int}, lambda v, b: (
+        f"CUDA reports {b(v['reported_bytes'])} of the card's {b(v['capacity_bytes'])}; the rest is the driver's "
+        "reservation, part of the estimate's overhead")),
+    _C.OOM_OUTSIDE_PYTORCH: ({"bytes": int}, lambda v, b: (
+        f"outside PyTorch's allocator this process held {b(v['bytes'])} (CUDA context, cuBLAS/cuDNN workspaces, "
+        "NCCL buffers)")),
+    _C.OOM_OTHER_PROCESSES: ({"bytes": int}, lambda v, b: f"other processes held {b(v['bytes'])} of the card"),
+    _C.OOM_CACHE: ({"allocated_bytes": int, "unallocated_bytes": int, "fragmented": bool,
+                   "largest_free_bytes": _OPT_INT}, lambda v, b: (
+        f"PyTorch held {b(v['allocated_bytes'])} in tensors and {b(v['unallocated_bytes'])} reserved but in no "
+        "tensor" + ("" if not v["fragmented"] else ": the cache held more than the request, in no block large "
+                    "enough (fragmentation" + ("" if v["largest_free_bytes"] is None else
+                                               f"; largest free block {b(v['largest_free_bytes'])} in the snapshot")
+                    + ")"))),
+    _C.OOM_TENSOR: ({"name": str, "term": str, "arithmetic": str, "tensor_bytes": int, "evidence": str},
+                   lambda v, b: (
+        f"the request was most likely the {v['name']}, in the estimate's {v['term']} term: {v['arithmetic']} = "
+        f"{v['tensor_bytes']:,} B ({v['evidence']})")),
+    _C.OOM_NO_TENSOR: ({}, lambda v, b: "no single tensor of the estimate has the request's size"),
+    _C.OOM_ESTIMATE: ({"per_gpu_bytes": int, "capacity_bytes": int, "fits": bool, "largest_term": str,
+                      "largest_term_bytes": int}, lambda v, b: (
+        f"the estimate needs {b(v['per_gpu_bytes'])} per GPU of {b(v['capacity_bytes'])}: "
+        + ("it fits" if v["fits"] else f"it does not fit by {b(v['per_gpu_bytes'] - v['capacity_bytes'])}")
+        + f"; the largest term is {v['largest_term']}, {b(v['largest_term_bytes'])}")),
+    _C.OOM_BEYOND_ESTIMATE: ({"allocated_bytes": int, "requested_bytes": int, "beyond_bytes": int}, lambda v, b: (
+        f"PyTorch had {b(v['allocated_bytes'])} allocated and asked for {b(v['requested_bytes'])} more, "
+        f"{b(v['beyond_bytes'])} beyond every tensor the estimate counts: tensors the program keeps (a cache never "
+        "released, outputs held on the GPU) or another job on the card")),
     _C.PLAN_TENSOR_PARALLEL: ({}, lambda v, b: (
         "tensor-parallel degrees divide the attention heads (and the KV heads, or are multiples of them)")),
     _C.PLAN_TTFT: ({}, lambda v, b: (

@@ -19,10 +19,11 @@ class ReportName(str, Enum):
     sweep = "sweep"
     validate = "validate"
     gpu = "gpu"
+    oom = "oom"
 
 
 def schema_command(
-    report: Annotated[ReportName, typer.Argument(help="estimate, train, plan, sweep, validate or gpu.")],
+    report: Annotated[ReportName, typer.Argument(help="estimate, train, plan, sweep, validate, gpu or oom.")],
 ) -> None:
     """Print the JSON Schema of a command's --format json output. Example: estimator schema estimate"""
     from estimator.render.schema import json_schema

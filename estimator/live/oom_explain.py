@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 from estimator.errors import WorkloadInvalid
 from estimator.live.oom_parse import Size
-from estimator.live.oom_report import Card, Evidence, OomReport, Prediction, Suggestion, TensorMatch
+from estimator.live.oom_report import Card, Evidence, OomReport, Prediction, Suggestion, TensorMatch, TermLine
 from estimator.live.oom_tensors import Tensor, allocation_bytes
-from estimator.units import format_bytes
+from estimator.notes import Note, NoteCode, note
 
 EXPANDABLE = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
 COST_ORDER = {"none": 0, "time": 1, "quality": 2, "hardware": 3}
@@ -117,52 +117,38 @@ def rank(suggestions: Sequence[Suggestion]) -> tuple[Suggestion, ...]:
                                                     -s.frees_bytes)))
 
 
-def _gb(n: int) -> str:
-    return format_bytes(n, binary=True)
-
-
-def findings(card: Card, prediction: Prediction | None, likely: TensorMatch | None) -> list[str]:
-    """What the evidence says, one sentence each (sizes in GiB, as PyTorch prints them)."""
-    out = [f"the failed request asked for {_gb(card.requested_bytes)}"
-           + (f" while {_gb(card.free_bytes)} of the card was free" if card.free_bytes is not None else "")]
+def findings(card: Card, prediction: Prediction | None, likely: TensorMatch | None) -> list[Note]:
+    """What the evidence says, one note each (worded with the user's units by the renderer)."""
+    out = [note(NoteCode.OOM_REQUEST, requested_bytes=card.requested_bytes, free_bytes=card.free_bytes)]
     if card.capacity_bytes is not None and prediction is not None:
-        out.append(f"CUDA reports {_gb(card.capacity_bytes)} of the card's {_gb(prediction.capacity_bytes)}; the "
-                   f"rest is the driver's reservation, part of the estimate's overhead")
+        out.append(note(NoteCode.OOM_DRIVER_RESERVED, reported_bytes=card.capacity_bytes,
+                        capacity_bytes=prediction.capacity_bytes))
     if card.outside_pytorch_bytes is not None:
-        out.append(f"outside PyTorch's allocator this process held {_gb(card.outside_pytorch_bytes)} (CUDA context, "
-                   "cuBLAS/cuDNN workspaces, NCCL buffers)")
+        out.append(note(NoteCode.OOM_OUTSIDE_PYTORCH, bytes=card.outside_pytorch_bytes))
     if card.other_processes_bytes:
-        out.append(f"other processes held {_gb(card.other_processes_bytes)} of the card")
+        out.append(note(NoteCode.OOM_OTHER_PROCESSES, bytes=card.other_processes_bytes))
     if card.reserved_unallocated_bytes is not None and card.allocated_bytes is not None:
-        line = (f"PyTorch held {_gb(card.allocated_bytes)} in tensors and {_gb(card.reserved_unallocated_bytes)} "
-                "reserved but in no tensor")
-        if card.fragmented:
-            line += (": the cache held more than the request, in no block large enough (fragmentation"
-                     + (f"; largest free block {_gb(card.largest_free_block_bytes)}"
-                        if card.largest_free_block_bytes is not None else "") + ")")
-        out.append(line)
+        out.append(note(NoteCode.OOM_CACHE, allocated_bytes=card.allocated_bytes,
+                        unallocated_bytes=card.reserved_unallocated_bytes, fragmented=card.fragmented,
+                        largest_free_bytes=card.largest_free_block_bytes))
     if likely is not None:
-        out.append(f"the request was most likely the {likely.name}, in the estimate's {likely.term} term: "
-                   f"{likely.arithmetic} = {likely.tensor_bytes:,} B ({likely.evidence})")
+        out.append(note(NoteCode.OOM_TENSOR, name=likely.name, term=likely.term, arithmetic=likely.arithmetic,
+                        tensor_bytes=likely.tensor_bytes, evidence=likely.evidence))
     elif prediction is not None:
-        out.append("no single tensor of the estimate has the request's size")
+        out.append(note(NoteCode.OOM_NO_TENSOR))
     if prediction is not None:
         out += _prediction_findings(card, prediction)
     return out
 
 
-def _prediction_findings(card: Card, p: Prediction) -> list[str]:
-    top = max(p.terms, key=lambda t: t.bytes) if p.terms else None
-    verdict = (f"the estimate needs {_gb(p.per_gpu_bytes)} per GPU of {_gb(p.capacity_bytes)}: "
-               + ("it fits" if p.fits else f"it does not fit by {_gb(p.per_gpu_bytes - p.capacity_bytes)}"))
-    if top is not None:
-        verdict += f"; the largest term is {top.name}, {_gb(top.bytes)}"
-    out = [verdict]
+def _prediction_findings(card: Card, p: Prediction) -> list[Note]:
+    top = max(p.terms, key=lambda t: t.bytes) if p.terms else TermLine(name="none", bytes=0)
+    out = [note(NoteCode.OOM_ESTIMATE, per_gpu_bytes=p.per_gpu_bytes, capacity_bytes=p.capacity_bytes, fits=p.fits,
+                largest_term=top.name, largest_term_bytes=top.bytes)]
     at_failure = (card.allocated_bytes or 0) + card.requested_bytes
     if p.fits and card.allocated_bytes is not None and at_failure > p.tensor_bytes:
-        out.append(f"PyTorch had {_gb(card.allocated_bytes)} allocated and asked for {_gb(card.requested_bytes)} "
-                   f"more, {_gb(at_failure - p.tensor_bytes)} beyond every tensor the estimate counts: tensors the "
-                   "program keeps (a cache never released, outputs held on the GPU) or another job on the card")
+        out.append(note(NoteCode.OOM_BEYOND_ESTIMATE, allocated_bytes=card.allocated_bytes,
+                        requested_bytes=card.requested_bytes, beyond_bytes=at_failure - p.tensor_bytes))
     return out
 
 

@@ -10,9 +10,8 @@ from typing import Literal
 
 from estimator.live.oom_parse import MemorySummary, OomMessage, SmiReading
 from estimator.live.oom_snapshot import SnapshotFacts
-from estimator.report import Frozen
-
-OOM_SCHEMA_VERSION = "1.0"
+from estimator.notes import Note
+from estimator.report import Frozen, Versioned
 
 Cost = Literal["none", "time", "quality", "hardware"]  # ranked in this order among changes that fit
 
@@ -83,12 +82,11 @@ class Suggestion(Frozen):
     source: Literal["estimate", "measured"]
 
 
-class OomReport(Frozen):
-    schema_version: str = OOM_SCHEMA_VERSION
+class OomReport(Versioned):
     evidence: Evidence
     card: Card
     likely_tensor: TensorMatch | None
     other_matches: tuple[TensorMatch, ...]
     prediction: Prediction | None
-    findings: tuple[str, ...]
+    findings: tuple[Note, ...]
     suggestions: tuple[Suggestion, ...]

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from estimator.live.oom_report import OomReport
+from estimator.notes import word
 from estimator.units import format_bytes
 
 
@@ -45,7 +46,7 @@ def render_oom(report: OomReport, console: Console, *, binary: bool = True) -> N
         console.print(terms)
     console.print("[bold]Findings[/]")
     for line in report.findings:
-        console.print(f"  - {escape(line)}", highlight=False)
+        console.print(f"  - {escape(word(line, binary=binary))}", highlight=False)
     if report.other_matches:
         console.print("  also the request's size: " + "; ".join(m.name for m in report.other_matches[:6]),
                       highlight=False)

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from estimator.inference.report import Report
+from estimator.live.oom_report import OomReport
 from estimator.live.probe import GpuReport
 from estimator.live.validation import ValidateReport
 from estimator.planning.plan import PlanReport
@@ -28,6 +29,7 @@ REPORTS: dict[str, tuple[str, type[BaseModel]]] = {
     "sweep": ("estimator sweep --format json (a list of rows)", SweepRow),
     "validate": ("estimator validate --format json", ValidateReport),
     "gpu": ("estimator gpu --format json", GpuReport),
+    "oom": ("estimator oom --format json", OomReport),
 }
 
 

@@ -136,3 +136,11 @@ def test_a_wrong_document_fails_its_schema() -> None:
     missing = {k: v for k, v in good.items() if k != "driver_version"}
     assert not Draft202012Validator(schema).is_valid(missing)
     assert not Draft202012Validator(schema).is_valid({**good, "gpus": [{**good["gpus"][0], "index": "0"}]})
+
+
+def test_oom_output_follows_its_schema(cli: Cli) -> None:
+    data = Path(__file__).resolve().parent.parent / "data" / "oom"
+    result = cli("oom", "--from", str(data / "batch.message.txt"), "--from", str(data / "batch.snapshot.pickle"),
+                 "--format", "json", "--model", "llama-3.2-1b", "--gpu", "h200", "--profile", "hf", "--batch", "1024")
+    assert result.exit_code == 0, result.stderr
+    check("oom", json.loads(result.stdout))
