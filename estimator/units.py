@@ -10,6 +10,10 @@ takes the system explicitly and its label says which.
 7500000000
 >>> parse_count("32k")
 32000
+>>> parse_bytes("96GiB")
+103079215104
+>>> parse_bytes("100 GB")
+100000000000
 >>> format_bytes(140_000_000_000, binary=False)
 '140.0 GB'
 >>> format_bytes(150_754_820_096, binary=True)
@@ -38,6 +42,27 @@ _SUFFIX_MULTIPLIER = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t"
 _COUNT_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
 # "1ki" style binary token counts (1024) are accepted for contexts, which people often write as 32Ki.
 _BINARY_COUNT_RE = re.compile(r"^\s*([0-9]+)\s*ki\s*$", re.IGNORECASE)
+_BYTES_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?)b\s*$", re.IGNORECASE)
+_BYTE_POWER = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
+
+
+def parse_bytes(text: str) -> int:
+    """Parse a size with its unit into whole bytes: ``96GiB`` (binary, 2³⁰), ``100GB`` (decimal, 10⁹), ``512 MiB``.
+
+    The unit is required (a bare ``96`` could be GB or GiB). Raises `WorkloadInvalid` for anything else, and for
+    a size that is zero or rounds to no whole byte.
+    """
+    match = _BYTES_RE.match(text)
+    if not match:
+        raise WorkloadInvalid(f"not a size: {text!r} (expected a number and a unit, e.g. 96GiB or 100GB)")
+    mantissa, prefix, binary = match.groups()
+    scale: int = (1024 if binary else 1000) ** _BYTE_POWER[prefix.lower()]
+    value = float(mantissa) * scale
+    if binary and not prefix:
+        raise WorkloadInvalid(f"not a size: {text!r} (iB has no prefix; use B, KiB, MiB, GiB or TiB)")
+    if not math.isfinite(value) or round(value) <= 0:
+        raise WorkloadInvalid(f"a size must be positive, got {text!r}")
+    return round(value)
 
 
 def parse_count(text: str) -> int:

@@ -6,7 +6,7 @@ import pytest
 
 from estimator import units
 from estimator.errors import WorkloadInvalid
-from estimator.units import format_bytes, format_seconds, parse_count
+from estimator.units import format_bytes, format_seconds, parse_bytes, parse_count
 
 
 def test_doctests() -> None:
@@ -47,3 +47,20 @@ def test_format_seconds_picks_unit() -> None:
     assert format_seconds(0.0687) == "68.7 ms"
     assert format_seconds(2.5e-5) == "25.0 µs"
     assert format_seconds(3.0) == "3.00 s"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("96GiB", 103_079_215_104),  # 96 × 2³⁰
+    ("100 GB", 100_000_000_000),  # 100 × 10⁹
+    ("512MiB", 536_870_912),  # 512 × 2²⁰
+    ("1.5TB", 1_500_000_000_000),
+    ("4096B", 4096),
+])
+def test_parse_bytes_needs_and_honours_the_unit(text: str, expected: int) -> None:
+    assert parse_bytes(text) == expected
+
+
+@pytest.mark.parametrize("text", ["96", "GB", "0GiB", "-1GB", "96 iB", "1e400GB", "nanGB"])
+def test_parse_bytes_refuses_what_is_not_a_size(text: str) -> None:
+    with pytest.raises(WorkloadInvalid):
+        parse_bytes(text)

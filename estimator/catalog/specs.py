@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from estimator.errors import WorkloadInvalid
 from estimator.units import GIB, GIGA, MIB, TERA
 
 # The memory technology (it selects the efficiency profile's bandwidth fraction). Whether CPU and GPU share the
@@ -113,9 +114,12 @@ class GpuSpec(_Spec):
 
     def with_memory(self, memory_bytes: int) -> GpuSpec:
         """The same card with a usable capacity the user states (``--gpu-memory``), e.g. a Mac whose wired limit
-        was raised, or a card shared with another job."""
-        if memory_bytes <= 0:
-            raise ValueError(f"GPU memory must be positive, got {memory_bytes} B")
+        was raised, or a card shared with another job. It cannot exceed what is installed (the marketed GB read
+        as GiB, the larger of the two)."""
+        installed = round(self.memory_gb * GIB)
+        if not 0 < memory_bytes <= installed:
+            raise WorkloadInvalid(f"--gpu-memory must be positive and at most the {self.memory_gb:g} GB installed on "
+                                  f"{self.name}, got {memory_bytes:,} B")
         copy = self.model_copy()
         copy._memory_override = memory_bytes
         return copy

@@ -2,32 +2,86 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
 
-from estimator.cli.options import SpecsDir, catalog_for, console
+from estimator.cli.options import OutputFormat, SpecsDir, catalog_for, check_format, console
 from estimator.model.inventory import active_param_count, param_count
-from estimator.units import format_bytes
+from estimator.render.formats import write_report
+from estimator.report import flatten
+from estimator.units import GIB, format_bytes
+
+if TYPE_CHECKING:
+    from estimator.catalog.specs import GpuSpec
 
 gpus_app = typer.Typer(help="The GPU catalog. Example: estimator gpus show rtx-4090", invoke_without_command=True)
 models_app = typer.Typer(help="The model catalog. Example: estimator models show llama-3.1-70b",
                          invoke_without_command=True)
 
 
+# How the usable capacity was found, marked in the table (GpuSpec.capacity_source).
+_CAPACITY_MARK = {"reported": "", "override": "", "installed-gib": "*", "unified-share": "†", "marketed": "‡"}
+_CAPACITY_NOTE = ("usable: GiB (2³⁰ B), as nvidia-smi / rocm-smi / hl-smi report it; * the installed GiB (no device "
+                  "report on record); † the share of unified memory the GPU may use; ‡ the marketed GB (converted). "
+                  "TFLOP/s dense.")
+GPUS_FORMATS = (OutputFormat.table, OutputFormat.json, OutputFormat.csv)
+
+
+def gpu_row(g: GpuSpec) -> dict[str, Any]:
+    """One card as the JSON that `gpus --format json` lists: every spec key as the file gives it, then the figures
+    the estimator uses in base units (bytes, bytes/s) and where the usable capacity comes from."""
+    return {**g.model_dump(mode="json"), "usable_memory_bytes": g.memory_bytes, "capacity_source": g.capacity_source,
+            "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s,
+            "derived_bandwidth_gb_per_s": round(g.derived_bandwidth_gb_per_s, 3)}
+
+
+def gpu_table_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """CSV rows: each card flattened with dots (``dense_tflop_per_s.fp16``); columns are every key any card has,
+    in first-seen order, and a card without one leaves it empty."""
+    flat = [flatten(r) for r in rows]
+    keys = list(dict.fromkeys(k for r in flat for k in r))
+    return keys, [{k: r.get(k) for k in keys} for r in flat]
+
+
 @gpus_app.callback()
-def gpus_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
-    """List the GPU catalog."""
+def gpus_list(ctx: typer.Context, specs_dir: SpecsDir = None,
+              output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
+              = OutputFormat.table) -> None:
+    """List the GPU catalog. Example: estimator gpus --format csv > gpus.csv"""
     if ctx.invoked_subcommand is not None:
         return
-    out = console()
+    check_format(output_format, GPUS_FORMATS)
+    gpus = sorted(catalog_for(specs_dir).gpus, key=lambda g: (g.vendor, g.name))
+    if output_format is not OutputFormat.table:
+        rows = [gpu_row(g) for g in gpus]
+        write_report(output_format.value, rows, table=gpu_table_rows(rows))
+        return
     from rich.table import Table
 
-    table = Table("name", "aliases", "memory", "type", "GB/s", "bf16/fp16 TFLOP/s", "W")
-    for g in sorted(catalog_for(specs_dir).gpus, key=lambda g: (g.vendor, g.name)):
-        flops = g.dense_tflop_per_s.get("bf16") or g.dense_tflop_per_s.get("fp16")
-        table.add_row(g.name, ", ".join(g.aliases), format_bytes(g.memory_bytes, binary=False), g.memory_type,
-                      f"{g.bandwidth_gb_per_s:,.0f}", "—" if flops is None else f"{flops:,.1f}",
+    table = Table("name", "alias", "usable", "marketed", "type", "GB/s", "16-bit", "fp8", "fp4", "W",
+                  caption=_CAPACITY_NOTE)
+    for g in gpus:
+        flops = g.dense_tflop_per_s
+        sixteen = flops.get("bf16") or flops.get("fp16")
+        table.add_row(g.name, g.aliases[0] if g.aliases else "",
+                      f"{g.memory_bytes / GIB:,.1f} GiB{_CAPACITY_MARK[g.capacity_source]}",
+                      f"{g.memory_gb:g} GB", g.memory_type + (" unified" if g.unified_memory else ""),
+                      f"{g.bandwidth_gb_per_s:,.0f}",
+                      *(_tflops(v) for v in (sixteen, flops.get("fp8"), flops.get("fp4"))),
                       "—" if g.tdp_w is None else f"{g.tdp_w:g}")
-    out.print(table)
+    console().print(table)
+
+
+def _tflops(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
+
+
+_CAPACITY_WORDS = {
+    "reported": "what the device reports", "installed-gib": "the installed GiB, no device report on record",
+    "unified-share": "the share of the unified memory the GPU may use",
+    "marketed": "the marketed GB, no device report on record", "override": "--gpu-memory",
+}
 
 
 @gpus_app.command("show")
@@ -37,10 +91,11 @@ def gpus_show(name: str, specs_dir: SpecsDir = None) -> None:
     out = console()
     out.print(f"[bold]{g.name}[/]" + (f"  (from '{name}')" if name != g.name else ""))
     out.print(f"  aliases: {', '.join(g.aliases)}")
-    out.print(f"  memory: {g.memory_gb:g} GB marketed; reports {format_bytes(g.memory_bytes, binary=True)} "
-                  f"({g.memory_bytes:,} B), {g.memory_type}")
+    out.print(f"  memory: {g.memory_gb:g} GB marketed{' unified (CPU and GPU share it)' if g.unified_memory else ''}; "
+              f"usable {format_bytes(g.memory_bytes, binary=True)} ({g.memory_bytes:,} B), "
+              f"{_CAPACITY_WORDS[g.capacity_source]}; {g.memory_type}")
     out.print(f"  bandwidth: {g.bus_width_bits} bit / 8 × {g.data_rate_gbps:g} Gbps = "
-                  f"{g.derived_bandwidth_gb_per_s:,.1f} GB/s; vendor {g.bandwidth_gb_per_s:,.0f} GB/s")
+              f"{g.derived_bandwidth_gb_per_s:,.1f} GB/s; vendor {g.bandwidth_gb_per_s:,.0f} GB/s")
     out.print("  dense TFLOP/s: " + ", ".join(f"{k} {v:,.1f}" for k, v in g.dense_tflop_per_s.items()))
     out.print(f"  TDP {'not published' if g.tdp_w is None else f'{g.tdp_w:g} W'}; interconnect: {g.interconnect}")
     if g.price_usd:

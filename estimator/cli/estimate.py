@@ -43,10 +43,12 @@ from estimator.training.options import (
     Recompute,
     reject_training_options,
 )
+from estimator.units import parse_bytes
 
 if TYPE_CHECKING:
     from estimator.catalog.architecture import ModelSpec
     from estimator.catalog.registry import Catalog
+    from estimator.catalog.specs import GpuSpec
     from estimator.training.report import TrainingReport
 
 
@@ -77,6 +79,9 @@ def estimate_command(
     output_tokens: Annotated[str, typer.Option(help="Generated tokens per sequence (their KV is cached too).")]
     = "0",
     gpus: Annotated[str, typer.Option(help="Tensor-parallel degree: GPUs that split the model.")] = "1",
+    gpu_memory: Annotated[str | None, typer.Option(help="Usable memory per GPU with its unit (96GiB, 100GB), instead "
+                                                   "of the catalog's: a Mac whose wired limit was raised, a card "
+                                                   "shared with other work.")] = None,
     system: Annotated[str | None, typer.Option(help="Server the GPUs sit in (hgx-h100, gb200-nvl72, pcie-l40s; "
                                                "`estimator systems`). Default: the GPU's common server.")] = None,
     nodes: Annotated[str | None, typer.Option(help="Servers of --system (1).")] = None,
@@ -135,7 +140,7 @@ def estimate_command(
                                   "give --gpu with --tp, --pp and --dp")
         if gpu is None:
             raise WorkloadInvalid("--mode train needs --gpu")
-        gpu_spec = catalog.gpus.get(gpu)
+        gpu_spec = with_gpu_memory(catalog.gpus.get(gpu), gpu_memory)
         run_training(catalog, model_spec, gpu_spec, requested_gpu=gpu, batch=batch, profile=profile, options=training,
                      output_format=output_format.value, binary=units is Units.gib, explain=explain)
         return
@@ -144,7 +149,8 @@ def estimate_command(
                               batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens, gpus=gpus,
                               logits=logits.value, profile=profile,
                               mla_cache=None if mla_cache is None else mla_cache.value, group_size=group_size,
-                              calibration=calibration, system=system, nodes=nodes, gpus_per_node=gpus_per_node)
+                              calibration=calibration, system=system, nodes=nodes, gpus_per_node=gpus_per_node,
+                              gpu_memory=gpu_memory)
     if plot is not None:
         from estimator.render.plot import estimate_chart  # matplotlib loads only when asked
 
@@ -159,10 +165,11 @@ def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu: str | None, *
                      dtype: str, kv_dtype: str | None, batch: str, prompt_tokens: str, output_tokens: str,
                      gpus: str, logits: str, profile: str, mla_cache: str | None, group_size: int | None,
                      calibration: Path | None, system: str | None = None, nodes: str | None = None,
-                     gpus_per_node: str | None = None) -> Report:
+                     gpus_per_node: str | None = None, gpu_memory: str | None = None) -> Report:
     """The Report for `estimate`'s inference options, given as typed on the command line."""
     tp = positive("--gpus", gpus)
     gpu_spec, system_spec, node_count, assumed = hardware(catalog, gpu, system, nodes, gpus_per_node, tp)
+    gpu_spec = with_gpu_memory(gpu_spec, gpu_memory)
     weight_format = number_format(catalog, dtype, group_size)
     kv = kv_format(catalog, weight_format, kv_dtype)
     chosen_profile = calibrated_profile(catalog.profiles.get(profile), gpu_spec, calibration)
@@ -212,7 +219,8 @@ def report_for_params(p: dict[str, Any]) -> Report | TrainingReport:
                                   "give --gpu with --tp, --pp and --dp")
         if p["gpu"] is None:
             raise WorkloadInvalid("--mode train needs --gpu")
-        return training_report(catalog, catalog.model(p["model"]), catalog.gpus.get(p["gpu"]),
+        return training_report(catalog, catalog.model(p["model"]), with_gpu_memory(catalog.gpus.get(p["gpu"]),
+                                                                                     p["gpu_memory"]),
                                requested_gpu=p["gpu"], batch=p["batch"], profile=p["profile"], options=training)
     reject_training_options(training)
     calibration = None if p["calibration"] is None else Path(p["calibration"])
@@ -222,7 +230,12 @@ def report_for_params(p: dict[str, Any]) -> Report | TrainingReport:
                             logits=str(_value(p["logits"])), profile=p["profile"],
                             mla_cache=None if p["mla_cache"] is None else str(_value(p["mla_cache"])),
                             group_size=p["group_size"], calibration=calibration, system=p["system"],
-                            nodes=p["nodes"], gpus_per_node=p["gpus_per_node"])
+                            nodes=p["nodes"], gpus_per_node=p["gpus_per_node"], gpu_memory=p["gpu_memory"])
+
+
+def with_gpu_memory(gpu: GpuSpec, text: str | None) -> GpuSpec:
+    """The card with ``--gpu-memory`` as its usable capacity, when given."""
+    return gpu if text is None else gpu.with_memory(parse_bytes(text))
 
 
 def report_for_args(args: Sequence[str]) -> Report:

@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from estimator.catalog.specs import GpuSpec
+from estimator.errors import WorkloadInvalid
 
 BASE: dict[str, Any] = {
     "name": "Test Card 16GB", "vendor": "nvidia", "memory_type": "GDDR6", "memory_gb": 16, "bus_width_bits": 256,
@@ -52,8 +53,10 @@ def test_gpu_memory_override_replaces_the_capacity_on_a_copy() -> None:
     assert smaller.memory_bytes == 12_884_901_888  # 12 × 2³⁰
     assert smaller.capacity_source == "override"
     assert original.memory_bytes == 16_303 * 2**20  # the catalog's card is unchanged
-    with pytest.raises(ValueError, match="must be positive"):
-        original.with_memory(0)
+    assert original.with_memory(16 * 2**30).memory_bytes == 17_179_869_184  # the marketed 16 GB read as GiB: allowed
+    for wrong in (0, 16 * 2**30 + 1):
+        with pytest.raises(WorkloadInvalid, match="at most the 16 GB installed on Test Card 16GB"):
+            original.with_memory(wrong)
 
 
 def test_power_may_be_unpublished() -> None:

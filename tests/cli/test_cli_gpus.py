@@ -1,0 +1,74 @@
+"""`estimator gpus` as a table, JSON and CSV, and `estimate --gpu-memory`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+
+
+def test_gpus_json_lists_the_whole_catalog(cli: Cli) -> None:
+    done = cli("gpus", "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    cards = {c["name"]: c for c in json.loads(done.stdout)}
+    assert len(cards) >= 60
+    mac = cards["Apple M4 Max (40-core GPU, 128GB)"]
+    assert (mac["usable_memory_bytes"], mac["capacity_source"], mac["unified_memory"]) == (
+        103_079_215_104, "unified-share", True)  # 98,304 MiB × 2²⁰
+    h100 = cards["NVIDIA H100 SXM5 80GB"]
+    assert h100["usable_memory_bytes"] == 85_520_809_984  # nvidia-smi 81,559 MiB × 2²⁰
+    assert h100["bandwidth_bytes_per_s"] == 3_350_000_000_000  # 3,350 GB/s × 10⁹
+    assert "NVIDIA H100 80GB HBM3" in h100["aliases"]
+    assert cards["Google TPU v5e"]["tdp_w"] is None  # Google publishes none
+
+
+def test_gpus_csv_has_one_row_per_card_and_every_precision(cli: Cli) -> None:
+    done = cli("gpus", "--format", "csv")
+    assert done.exit_code == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    assert len(rows) >= 60
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["NVIDIA B200 180GB"]["dense_tflop_per_s.fp4"] == "9000.0"
+    assert by_name["NVIDIA H100 SXM5 80GB"]["dense_tflop_per_s.fp4"] == ""  # Hopper has none: left empty
+    assert by_name["AMD Instinct MI325X 256GB"]["usable_memory_bytes"] == "274877906944"  # 256 × 2³⁰
+
+
+def test_gpus_table_shows_usable_gib_beside_the_marketed_gb(cli: Cli) -> None:
+    done = cli("gpus", columns=200)
+    assert done.exit_code == 0, done.stderr
+    h100 = next(line for line in done.stdout.splitlines() if "NVIDIA H100 SXM5 80GB" in line)
+    assert "79.6 GiB" in h100 and "80 GB" in h100  # 81,559 MiB ÷ 1,024
+    mac = next(line for line in done.stdout.splitlines() if "Apple M4 Max" in line)
+    assert "96.0 GiB†" in mac and "128 GB" in mac
+
+
+def test_gpus_refuses_xlsx(cli: Cli) -> None:
+    done = cli("gpus", "--format", "xlsx")
+    assert done.exit_code != 0 and done.stdout == ""
+    assert "--format xlsx is not available for this command" in done.stderr
+
+
+def test_gpu_memory_overrides_the_capacity(cli: Cli) -> None:
+    done = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "m4-max", "--gpu-memory", "120GiB", "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["memory"]["capacity_bytes"] == 128_849_018_880  # 120 × 2³⁰
+    assert "capacity is --gpu-memory: 120.0 GiB per GPU" in [a["text"] for a in report["assumptions"]]
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("120", "not a size: '120'"),
+    ("0GB", "a size must be positive"),
+    ("200GiB", "at most the 128 GB installed"),
+])
+def test_bad_gpu_memory_is_one_line(cli: Cli, value: str, message: str) -> None:
+    done = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "m4-max", "--gpu-memory", value)
+    assert done.exit_code != 0 and done.stdout == ""
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
