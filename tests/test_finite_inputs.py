@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from estimator.catalog.registry import Catalog, default_specs_dir
+from estimator.catalog.files import default_specs_dir
+from estimator.catalog.registry import Catalog
 from estimator.errors import SpecInvalid
 from estimator.inference.report import TimeReport
 from tests.conftest import CliResult
