@@ -78,6 +78,8 @@ class NoteCode(str, Enum):
     PLAN_TENSOR_PARALLEL = "plan-tensor-parallel"
     PLAN_TTFT = "plan-ttft"
     PLAN_TOKENS = "plan-tokens"
+    PLAN_LAYOUT = "plan-layout"
+    PLAN_SCHEDULER = "plan-scheduler"
     OWNED_COST = "owned-cost"
     PRICE_SOURCE = "price-source"
     SYSTEM = "system"
@@ -226,8 +228,18 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.PLAN_TOKENS: ({}, lambda v, b: (
         "tokens/s counts generated tokens; replicas are independent data-parallel copies")),
     _C.OWNED_COST: ({"years": float, "usd_per_kwh": float}, lambda v, b: (
-        f"owned cost: card price over {v['years']:g} years + board power at ${v['usd_per_kwh']:g}/kWh "
-        "(specs/costs.yaml or --prices); prices from specs are approximate")),
+        f"owned cost: server price over {v['years']:g} years + whole-server power at ${v['usd_per_kwh']:g}/kWh "
+        "(a server without a price: its cards' prices, host not priced); prices from specs are approximate")),
+    _C.PLAN_LAYOUT: ({"headroom": float, "across": bool, "max_nodes": int}, lambda v, b: (
+        "layouts: tensor parallel inside one NVLink/link domain"
+        + (" (or across domains: --allow-tp-across-domains)" if v["across"] else "")
+        + f", pipeline parallel across domains and nodes (up to {v['max_nodes']} servers per replica), MoE experts "
+        f"spread over the tensor-parallel GPUs, data-parallel replicas filling the servers bought; "
+        f"{v['headroom']:.0%} of each GPU's memory kept free (--headroom)")),
+    _C.PLAN_SCHEDULER: ({"step_tokens": int}, lambda v, b: (
+        f"continuous batching with chunked prefill: each step carries one token per running sequence and prompt "
+        f"chunks up to {v['step_tokens']:,} tokens in all (--step-tokens); TPOT = decode step + the prefill work "
+        "of arriving prompts shared over it; TTFT = a prompt's chunks + the M/D/1 wait for prefill")),
     _C.PRICE_SOURCE: ({"source": str}, lambda v, b: v["source"]),
     _C.SYSTEM: ({"system": str, "description": str, "nodes": int, "gpus_per_node": int, "link": str, "domain": int,
                 "link_gb_per_s": float, "assumed": bool}, lambda v, b: (

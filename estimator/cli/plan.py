@@ -28,7 +28,8 @@ from estimator.cli.options import (
 
 if TYPE_CHECKING:
     from estimator.catalog.registry import Catalog
-    from estimator.catalog.specs import NumberFormat
+    from estimator.catalog.specs import GpuSpec, NumberFormat
+    from estimator.catalog.systems import SystemSpec
     from estimator.inference.report import Report
     from estimator.inference.workload import InferenceWorkload
 
@@ -37,6 +38,8 @@ app = typer.Typer()
 
 class SortBy(str, Enum):
     cost = "cost"
+    owned = "owned"
+    rented = "rented"
     cards = "cards"
     throughput = "throughput"
 
@@ -95,6 +98,32 @@ def _workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profile: str, 
         raise WorkloadInvalid(validation_message(error)) from None
 
 
+def _candidates(catalog: Catalog, gpus: str | None,
+                systems: str | None) -> tuple[list[tuple[SystemSpec, GpuSpec]], list[GpuSpec]]:
+    """(system, GPU) pairs to compare, and the named GPUs no system holds."""
+    chosen = [] if systems is None else [catalog.systems.get(name) for name in _split(systems)]
+    unplaced = []
+    for name in [] if gpus is None else _split(gpus):
+        card = catalog.gpus.get(name)
+        found = catalog.systems_for(card)
+        chosen += found
+        if not found:
+            unplaced.append(card)
+    if systems is None and gpus is None:
+        chosen = list(catalog.systems)
+    unique = list({s.name: s for s in chosen}.values())
+    return [(s, catalog.system_gpu(s)) for s in unique], unplaced
+
+
+def _fraction(option: str, text: str) -> float:
+    value = _number(option, text) if text.strip() not in ("0", "0.0") else 0.0
+    if value is None or not 0 <= value < 1:
+        from estimator.errors import WorkloadInvalid
+
+        raise WorkloadInvalid(f"{option} must be a fraction in [0, 1), got {text!r}")
+    return value
+
+
 def estimate_plot(report: Report, path: Path) -> None:
     """`estimate --plot`: memory breakdown and roofline (imports matplotlib only when asked)."""
     from estimator.render.plot import estimate_chart
@@ -111,30 +140,44 @@ def plan_command(
     target_tokens_per_s: Annotated[str | None, typer.Option(help="Aggregate generated tokens/s to reach.")] = None,
     max_ttft_s: Annotated[str | None, typer.Option(help="Limit on time to first token, seconds.")] = None,
     max_tpot_s: Annotated[str | None, typer.Option(help="Limit on time per output token, seconds.")] = None,
-    gpus: Annotated[str | None, typer.Option(help="Cards to compare (default: the whole catalog), e.g. "
-                                             "a100,h100,l40s.")] = None,
+    gpus: Annotated[str | None, typer.Option(help="Cards to compare, each in every server of specs/systems "
+                                             "that holds it, e.g. a100,h100,l40s (default: every system).")] = None,
+    systems: Annotated[str | None, typer.Option(help="Servers to compare, e.g. hgx-h100,gb200-nvl72,pcie-l40s "
+                                                "(`estimator systems`).")] = None,
+    headroom: Annotated[str, typer.Option(help="Fraction of GPU memory kept free, as engines keep it (0.10).")]
+    = "0.10",
+    step_tokens: Annotated[str, typer.Option(help="Token budget per engine step: decodes + prefill chunks "
+                                             "(8192, vLLM's max_num_batched_tokens).")] = "8192",
+    max_nodes: Annotated[str, typer.Option(help="Most servers one replica may span (8).")] = "8",
+    allow_tp_across_domains: Annotated[bool, typer.Option("--allow-tp-across-domains", help="Let tensor "
+                                                          "parallel cross NVLink domains (PCIe, network).")]
+    = False,
     dtype: Annotated[str, typer.Option(help="Weight format (bf16, fp8, awq-int4...).")] = "bf16",
     kv_dtype: Annotated[str | None, typer.Option(help="KV-cache format (default as estimate).")] = None,
     profile: Annotated[str, typer.Option(help="Efficiency profile: optimized or hf.")] = "optimized",
     prices: Annotated[Path | None, typer.Option(help="YAML file of card prices (docs/planning.md).")] = None,
-    sort: Annotated[SortBy, typer.Option(help="Rank by cost ($/Mtoken), cards, or throughput.")] = SortBy.cost,
+    sort: Annotated[SortBy, typer.Option(help="Rank by cost ($/Mtoken: rented where priced, else owned), owned, "
+                                          "rented, cards, or throughput.")] = SortBy.cost,
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json, csv or xlsx.")]
     = OutputFormat.table,
     output: OutputOption = None,
     plot: PlotOption = None,
     specs_dir: SpecsDirOption = None,
 ) -> None:
-    """Rank cards for a serving workload. Example: estimator plan --model llama-3.1-70b --prompt-tokens 4096
-    --output-tokens 512 --concurrency 32"""
+    """Rank servers and layouts for a serving workload. Example: estimator plan --model llama-3.1-70b
+    --prompt-tokens 4096 --output-tokens 512 --concurrency 32"""
     from estimator.catalog.files import read_yaml
-    from estimator.planning.plan import Goal, load_prices, plan
+    from estimator.planning.plan import Goal, Settings, load_prices, plan
     from estimator.render.formats import write_report
     from estimator.render.plan_table import plan_rows, render_plan
 
     check_format(output_format, list(OutputFormat), output)
     catalog = catalog_for(specs_dir)
     model_spec = catalog.model(model)
-    cards = list(catalog.gpus) if gpus is None else [catalog.gpus.get(g) for g in _split(gpus)]
+    candidates, unplaced = _candidates(catalog, gpus, systems)
+    fraction = _fraction("--headroom", headroom)
+    settings = Settings(headroom=fraction, step_tokens=positive("--step-tokens", step_tokens),
+                        max_nodes=positive("--max-nodes", max_nodes), allow_tp_across=allow_tp_across_domains)
     goal = Goal(concurrency=None if concurrency is None else positive("--concurrency", concurrency),
                 target_tokens_per_s=_number("--target-tokens-per-s", target_tokens_per_s),
                 max_ttft_s=_number("--max-ttft-s", max_ttft_s), max_tpot_s=_number("--max-tpot-s", max_tpot_s))
@@ -147,8 +190,10 @@ def plan_command(
         from estimator.errors import SpecInvalid
 
         raise SpecInvalid(f"{prices}: expected a mapping of keys")
-    price_book = load_prices(costs, user, user_path=prices, resolve=catalog.gpus.get)
-    report = plan(model_spec, cards, workload, goal, price_book, sort=sort.value)
+    price_book = load_prices(costs, user, user_path=prices, resolve=catalog.gpus.get,
+                             resolve_system=catalog.systems.get)
+    report = plan(model_spec, candidates, workload, goal, price_book, sort=sort.value, settings=settings,
+                  unplaced=unplaced)
     if plot is not None:
         from estimator.render.plot import plan_chart
 

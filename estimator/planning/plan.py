@@ -1,87 +1,42 @@
-"""Capacity planning: rank cards for a serving workload — cards needed, batch and context that fit, speed, cost.
+"""Capacity planning: the servers, layout and replicas that serve a workload — memory, speed, power and cost.
 
 Pure: takes validated specs and a goal, returns a frozen `PlanReport` (JSON = ``model_dump(mode="json")``).
-Every per-card figure comes from `estimate` on that card (the same memory and time model), so a plan row and an
-``estimate`` run with the row's batch and GPU count agree exactly.
+Candidates are systems (specs/systems: servers as bought), each with its GPU; a GPU with no system is listed as not
+deployable, with the reason. For each system `search.Search` finds the layout a serving engine would deploy —
+tensor parallel inside one link domain, pipeline parallel across domains and nodes, expert parallel for MoE over
+the tensor-parallel GPUs, data-parallel replicas — keeping the memory headroom engines keep (10 % by default), with
+TTFT and TPOT from continuous batching with a step token budget (`serving`).
 
 Goals (one of):
-- ``concurrency``: serve C sequences at once on the fewest cards that hold them (one tensor-parallel group).
-- ``target_tokens_per_s``: reach T generated tokens/s in aggregate: the smallest tensor-parallel group that holds
-  the model, the smallest batch that reaches T on it, and data-parallel replicas of that group when one is short.
-- latency limits only (``max_ttft_s`` / ``max_tpot_s``): the largest concurrency that meets them, on the smallest
-  tensor-parallel group that can meet them at all.
-Latency limits also constrain the other two goals: a card that misses them is listed last, with the reason.
+- ``concurrency``: serve C sequences at once: the fewest servers whose replicas hold them within the limits.
+- ``target_tokens_per_s``: reach T generated tokens/s in aggregate.
+- latency limits only (``max_ttft_s`` / ``max_tpot_s``): the most sequences one replica serves within them.
 
-Cost: a user prices file sets per-card purchase prices and per-hour rental prices; otherwise the spec's approximate
-street price (with its date) is amortised per hour (specs/costs.yaml) and board power is priced per kWh.
-$/million tokens = cost per hour of all cards ÷ (aggregate tokens/s × 3600) × 10⁶.
+Cost: owned (server price amortised + server power) and rented (a prices file's per-hour prices) in separate
+fields (`costs`); the ranking says which it uses.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
-from estimator.errors import EstimatorError, SpecInvalid, WorkloadInvalid
-from estimator.inference.estimate import estimate
-from estimator.inference.report import Report
+from estimator.catalog.systems import SystemSpec
+from estimator.errors import EstimatorError, WorkloadInvalid
 from estimator.inference.workload import MAX_BATCH, InferenceWorkload
-from estimator.model.capacity import gpus_required, largest_true
-from estimator.model.parallel import tensor_parallel_degrees
 from estimator.notes import Note, NoteCode, note
+from estimator.planning.costs import HOURS_PER_YEAR, CardPrice, Prices, load_prices, option_cost, per_million_tokens
+from estimator.planning.layouts import experts_per_gpu, max_replica_context, servers_for, stage_memory
+from estimator.planning.search import Point, Search, Settings
 from estimator.report import Frozen, Versioned
 
-HOURS_PER_YEAR = 8760
-SortKey = Literal["cost", "cards", "throughput"]
-
-
-class CardPrice(Frozen):
-    """One card's prices in a user prices file; any field may be left out."""
-
-    usd: float | None = Field(default=None, gt=0)  # purchase price per card
-    date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}$")
-    usd_per_hour: float | None = Field(default=None, gt=0)  # rental price per card-hour
-    source: str | None = None
-
-
-class Prices(Frozen):
-    """Cost inputs: ownership defaults (specs/costs.yaml) and per-card overrides (a user's --prices file)."""
-
-    amortization_years: float = Field(gt=0, le=50)
-    electricity_usd_per_kwh: float = Field(ge=0, le=10)
-    gpus: dict[str, CardPrice] = Field(default_factory=dict)  # keyed by catalog name or alias
-    sources: tuple[str, ...] = ()
-
-
-def load_prices(defaults: Mapping[str, Any], user: Mapping[str, Any] | None, *, user_path: Path | None = None,
-                resolve: Any = None) -> Prices:
-    """Merge the shipped defaults with a user prices mapping; GPU keys are resolved to catalog names by
-    ``resolve`` (a name → GpuSpec function), so 'h100' and 'NVIDIA H100 SXM5 80GB' mean the same card."""
-    merged: dict[str, Any] = {k: v for k, v in defaults.items() if k in ("amortization_years",
-                                                                         "electricity_usd_per_kwh", "sources")}
-    where = str(user_path) if user_path else "prices"
-    if user is not None:
-        unknown = sorted(set(user) - {"amortization_years", "electricity_usd_per_kwh", "gpus"})
-        if unknown:
-            raise SpecInvalid(f"{where}: unknown keys {', '.join(unknown)} (expected amortization_years, "
-                              "electricity_usd_per_kwh, gpus)")
-        merged.update({k: v for k, v in user.items() if k != "gpus"})
-        gpus = user.get("gpus") or {}
-        if not isinstance(gpus, Mapping):
-            raise SpecInvalid(f"{where}: 'gpus' must map card names to prices")
-        merged["gpus"] = {(resolve(str(k)).name if resolve else str(k)): v for k, v in gpus.items()}
-    try:
-        return Prices.model_validate(merged)
-    except ValidationError as error:
-        from estimator.catalog.registry import validation_message
-
-        raise SpecInvalid(f"{where}: {validation_message(error)}") from None
+__all__ = ["HOURS_PER_YEAR", "CardPrice", "Goal", "PlanOption", "PlanReport", "Prices", "Settings", "load_prices",
+           "plan"]
+SortKey = Literal["cost", "owned", "rented", "cards", "throughput"]
 
 
 class Goal(Frozen):
@@ -106,23 +61,30 @@ class Goal(Frozen):
 
 
 class PlanOption(Frozen):
-    """One card's answer. Memory figures are per GPU; cost and power cover every card of the option."""
+    """One system's answer. Memory figures are per GPU; power and cost cover every server of the option."""
 
-    rank: int | None  # 1 = best; None for cards that cannot meet the goal
+    rank: int | None  # 1 = best; None for systems that cannot meet the goal
+    system: str | None  # None: a GPU no system in specs/systems holds
     gpu: str
     feasible: bool
     reason: str | None
-    cards: int | None
+    servers: int | None
+    cards: int | None  # GPUs, all replicas
     tensor_parallel: int | None
+    pipeline_parallel: int | None
+    expert_parallel: int | None  # MoE: the experts of a stage spread over its TP GPUs
+    experts_per_gpu: int | None
     replicas: int | None
     batch_per_replica: int | None
     concurrency: int | None  # sequences served at once over all replicas
-    max_batch: int | None  # per replica, at this prompt + output
-    max_context_tokens: int | None  # per sequence, at this batch
+    max_batch: int | None  # per replica, at this prompt + output, within the headroom
+    max_context_tokens: int | None  # per sequence, at this batch, within the headroom
     tokens_per_s: float | None  # generated tokens/s, all replicas
     tokens_per_s_per_user: float | None
     time_to_first_token_s: float | None
     time_per_output_token_s: float | None
+    prefill_busy_fraction: float | None  # of a replica's time, prefilling new prompts
+    step_tokens: int
     weights_per_gpu_bytes: int | None
     kv_cache_per_gpu_bytes: int | None
     activation_per_gpu_bytes: int | None
@@ -133,14 +95,22 @@ class PlanOption(Frozen):
     headroom_fraction: float | None
     bandwidth_bytes_per_s: float
     peak_flop_per_s: float | None
-    prefill_flops: float | None  # per replica, for the roofline chart
-    decode_bytes: float | None
+    prefill_flops: float | None  # one prompt chunk, for the roofline chart
+    decode_bytes: float | None  # one decode step of a replica
     decode_flops: float | None
-    power_w: float | None
+    power_w: float | None  # GPU boards
+    server_power_w: float | None  # whole servers
     price_usd_per_card: float | None
+    price_usd_per_server: float | None
     price_date: str | None
     price_source: str | None
-    usd_per_hour: float | None  # all cards
+    owned_usd_per_hour: float | None
+    owned_basis: str | None
+    owned_usd_per_million_tokens: float | None
+    rented_usd_per_hour: float | None
+    rented_basis: str | None
+    rented_usd_per_million_tokens: float | None
+    usd_per_hour: float | None  # the ranking's cost: rented where priced, else owned
     cost_basis: str | None
     usd_per_million_tokens: float | None
 
@@ -156,127 +126,78 @@ class PlanReport(Versioned):
     goal: Goal
     goal_kind: str
     sort: str
+    ranking: str  # the ranking in words, for the header
+    settings: Settings
     options: tuple[PlanOption, ...]
     assumptions: tuple[Note, ...]
     warnings: tuple[Note, ...]
 
 
-def _with(w: InferenceWorkload, **update: int) -> InferenceWorkload:
-    return w.model_copy(update=update)
+def _empty(system: SystemSpec | None, gpu: GpuSpec, reason: str, settings: Settings) -> PlanOption:
+    fields: dict[str, Any] = dict.fromkeys(PlanOption.model_fields)
+    fields.update(system=None if system is None else system.name, gpu=gpu.name, feasible=False, reason=reason,
+                  capacity_bytes=gpu.memory_bytes, bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
+                  price_usd_per_card=gpu.price_usd, price_date=gpu.price_date, step_tokens=settings.step_tokens)
+    return PlanOption(**fields)
 
 
-def _tpot(report: Report) -> float | None:
-    per_user = report.time.tokens_per_s_per_sequence
-    return None if not per_user else 1.0 / per_user
-
-
-def _latency_miss(report: Report, goal: Goal) -> str | None:
-    ttft, tpot = report.time.time_to_first_token_s, _tpot(report)
-    if goal.max_ttft_s is not None and ttft > goal.max_ttft_s:
-        return f"time to first token {ttft:.3g} s exceeds --max-ttft-s {goal.max_ttft_s:g}"
-    if goal.max_tpot_s is not None and (tpot is None or tpot > goal.max_tpot_s):
-        shown = "none (no decode)" if tpot is None else f"{tpot:.3g} s"
-        return f"time per output token {shown} exceeds --max-tpot-s {goal.max_tpot_s:g}"
-    return None
-
-
-class _Infeasible(Exception):
-    def __init__(self, reason: str, report: Report | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.report = report
-
-
-def _solve(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, goal: Goal) -> tuple[Report, int]:
-    """The configuration that meets ``goal`` on ``gpu``: (report of one replica, replicas)."""
-    def run(batch: int, tp: int) -> Report:
-        return estimate(model, gpu, _with(w, batch=batch, tensor_parallel=tp))
-
-    if goal.concurrency is not None:
-        tp = gpus_required(model, gpu, w, goal.concurrency, w.prompt_tokens, w.output_tokens)
-        if tp is None:
-            raise _Infeasible(f"{goal.concurrency} sequences do not fit on any valid tensor-parallel group")
-        return run(goal.concurrency, tp), 1
-    tp = gpus_required(model, gpu, w, 1, w.prompt_tokens, w.output_tokens)
-    if tp is None:
-        raise _Infeasible("one sequence does not fit on any valid tensor-parallel group")
-    if goal.target_tokens_per_s is not None:
-        target = goal.target_tokens_per_s
-        top = run(1, tp).memory.max_batch or 1
-        best = run(top, tp)
-        if best.time.tokens_per_s is None:
-            raise _Infeasible("no output tokens to generate")
-        replicas = max(1, math.ceil(target / best.time.tokens_per_s))
-        share = target / replicas
-
-        def short(batch: int) -> bool:  # tokens/s grows with batch: the decode step is mostly fixed weight reads
-            rate = run(batch, tp).time.tokens_per_s
-            return rate is not None and rate < share
-
-        batch = min(largest_true(short, 1, top) + 1, top)
-        return run(batch, tp), replicas
-    # latency limits only: the smallest group that meets them at batch 1, then the largest batch that still does
-    last: Report | None = None
-    for degree in (d for d in tensor_parallel_degrees(model) if d >= tp):
-        last = run(1, degree)
-        if _latency_miss(last, goal) is None:
-            top = last.memory.max_batch or 1
-            batch = largest_true(lambda b: _latency_miss(run(b, degree), goal) is None, 1, top)  # noqa: B023
-            return run(batch, degree), 1
-    miss = _latency_miss(last, goal) if last is not None else None
-    raise _Infeasible(miss or "no valid tensor-parallel group", last)
-
-
-def _option(gpu: GpuSpec, report: Report | None, replicas: int, prices: Prices, reason: str | None) -> PlanOption:
-    price = prices.gpus.get(gpu.name, CardPrice())
-    card_usd = price.usd or gpu.price_usd
-    date = price.date if price.usd else gpu.price_date
-    source = (price.source or "prices file") if price.usd else ("spec, approximate" if gpu.price_usd else None)
-    common: dict[str, Any] = {
-        "gpu": gpu.name, "capacity_bytes": gpu.memory_bytes, "bandwidth_bytes_per_s": gpu.bandwidth_bytes_per_s,
-        "price_usd_per_card": card_usd, "price_date": date, "price_source": source,
-    }
-    if report is None:
-        empty = {k: None for k in PlanOption.model_fields if k not in common}
-        return PlanOption(**{**empty, **common, "feasible": False, "reason": reason})
-    tp = report.workload.gpus
-    cards = tp * replicas
-    m, t = report.memory, report.time
-    tokens_per_s = None if t.tokens_per_s is None else t.tokens_per_s * replicas
-    if price.usd_per_hour is not None:
-        per_hour: float | None = price.usd_per_hour * cards
-        basis: str | None = f"rented at ${price.usd_per_hour:g}/card-hour ({price.source or 'prices file'})"
-    elif card_usd is not None and gpu.tdp_w is not None:
-        per_card = card_usd / (prices.amortization_years * HOURS_PER_YEAR)
-        power = gpu.tdp_w / 1000 * prices.electricity_usd_per_kwh
-        per_hour = (per_card + power) * cards
-        basis = (f"owned: ${card_usd:,.0f} over {prices.amortization_years:g} y + {gpu.tdp_w:g} W at "
-                 f"${prices.electricity_usd_per_kwh:g}/kWh")
-    else:
-        per_hour = basis = None
-    per_mtok = None if per_hour is None or not tokens_per_s else per_hour / (tokens_per_s * 3600) * 1e6
+def _option(search: Search, point: Point, prices: Prices, wanted: int | None) -> PlanOption:
+    system, gpu, w, layout = search.system, search.gpu, search.workload, point.layout
+    serving = point.serving
+    gpus = point.replicas * layout.gpus
+    servers = servers_for(system, gpus)
+    concurrency = min(wanted, point.replicas * point.batch) if wanted else point.replicas * point.batch
+    tpot = serving.time_per_output_token_s
+    tokens_per_s = None if tpot is None else concurrency / tpot
+    mem = stage_memory(search.model, gpu, w, layout, point.batch, w.prompt_tokens, w.output_tokens)
+    cost = option_cost(system, gpu, servers, gpus, prices)
+    owned_mtok = per_million_tokens(cost.owned_usd_per_hour, tokens_per_s)
+    rented_mtok = per_million_tokens(cost.rented_usd_per_hour, tokens_per_s)
+    rented = cost.rented_usd_per_hour is not None
+    moe = search.model.arch is not None and search.model.arch.moe is not None
+    decode = point.decode
     return PlanOption(
-        **common, rank=None, feasible=reason is None, reason=reason, cards=cards, tensor_parallel=tp,
-        replicas=replicas, batch_per_replica=report.workload.batch, concurrency=report.workload.batch * replicas,
-        max_batch=m.max_batch, max_context_tokens=m.max_context_tokens, tokens_per_s=tokens_per_s,
-        tokens_per_s_per_user=t.tokens_per_s_per_sequence, time_to_first_token_s=t.time_to_first_token_s,
-        time_per_output_token_s=_tpot(report), weights_per_gpu_bytes=m.per_gpu_bytes - (m.kv_cache_bytes or 0) // tp
-        - (m.activation_bytes or 0) // tp - m.overhead_bytes // tp,
-        kv_cache_per_gpu_bytes=None if m.kv_cache_bytes is None else m.kv_cache_bytes // tp,
-        activation_per_gpu_bytes=None if m.activation_bytes is None else m.activation_bytes // tp,
-        overhead_per_gpu_bytes=m.overhead_bytes // tp, memory_per_gpu_bytes=m.per_gpu_bytes,
-        headroom_bytes=m.headroom_bytes, headroom_fraction=m.headroom_bytes / m.capacity_bytes,
-        peak_flop_per_s=report.gpu.peak_flop_per_s, prefill_flops=t.prefill_flops, decode_bytes=t.decode_bytes,
-        decode_flops=t.decode_flops, power_w=None if gpu.tdp_w is None else gpu.tdp_w * cards,
-        usd_per_hour=per_hour, cost_basis=basis,
-        usd_per_million_tokens=per_mtok,
+        rank=None, system=system.name, gpu=gpu.name, feasible=True, reason=None, servers=servers, cards=gpus,
+        tensor_parallel=layout.tp, pipeline_parallel=layout.pp, expert_parallel=layout.tp if moe else None,
+        experts_per_gpu=experts_per_gpu(search.model, layout), replicas=point.replicas,
+        batch_per_replica=point.batch, concurrency=concurrency, max_batch=point.max_batch,
+        max_context_tokens=max_replica_context(search.model, gpu, w, layout, point.batch, w.output_tokens,
+                                               search.settings.headroom),
+        tokens_per_s=tokens_per_s, tokens_per_s_per_user=None if tpot is None else 1 / tpot,
+        time_to_first_token_s=serving.time_to_first_token_s, time_per_output_token_s=tpot,
+        prefill_busy_fraction=serving.prefill_busy_fraction, step_tokens=search.settings.step_tokens,
+        weights_per_gpu_bytes=mem.weights, kv_cache_per_gpu_bytes=mem.kv, activation_per_gpu_bytes=mem.activation,
+        overhead_per_gpu_bytes=mem.overhead, memory_per_gpu_bytes=mem.total, capacity_bytes=gpu.memory_bytes,
+        headroom_bytes=gpu.memory_bytes - mem.total, headroom_fraction=1 - mem.total / gpu.memory_bytes,
+        bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s, peak_flop_per_s=point.chunk.gpu.peak_flop_per_s,
+        prefill_flops=point.chunk.time.prefill_flops, decode_bytes=None if decode is None else decode.time.decode_bytes,
+        decode_flops=None if decode is None else decode.time.decode_flops,
+        power_w=None if gpu.tdp_w is None else gpu.tdp_w * gpus, server_power_w=system.server_power_w * servers,
+        price_usd_per_card=cost.price_usd_per_card, price_usd_per_server=cost.price_usd_per_server,
+        price_date=cost.price_date, price_source=cost.price_source, owned_usd_per_hour=cost.owned_usd_per_hour,
+        owned_basis=cost.owned_basis, owned_usd_per_million_tokens=owned_mtok,
+        rented_usd_per_hour=cost.rented_usd_per_hour, rented_basis=cost.rented_basis,
+        rented_usd_per_million_tokens=rented_mtok,
+        usd_per_hour=cost.rented_usd_per_hour if rented else cost.owned_usd_per_hour,
+        cost_basis=cost.rented_basis if rented else cost.owned_basis,
+        usd_per_million_tokens=rented_mtok if rented else owned_mtok,
     )
 
 
+_RANKING = {
+    "cost": "$/Mtoken (rented where --prices gives a rental price, else owned; servers priced by their cards "
+            "alone after whole servers)",
+    "owned": "owned $/Mtoken (servers amortised + power)", "rented": "rented $/Mtoken (--prices)",
+    "cards": "fewest GPUs", "throughput": "most tokens/s",
+}
+
+
 def _sort_key(option: PlanOption, sort: SortKey) -> tuple[Any, ...]:
-    cost = (option.usd_per_million_tokens is None, option.usd_per_million_tokens or 0.0)
-    cards = option.cards or 0
-    speed = -(option.tokens_per_s or 0.0)
+    chosen = {"owned": option.owned_usd_per_million_tokens, "rented": option.rented_usd_per_million_tokens}.get(
+        sort, option.usd_per_million_tokens)
+    partial = "host not priced" in ((option.rented_basis if sort == "rented" else option.cost_basis) or "")
+    cost = (chosen is None, partial, chosen or 0.0)  # a cost of the cards alone ranks after whole servers
+    cards, speed = option.cards or 0, -(option.tokens_per_s or 0.0)
     if sort == "cards":
         return (cards, *cost, speed)
     if sort == "throughput":
@@ -284,43 +205,57 @@ def _sort_key(option: PlanOption, sort: SortKey) -> tuple[Any, ...]:
     return (*cost, cards, speed)
 
 
-def plan(model: ModelSpec, gpus: Iterable[GpuSpec], workload: InferenceWorkload, goal: Goal, prices: Prices, *,
-         sort: SortKey = "cost") -> PlanReport:
-    """Rank ``gpus`` for serving ``model`` under ``goal``; cards that cannot meet it come last, with the reason."""
+def plan(model: ModelSpec, systems: Iterable[tuple[SystemSpec, GpuSpec]], workload: InferenceWorkload, goal: Goal,
+         prices: Prices, *, sort: SortKey = "cost", settings: Settings | None = None,
+         unplaced: Iterable[GpuSpec] = ()) -> PlanReport:
+    """Rank ``systems`` (each with its GPU) for serving ``model`` under ``goal``; systems that cannot meet it, and
+    GPUs no system holds (``unplaced``), come last with the reason."""
     goal.check()
+    settings = settings or Settings()
     feasible: list[PlanOption] = []
-    failed: list[PlanOption] = []
-    for gpu in gpus:
+    failed = [_empty(None, gpu, "no server in specs/systems holds this GPU (add one: specs/systems/README.md)",
+                     settings) for gpu in unplaced]
+    for system, gpu in systems:
+        search = Search(model, system, gpu, workload, settings, goal.concurrency, goal.target_tokens_per_s,
+                        goal.max_ttft_s, goal.max_tpot_s)
         try:
-            report, replicas = _solve(model, gpu, workload, goal)
-            miss = _latency_miss(report, goal)
-            if miss is None and report.time.tokens_per_s is None:
-                miss = "the model generates no tokens (encoder, or --output-tokens 0)"
-            option = _option(gpu, report, replicas, prices, miss)
-        except _Infeasible as error:
-            option = _option(gpu, error.report, 1, prices, error.reason)
+            point = search.best()
         except EstimatorError as error:  # e.g. a card without the precision the format needs
-            option = _option(gpu, None, 1, prices, str(error))
-        (feasible if option.feasible else failed).append(option)
+            failed.append(_empty(system, gpu, str(error), settings))
+            continue
+        if point is None:
+            failed.append(_empty(system, gpu, search.last_reason or "no layout fits", settings))
+        else:
+            feasible.append(_option(search, point, prices, goal.concurrency))
     feasible.sort(key=lambda o: _sort_key(o, sort))
-    failed.sort(key=lambda o: o.gpu)
+    failed.sort(key=lambda o: (o.system is None, o.system or o.gpu))
     ranked = [o.model_copy(update={"rank": i}) for i, o in enumerate(feasible, 1)]
     w = workload
-    assumptions = [
-        note(NoteCode.PROFILE, profile=w.profile.name, description=w.profile.description),
-        note(NoteCode.PLAN_TENSOR_PARALLEL), note(NoteCode.PLAN_TTFT), note(NoteCode.PLAN_TOKENS),
-        note(NoteCode.OWNED_COST, years=prices.amortization_years, usd_per_kwh=prices.electricity_usd_per_kwh),
-        *(note(NoteCode.PRICE_SOURCE, source=source) for source in prices.sources),
-    ]
-    warnings = []
-    if not any(o.usd_per_million_tokens for o in ranked):
-        warnings.append(note(NoteCode.NO_PRICE))
     return PlanReport(
         model=model.name, params=_params(model), dtype=w.weight_format.name, kv_dtype=w.kv_format.name,
         profile=w.profile.name, prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens, goal=goal,
-        goal_kind=goal.kind, sort=sort, options=(*ranked, *failed), assumptions=tuple(assumptions),
-        warnings=tuple(warnings),
+        goal_kind=goal.kind, sort=sort, ranking=_RANKING[sort], settings=settings, options=(*ranked, *failed),
+        assumptions=tuple(_assumptions(w, prices, settings)), warnings=tuple(_warnings(ranked)),
     )
+
+
+def _assumptions(w: InferenceWorkload, prices: Prices, settings: Settings) -> list[Note]:
+    return [
+        note(NoteCode.PROFILE, profile=w.profile.name, description=w.profile.description),
+        note(NoteCode.PLAN_LAYOUT, headroom=settings.headroom, across=settings.allow_tp_across,
+             max_nodes=settings.max_nodes),
+        note(NoteCode.PLAN_SCHEDULER, step_tokens=settings.step_tokens),
+        note(NoteCode.PLAN_TOKENS),
+        note(NoteCode.OWNED_COST, years=prices.amortization_years, usd_per_kwh=prices.electricity_usd_per_kwh),
+        *(note(NoteCode.PRICE_SOURCE, source=source) for source in prices.sources),
+    ]
+
+
+def _warnings(ranked: list[PlanOption]) -> list[Note]:
+    warnings = []
+    if not any(o.usd_per_million_tokens for o in ranked):
+        warnings.append(note(NoteCode.NO_PRICE))
+    return warnings
 
 
 def _params(model: ModelSpec) -> int:
@@ -330,3 +265,4 @@ def _params(model: ModelSpec) -> int:
         assert model.generic_params is not None
         return model.generic_params
     return param_count(model.arch)
+

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def plan_rows(report: PlanReport) -> tuple[list[str], list[dict[str, Any]]]:
-    """One row per card: the PlanOption fields, with the workload repeated so each row stands alone."""
+    """One row per option: the PlanOption fields, with the workload repeated so each row stands alone."""
     head = {"model": report.model, "dtype": report.dtype, "kv_dtype": report.kv_dtype, "profile": report.profile,
             "prompt_tokens": report.prompt_tokens, "output_tokens": report.output_tokens,
             **flatten(report.goal.model_dump(mode="json"), "goal.")}
@@ -44,35 +44,38 @@ def render_plan(report: PlanReport, console: Console, *, record_to: Path | None 
         [f"TPOT ≤ {goal.max_tpot_s:g} s"] if goal.max_tpot_s else [])
     console.print(f"[bold]Plan[/]  {report.model} ({report.params / 1e9:,.1f} B params), weights {report.dtype}, KV "
                   f"{report.kv_dtype}, prompt {report.prompt_tokens:,} + output {report.output_tokens:,} tokens; "
-                  f"goal: {wanted}" + (f" with {', '.join(limits)}" if limits else "") + f"; ranked by {report.sort}",
+                  f"goal: {wanted}" + (f" with {', '.join(limits)}" if limits else "")
+                  + f"; ranked by {report.ranking}; {report.settings.headroom:.0%} memory headroom",
                   highlight=False)
     table = Table(title_justify="left", show_lines=False)
-    for name, justify in [("#", "right"), ("GPU", "left"), ("cards", "right"), ("TP×rep", "right"),
-                          ("batch", "right"), ("max batch", "right"), ("max ctx", "right"), ("tok/s", "right"),
-                          ("tok/s/user", "right"), ("TTFT", "right"), ("TPOT", "right"), ("mem/GPU", "right"),
-                          ("headroom", "right"), ("power", "right"), ("$/card", "right"), ("$/h", "right"),
+    for name, justify in [("#", "right"), ("system", "left"), ("servers", "right"), ("GPUs", "right"),
+                          ("TP×PP×rep", "right"), ("batch", "right"), ("tok/s", "right"), ("TTFT", "right"),
+                          ("TPOT", "right"), ("mem/GPU", "right"), ("free", "right"), ("GPU W", "right"),
+                          ("server W", "right"), ("owned $/h", "right"), ("rented $/h", "right"),
                           ("$/Mtok", "right")]:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for o in report.options:
+        name = o.system or o.gpu
         if not o.feasible and o.cards is None:
-            table.add_row("—", o.gpu, "", "", "", "", "", "", "", "", "", "", "", "",
-                          _num(o.price_usd_per_card), "", f"[red]{o.reason}[/]")
+            table.add_row("—", name, *[""] * 13, f"[red]{o.reason}[/]")
             continue
-        price = "—" if o.price_usd_per_card is None else f"{o.price_usd_per_card:,.0f} ({o.price_date})"
-        row = [str(o.rank) if o.rank else "—", o.gpu, str(o.cards), f"{o.tensor_parallel}×{o.replicas}",
-               _num(o.batch_per_replica), _num(o.max_batch), _num(o.max_context_tokens), _num(o.tokens_per_s),
-               _num(o.tokens_per_s_per_user, ",.1f"),
+        row = [str(o.rank) if o.rank else "—", name, _num(o.servers), str(o.cards),
+               f"{o.tensor_parallel}×{o.pipeline_parallel}×{o.replicas}", _num(o.batch_per_replica),
+               _num(o.tokens_per_s),
                "—" if o.time_to_first_token_s is None else format_seconds(o.time_to_first_token_s),
                "—" if o.time_per_output_token_s is None else format_seconds(o.time_per_output_token_s),
                "—" if o.memory_per_gpu_bytes is None else format_bytes(o.memory_per_gpu_bytes, binary=False),
                "—" if o.headroom_fraction is None else f"{o.headroom_fraction:.0%}",
-               _num(o.power_w) + " W", price, _num(o.usd_per_hour, ",.2f"), _num(o.usd_per_million_tokens, ",.2f")]
+               _num(o.power_w), _num(o.server_power_w), _num(o.owned_usd_per_hour, ",.2f")
+               + ("*" if o.owned_basis and "host not priced" in o.owned_basis else ""),
+               _num(o.rented_usd_per_hour, ",.2f"), _num(o.usd_per_million_tokens, ",.2f")]
         if not o.feasible:
             row[-1] = f"[red]{o.reason}[/]"
         table.add_row(*row)
     console.print(table)
-    console.print("Prices are approximate street prices with their date, or from --prices; $/h and $/Mtok use the "
-                  "cost basis in the JSON/CSV (cost_basis).", highlight=False)
+    console.print("Owned: server price amortised + whole-server power (* cards alone: the server has no price); "
+                  "rented: --prices. Prices are approximate, with their date in the JSON/CSV (price_date, "
+                  "cost_basis).", highlight=False)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {word(warning, binary=False)}")
     if record_to is not None:

@@ -234,7 +234,7 @@ def test_a_gpu_alone_says_which_server_it_assumed(cli: Callable[..., CliResult])
     done = cli("estimate", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--format", "json")
     system = [a for a in json.loads(done.stdout)["assumptions"] if a["code"] == "system"]
     assert system[0]["values"]["system"] == "hgx-h100" and system[0]["values"]["assumed"] is True
-    none = cli("estimate", "--model", "llama-3.1-70b", "--gpu", "a100", "--gpus", "8", "--format", "json")
+    none = cli("estimate", "--model", "llama-3.1-70b", "--gpu", "v100", "--gpus", "8", "--format", "json")
     assert "no-system" in [a["code"] for a in json.loads(none.stdout)["assumptions"]]
     one = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--format", "json")  # one GPU: no server
     assert json.loads(one.stdout)["gpu"]["system"] is None
@@ -243,7 +243,7 @@ def test_a_gpu_alone_says_which_server_it_assumed(cli: Callable[..., CliResult])
 @pytest.mark.parametrize(("args", "message"), [
     (("--system", "hgx-h100", "--gpus", "16"), "tensor parallel 16 needs 16 GPUs; 1 × hgx-h100 has 8"),
     (("--system", "hgx-h100", "--gpu", "a100"), "is not the GPU of --system hgx-h100"),
-    (("--gpu", "a100", "--nodes", "2"), "no system in specs/systems holds"),
+    (("--gpu", "v100", "--nodes", "2"), "no system in specs/systems holds"),
     (("--system", "hgx-h100", "--gpus-per-node", "0"), "--gpus-per-node must be positive"),
     (("--system", "pcie-h200-nvl", "--gpus-per-node", "6"), "domain_gpus 4 must divide gpus_per_node 6"),
     (("--system", "nope",), "unknown system 'nope'"),

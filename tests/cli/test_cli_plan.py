@@ -21,27 +21,47 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
                           env={"PYTHONPATH": str(ROOT), "COLUMNS": "250", "PATH": ""}, check=False)
 
 
-def test_plan_table_lists_cards_and_costs() -> None:
+def test_plan_table_lists_servers_and_costs() -> None:
     done = run(*PLAN)
     assert done.returncode == 0, done.stderr
-    assert "$/Mtok" in done.stdout
-    assert "NVIDIA H100 SXM5 80GB" in done.stdout
+    assert "$/Mtok" in done.stdout and "owned $/h" in done.stdout and "rented $/h" in done.stdout
+    assert "hgx-h100" in done.stdout
+    assert "ranked by $/Mtoken" in done.stdout
 
 
-def test_plan_csv_has_a_row_per_card() -> None:
+def test_plan_csv_has_a_row_per_system() -> None:
     done = run(*PLAN, "--format", "csv")
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(io.StringIO(done.stdout)))
     feasible = [r for r in rows if r["feasible"] == "True"]
-    assert len(feasible) >= 20
-    assert {"cards", "tokens_per_s", "usd_per_million_tokens", "price_date"} <= set(rows[0])
+    assert len(feasible) >= 10
+    assert {"system", "servers", "cards", "tensor_parallel", "pipeline_parallel", "replicas", "tokens_per_s",
+            "owned_usd_per_hour", "rented_usd_per_hour", "owned_usd_per_million_tokens",
+            "rented_usd_per_million_tokens", "usd_per_million_tokens", "price_date", "server_power_w"} <= set(rows[0])
+
+
+def test_prices_file_changes_figures_and_sentences(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("amortization_years: 5\nelectricity_usd_per_kwh: 0.2\nsystems:\n  hgx-h100:\n"
+                      "    usd: 250000\n    date: 2025-09\n    usd_per_hour: 20\n", encoding="utf-8")
+    base = json.loads(run(*PLAN, "--systems", "hgx-h100", "--format", "json").stdout)
+    done = run(*PLAN, "--systems", "hgx-h100", "--prices", str(prices), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    option, before = json.loads(done.stdout)["options"][0], base["options"][0]
+    # owned: 250,000 / (5 × 8760) + 10,200 W × $0.2/kWh = 5.7078 + 2.04 per server-hour
+    assert option["owned_usd_per_hour"] == pytest.approx(250_000 / (5 * 8760) + 10.2 * 0.2, rel=1e-12)
+    assert option["owned_usd_per_hour"] != before["owned_usd_per_hour"]
+    assert option["rented_usd_per_hour"] == 20 and before["rented_usd_per_hour"] is None
+    texts = " ".join(a["text"] for a in json.loads(done.stdout)["assumptions"])
+    assert "over 5 years" in texts and "$0.2/kWh" in texts
+    assert "over 3 years" not in texts and "0.13" not in texts  # the defaults it replaced are not stated
 
 
 def test_plan_json_and_xlsx(tmp_path: Path) -> None:
     done = run(*PLAN, "--gpus", "h100,a100,l4", "--format", "json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert [o["gpu"] for o in data["options"]][:1]
+    assert [o["system"] for o in data["options"]][:1] == ["hgx-h100"] or data["options"][0]["system"]
     assert data["goal"]["concurrency"] == 32
     out = tmp_path / "plan.xlsx"
     assert run(*PLAN, "--gpus", "h100", "--format", "xlsx", "-o", str(out)).returncode == 0
@@ -69,6 +89,9 @@ def test_sweep_csv_and_plots(tmp_path: Path) -> None:
     (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--gpus", "h1000"], "unknown GPU"),
     (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--prices", "/nonexistent.yaml"], "cannot read"),
     (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--format", "xlsx"], "needs --output"),
+    (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--systems", "hgx-h1000"], "unknown system"),
+    (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--headroom", "1.5"], "fraction in [0, 1)"),
+    (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--step-tokens", "0"], "must be positive"),
     (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,-2"], "not a count"),
     (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "3"], "does not divide"),
     (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "2000000"], "batch must lie"),

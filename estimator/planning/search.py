@@ -1,0 +1,218 @@
+"""The search behind `plan`: for one system, the layout (TP × PP), replicas and batch that meet a goal.
+
+For each layout of a replica (fewest GPUs first, `layouts.layouts`), the largest batch that fits with headroom sets
+the fewest replicas; then the fewest replicas that also meet the latency limits are found by bisection (more
+replicas, smaller batches, lower TTFT and TPOT: monotone). The servers those replicas need are bought whole, so the
+GPUs they leave over hold more replicas. Among layouts the one with the fewest servers, then the most tokens/s,
+then the fewest GPUs wins. Every time comes from `estimate` on the replica's GPUs, joined by the link their group
+crosses, and the continuous-batching model of `serving`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.specs import GpuSpec
+from estimator.catalog.systems import SystemSpec
+from estimator.errors import EstimatorError
+from estimator.inference.estimate import estimate
+from estimator.inference.report import Report
+from estimator.inference.workload import InferenceWorkload
+from estimator.model.capacity import largest_true
+from estimator.model.collectives import p2p_s
+from estimator.planning.layouts import (
+    Layout,
+    layouts,
+    max_replica_batch,
+    replicas_filling,
+    servers_for,
+    stage_link,
+)
+from estimator.planning.serving import Overloaded, Serving, chunk_tokens, serve
+from estimator.report import Frozen
+
+GoalKind = Literal["concurrency", "throughput", "latency"]
+MAX_REPLICAS = 4096
+
+
+class Settings(Frozen):
+    """How `plan` searches: memory headroom, the step token budget, the largest cluster, TP across domains."""
+
+    headroom: float = 0.10
+    step_tokens: int = 8192
+    max_nodes: int = 8
+    allow_tp_across: bool = False
+
+
+@dataclass(frozen=True)
+class Point:
+    """One evaluated configuration: layout, replicas, batch per replica, its serving figures and estimates."""
+
+    layout: Layout
+    replicas: int
+    batch: int
+    serving: Serving
+    decode: Report | None  # estimate at the decode micro-batch (batch ÷ pp)
+    chunk: Report  # estimate of one prefill chunk
+    max_batch: int
+
+
+@dataclass
+class Search:
+    """One system's search for one goal (caches every estimate it makes)."""
+
+    model: ModelSpec
+    system: SystemSpec
+    gpu: GpuSpec
+    workload: InferenceWorkload
+    settings: Settings
+    concurrency: int | None
+    target_tokens_per_s: float | None
+    max_ttft_s: float | None
+    max_tpot_s: float | None
+    _reports: dict[tuple[int, int, int, int], Report] = field(default_factory=dict)
+    last_reason: str | None = None
+
+    def _estimate(self, tp: int, batch: int, prompt: int, output: int) -> Report:
+        key = (tp, batch, prompt, output)
+        if key not in self._reports:
+            w = self.workload.model_copy(update={"batch": batch, "tensor_parallel": tp, "prompt_tokens": prompt,
+                                                 "output_tokens": output})
+            self._reports[key] = estimate(self.model, self.gpu, w, system=self.system,
+                                          nodes=servers_for(self.system, tp))
+        return self._reports[key]
+
+    def _hop_s(self, layout: Layout, tokens: int) -> float:
+        """One activation hand-off between pipeline stages for ``tokens`` tokens (0 without pipeline)."""
+        if layout.pp == 1:
+            return 0.0
+        hidden = self.model.arch.hidden_size if self.model.arch is not None else 0
+        payload = tokens * hidden * self.workload.activation_bytes_per_element
+        return (layout.pp - 1) * p2p_s(payload, stage_link(self.system, layout))
+
+    def evaluate(self, layout: Layout, batch: int, max_batch: int) -> Point:
+        """Serving figures of one replica of ``layout`` at ``batch`` (raises Overloaded when it cannot keep up)."""
+        w = self.workload
+        prompt, output = w.prompt_tokens, w.output_tokens
+        c = chunk_tokens(self.settings.step_tokens, batch, prompt)
+        chunk = self._estimate(layout.tp, 1, c, 0)
+        chunk_s = chunk.time.prefill_s + self._hop_s(layout, c)
+        decode = None
+        decode_s = 0.0
+        if output:
+            micro = math.ceil(batch / layout.pp)
+            decode = self._estimate(layout.tp, micro, prompt, output)
+            rate = decode.time.tokens_per_s
+            if not rate:
+                raise Overloaded("the model generates no tokens (an encoder)")
+            decode_s = micro / rate + self._hop_s(layout, micro)
+        serving = serve(batch=batch, prompt=prompt, output=output, step_tokens=self.settings.step_tokens,
+                        decode_step_s=decode_s, chunk_s=chunk_s)
+        return Point(layout, 1, batch, serving, decode, chunk, max_batch)
+
+    def miss(self, point: Point) -> str | None:
+        """Why ``point`` misses the latency limits (None when it meets them)."""
+        s = point.serving
+        if self.max_ttft_s is not None and s.time_to_first_token_s > self.max_ttft_s:
+            return f"time to first token {s.time_to_first_token_s:.3g} s exceeds --max-ttft-s {self.max_ttft_s:g}"
+        if self.max_tpot_s is not None and (s.time_per_output_token_s is None
+                                            or s.time_per_output_token_s > self.max_tpot_s):
+            shown = "none" if s.time_per_output_token_s is None else f"{s.time_per_output_token_s:.3g} s"
+            return f"time per output token {shown} exceeds --max-tpot-s {self.max_tpot_s:g}"
+        return None
+
+    def _ok(self, layout: Layout, batch: int, max_batch: int) -> Point | None:
+        try:
+            point = self.evaluate(layout, batch, max_batch)
+        except (Overloaded, EstimatorError) as error:
+            self.last_reason = str(error)
+            return None
+        reason = self.miss(point)
+        if reason is not None:
+            self.last_reason = reason
+            return None
+        return point
+
+    def _with_replicas(self, point: Point, replicas: int) -> Point:
+        return Point(point.layout, replicas, point.batch, point.serving, point.decode, point.chunk, point.max_batch)
+
+    def _concurrency(self, layout: Layout, max_batch: int, wanted: int) -> Point | None:
+        """Fewest replicas holding ``wanted`` sequences that meet the limits, then as many as the servers hold."""
+        first = math.ceil(wanted / max_batch)
+
+        def fails(replicas: int) -> bool:
+            return self._ok(layout, math.ceil(wanted / replicas), max_batch) is None
+
+        top = min(wanted, MAX_REPLICAS)
+        if first > top or fails(top):
+            return None
+        replicas = largest_true(fails, first, top) + 1
+        replicas = min(replicas_filling(self.system, layout, replicas), wanted)
+        point = self._ok(layout, math.ceil(wanted / replicas), max_batch)
+        return None if point is None else self._with_replicas(point, replicas)
+
+    def _throughput(self, layout: Layout, max_batch: int, target: float) -> Point | None:
+        """Fewest replicas reaching ``target`` tokens/s within the limits, each at the smallest batch needed."""
+        best = self._ok(layout, max_batch, max_batch)
+        rate = None if best is None else best.serving.tokens_per_s
+        if not rate:
+            return None
+        replicas = max(1, math.ceil(target / rate))
+        for _ in range(64):  # the limits may want smaller batches: more replicas
+            share = target / replicas
+
+            def short(batch: int) -> bool:
+                point = self._ok(layout, batch, max_batch)
+                return point is None or (point.serving.tokens_per_s or 0.0) < share  # noqa: B023
+
+            batch = min(largest_true(short, 1, max_batch) + 1, max_batch)
+            point = self._ok(layout, batch, max_batch)
+            if point is not None and (point.serving.tokens_per_s or 0.0) >= share:
+                return self._with_replicas(point, replicas_filling(self.system, layout, replicas))
+            replicas *= 2
+            if replicas > MAX_REPLICAS:
+                return None
+        return None
+
+    def _latency(self, layout: Layout, max_batch: int) -> Point | None:
+        """The largest batch one replica serves within the limits, replicated over the servers it needs."""
+        batch = largest_true(lambda b: self._ok(layout, b, max_batch) is not None, 1, max_batch)
+        if batch < 1:
+            return None
+        point = self._ok(layout, batch, max_batch)
+        return None if point is None else self._with_replicas(point, replicas_filling(self.system, layout, 1))
+
+    def solve(self, layout: Layout) -> Point | None:
+        w = self.workload
+        max_batch = max_replica_batch(self.model, self.gpu, w, layout, w.prompt_tokens, w.output_tokens,
+                                      self.settings.headroom)
+        if max_batch < 1:
+            self.last_reason = (f"one sequence does not fit {layout.tp}×{layout.pp} GPUs with "
+                                f"{self.settings.headroom:.0%} headroom")
+            return None
+        if self.concurrency is not None:
+            return self._concurrency(layout, max_batch, self.concurrency)
+        if self.target_tokens_per_s is not None:
+            return self._throughput(layout, max_batch, self.target_tokens_per_s)
+        return self._latency(layout, max_batch)
+
+    def best(self) -> Point | None:
+        """The winning layout: fewest servers (they are bought whole), then the most tokens/s, then fewer GPUs."""
+        found: Point | None = None
+        for layout in layouts(self.model, self.system, max_nodes=self.settings.max_nodes,
+                              allow_tp_across=self.settings.allow_tp_across):
+            if found is not None and servers_for(self.system, layout.gpus) > _key(self.system, found)[0]:
+                break
+            point = self.solve(layout)
+            if point is not None and (found is None or _key(self.system, point) < _key(self.system, found)):
+                found = point
+        return found
+
+
+def _key(system: SystemSpec, point: Point) -> tuple[int, float, int]:
+    gpus = point.replicas * point.layout.gpus
+    rate = (point.serving.tokens_per_s or 0.0) * point.replicas
+    return servers_for(system, gpus), -rate, gpus
