@@ -85,6 +85,80 @@ def tiny(config: dict[str, Any]) -> dict[str, Any]:
     return small
 
 
+class _Run:
+    """One measuring run: where rows go, the time budget, and the toy-size switch."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.start = time.monotonic()
+        args.out.mkdir(parents=True, exist_ok=True)
+        self.sink = (args.out / "measured.jsonl").open("a", encoding="utf-8")
+
+    def emit(self, row: dict[str, Any]) -> None:
+        row = {**row, "elapsed_s": round(time.monotonic() - self.start, 1)}
+        self.sink.write(json.dumps(row) + "\n")
+        self.sink.flush()
+        what = row.get("phase") or row["kind"]
+        print(f"[{row['elapsed_s']:6.1f}s] {row.get('model', '')} {what} "
+              f"{'ERROR ' + row['error'] if row.get('error') else 'ok'}", flush=True)
+
+    def in_budget(self, what: str) -> bool:
+        if time.monotonic() - self.start < self.args.budget_s:
+            return True
+        self.emit({"kind": "skipped", "model": what, "error": f"budget {self.args.budget_s:.0f} s spent"})
+        return False
+
+    def wanted(self, name: str) -> bool:
+        return self.args.only is None or name in self.args.only
+
+    def config_of(self, name: str) -> dict[str, Any]:
+        return tiny(catalog_config(name)) if self.args.tiny else catalog_config(name)
+
+    def infer(self, name: str, prefill: list[tuple[int, int]] = PREFILL, decode: list[tuple[int, int]] = DECODE,
+              lean: list[tuple[int, int]] = LEAN, load: bool = True) -> None:
+        small = self.args.tiny
+        measure.inference_rows(name, self.config_of(name), prefill=[(1, 32)] if small and prefill else prefill,
+                               decode=[(2, 24)] if small and decode else decode,
+                               lean=[(2, 24)] if small and lean else lean, emit=self.emit, load=load)
+
+    def train(self, name: str, mode: str, batch: int, seq: int, ckpt: bool) -> None:
+        try:
+            row = measure.measure_train(self.config_of(name), mode=mode, batch=batch,
+                                        seq=seq if not self.args.tiny else 32, checkpointing=ckpt)
+            self.emit({**row, "model": name})
+        except Exception as error:
+            self.emit({"kind": "train", "model": name, "mode": mode, "batch": batch, "seq": seq,
+                       "checkpointing": ckpt, "error": f"{type(error).__name__}: {error}"[:300]})
+            measure.free_memory()
+
+
+def _extra_set(run: _Run) -> None:
+    for name in EXTRA_INFERENCE:
+        if run.in_budget(name):
+            run.infer(name)
+    for name, mode, batch, seq, ckpt in EXTRA_TRAIN:
+        if run.in_budget(name):
+            run.train(name, mode, batch, seq, ckpt)
+
+
+def _main_set(run: _Run) -> None:
+    lean_only = run.args.lean_only
+    if lean_only:
+        for name in LEAN_MODELS:
+            if run.in_budget(name):
+                run.infer(name, prefill=[], decode=[], load=False)
+    for name in INFERENCE:
+        if run.wanted(name) and run.in_budget(name):
+            run.infer(name)
+    for name, mode, batch, seq, ckpt in TRAIN:
+        if run.wanted(name) and not lean_only and run.in_budget(name):
+            run.train(name, mode, batch, seq, ckpt)
+    for name in LATE_INFERENCE:
+        if run.wanted(name) and run.in_budget(name):
+            prefill, decode = SHORT.get(name, (PREFILL, DECODE))
+            run.infer(name, prefill=prefill, decode=decode)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -94,80 +168,18 @@ def main() -> None:
     parser.add_argument("--lean-only", action="store_true", help="only the lean decodes (and --only's HF cases)")
     parser.add_argument("--set", choices=["main", "extra"], default="main", help="which models (see the lists)")
     args = parser.parse_args()
-    start = time.monotonic()
-    args.out.mkdir(parents=True, exist_ok=True)
-    sink = (args.out / "measured.jsonl").open("a", encoding="utf-8")
-
-    def emit(row: dict[str, Any]) -> None:
-        row = {**row, "elapsed_s": round(time.monotonic() - start, 1)}
-        sink.write(json.dumps(row) + "\n")
-        sink.flush()
-        what = row.get("phase") or row["kind"]
-        print(f"[{row['elapsed_s']:6.1f}s] {row.get('model', '')} {what} "
-              f"{'ERROR ' + row['error'] if row.get('error') else 'ok'}", flush=True)
-
-    def in_budget(what: str) -> bool:
-        if time.monotonic() - start < args.budget_s:
-            return True
-        emit({"kind": "skipped", "model": what, "error": f"budget {args.budget_s:.0f} s spent"})
-        return False
-
-    def config_of(name: str) -> dict[str, Any]:
-        return tiny(catalog_config(name)) if args.tiny else catalog_config(name)
-
+    run = _Run(args)
     if args.tiny:
         measure.dry_run_on_cpu()
     else:
-        emit(measure.device_facts())
-    def wanted(name: str) -> bool:
-        return args.only is None or name in args.only
-
+        run.emit(measure.device_facts())
     if args.set == "extra":
-        for name in EXTRA_INFERENCE:
-            if in_budget(name):
-                measure.inference_rows(name, config_of(name), prefill=PREFILL if not args.tiny else [(1, 32)],
-                                       decode=DECODE if not args.tiny else [(2, 24)],
-                                       lean=LEAN if not args.tiny else [(2, 24)], emit=emit)
-        for name, mode, batch, seq, ckpt in EXTRA_TRAIN:
-            if in_budget(name):
-                try:
-                    row = measure.measure_train(config_of(name), mode=mode, batch=batch,
-                                                seq=seq if not args.tiny else 32, checkpointing=ckpt)
-                    emit({**row, "model": name})
-                except Exception as error:
-                    emit({"kind": "train", "model": name, "mode": mode, "batch": batch, "seq": seq,
-                          "checkpointing": ckpt, "error": f"{type(error).__name__}: {error}"[:300]})
-                    measure.free_memory()
-        sink.close()
+        _extra_set(run)
+        run.sink.close()
         return
-    if args.lean_only:
-        for name in LEAN_MODELS:
-            if in_budget(name):
-                measure.inference_rows(name, config_of(name), prefill=[], decode=[], lean=LEAN if not args.tiny
-                                       else [(2, 24)], emit=emit, load=False)
-    for name in INFERENCE:
-        if wanted(name) and in_budget(name):
-            measure.inference_rows(name, config_of(name), prefill=PREFILL if not args.tiny else [(1, 32)],
-                                   decode=DECODE if not args.tiny else [(2, 24)],
-                                   lean=LEAN if not args.tiny else [(2, 24)], emit=emit)
-    for name, mode, batch, seq, ckpt in TRAIN:
-        if wanted(name) and not args.lean_only and in_budget(name):
-            try:
-                row = measure.measure_train(config_of(name), mode=mode, batch=batch, seq=seq if not args.tiny else 32,
-                                            checkpointing=ckpt)
-                emit({**row, "model": name})
-            except Exception as error:
-                emit({"kind": "train", "model": name, "mode": mode, "batch": batch, "seq": seq,
-                      "checkpointing": ckpt, "error": f"{type(error).__name__}: {error}"[:300]})
-                measure.free_memory()
-    for name in LATE_INFERENCE:
-        if wanted(name) and in_budget(name):
-            prefill, decode = SHORT.get(name, (PREFILL, DECODE))
-            measure.inference_rows(name, config_of(name), prefill=prefill if not args.tiny else [(1, 32)],
-                                   decode=decode if not args.tiny else [(2, 24)],
-                                   lean=LEAN if not args.tiny else [(2, 24)], emit=emit)
-    sink.close()
-    print(f"done in {time.monotonic() - start:.0f} s", flush=True)
+    _main_set(run)
+    run.sink.close()
+    print(f"done in {time.monotonic() - run.start:.0f} s", flush=True)
 
 
 if __name__ == "__main__":

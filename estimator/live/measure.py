@@ -8,284 +8,33 @@ config with random weights, directly on the GPU (no download).
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import statistics
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from estimator.errors import DeviceUnavailable, MissingDependency
+from estimator.live.device import (
+    _STATE,
+    _device,
+    allocated,
+    cuda_time,
+    device_facts,
+    dry_run_on_cpu,
+    free_memory,
+    memory_point,
+    nvml_used,
+    peak_allocated,
+    require_cuda,
+    require_torch,
+    require_transformers,
+    reserved,
+    reset_peak,
+    sync,
+)
+from estimator.live.lean import calibrate, lean_decode
 
-# Process-wide state: the imported torch, the device measurements run on, the NVML handle.
-_STATE: dict[str, Any] = {"torch": None, "device": "cuda", "nvml": None}
-
-
-def dry_run_on_cpu() -> None:
-    """Run every measurement on the CPU (tiny configs, for testing the code paths): memory reads as 0 and times
-    come from the host clock, without CUDA graphs."""
-    _STATE["device"] = "cpu"
-
-
-def _cpu() -> bool:
-    return bool(_STATE["device"] == "cpu")
-
-
-def _device() -> str:
-    return str(_STATE["device"])
-
-
-def require_torch() -> Any:
-    """Import torch (no CUDA work yet); missing, it is one `MissingDependency` naming the extra to install."""
-    try:
-        import torch as _torch  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise MissingDependency("this command needs PyTorch and transformers: pip install 'estimator[gpu]'") from None
-    return _torch
-
-
-def require_cuda() -> Any:
-    """Import torch and check for a CUDA device; the failure is one clear error naming what is missing."""
-    if _STATE["torch"] is not None:
-        return _STATE["torch"]
-    torch = require_torch()
-    if not _cpu() and not torch.cuda.is_available():
-        raise DeviceUnavailable(f"PyTorch {torch.__version__} sees no CUDA GPU (torch.cuda.is_available() is False)")
-    _STATE["torch"] = torch
-    return torch
-
-
-def require_transformers() -> Any:
-    try:
-        import transformers  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise MissingDependency("this command needs transformers: pip install 'estimator[gpu]'") from None
-    return transformers
-
-
-# NVML (whole-device used memory, what nvidia-smi shows) ----------------------------------------------------
-
-def nvml_used(index: int = 0) -> int | None:
-    """Device memory used as NVML reports it (all processes, driver reservation included)."""
-    try:
-        import pynvml  # type: ignore[import-untyped,unused-ignore]
-
-        if _STATE["nvml"] is None:
-            pynvml.nvmlInit()
-            _STATE["nvml"] = pynvml.nvmlDeviceGetHandleByIndex(index)
-        return int(pynvml.nvmlDeviceGetMemoryInfo(_STATE["nvml"]).used)
-    except Exception:  # NVML absent or unsupported: the row records None
-        return None
-
-
-def nvml_reserved(index: int = 0) -> int | None:
-    try:
-        import pynvml  # type: ignore[import-untyped,unused-ignore]
-
-        nvml_used(index)
-        return int(pynvml.nvmlDeviceGetMemoryInfo(_STATE["nvml"], version=pynvml.nvmlMemory_v2).reserved)
-    except Exception:
-        return None
-
-
-# Timing --------------------------------------------------------------------------------------------------
-
-def cuda_time(fn: Callable[[], Any], *, warmup: int = 2, reps: int = 5) -> dict[str, Any]:
-    """Median, min and max seconds of ``fn`` over ``reps`` runs timed with CUDA events, after ``warmup`` runs."""
-    t = require_cuda()
-    for _ in range(warmup):
-        fn()
-    times = []
-    if _cpu():
-        for _ in range(reps):
-            start_s = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start_s)
-        return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "reps": reps}
-    t.cuda.synchronize()
-    for _ in range(reps):
-        start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "reps": reps}
-
-
-def graph_time(fn: Callable[[], Any], *, reps: int = 50) -> dict[str, Any]:
-    """Capture ``fn`` in a CUDA graph (after a warm-up on a side stream) and time its replays."""
-    t = require_cuda()
-    if _cpu():
-        return cuda_time(fn, warmup=1, reps=min(reps, 3))
-    stream = t.cuda.Stream()
-    stream.wait_stream(t.cuda.current_stream())
-    with t.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    t.cuda.current_stream().wait_stream(stream)
-    graph = t.cuda.CUDAGraph()
-    with t.cuda.graph(graph):
-        fn()
-    result = cuda_time(graph.replay, warmup=5, reps=reps)
-    del graph
-    return result
-
-
-def free_memory() -> None:
-    t = require_cuda()
-    gc.collect()
-    if _cpu():
-        return
-    t.cuda.synchronize()
-    t.cuda.empty_cache()
-
-
-def allocated() -> int:
-    return 0 if _cpu() else int(require_cuda().cuda.memory_allocated())
-
-
-def reserved() -> int:
-    return 0 if _cpu() else int(require_cuda().cuda.memory_reserved())
-
-
-def peak_allocated() -> int:
-    return 0 if _cpu() else int(require_cuda().cuda.max_memory_allocated())
-
-
-def reset_peak() -> None:
-    if not _cpu():
-        require_cuda().cuda.reset_peak_memory_stats()
-
-
-def sync() -> None:
-    if not _cpu():
-        require_cuda().cuda.synchronize()
-
-
-def memory_point() -> dict[str, int | None]:
-    sync()
-    return {"allocated": allocated(), "reserved": reserved(), "peak": peak_allocated(), "nvml_used": nvml_used()}
-
-
-# Device calibration --------------------------------------------------------------------------------------
-
-def device_facts() -> dict[str, Any]:
-    """NVML before CUDA starts, then CUDA context and first cuBLAS call; must run before any other CUDA work."""
-    row: dict[str, Any] = {"kind": "device", "nvml_used_before_cuda_init": nvml_used(),
-                           "nvml_reserved": nvml_reserved()}
-    t = require_cuda()
-    transformers_version = None
-    with contextlib.suppress(MissingDependency):
-        transformers_version = require_transformers().__version__
-    t.cuda.init()
-    t.zeros(1, device=_device())
-    t.cuda.synchronize()
-    row["nvml_used_after_context"] = nvml_used()
-    a = t.randn(256, 256, device=_device(), dtype=t.bfloat16)
-    (a @ a).sum().item()
-    t.cuda.synchronize()
-    row["nvml_used_after_cublas"] = nvml_used()
-    row["torch_reserved_after_cublas"] = reserved()
-    props = t.cuda.get_device_properties(0)
-    row.update(torch=t.__version__, transformers=transformers_version, name=props.name,
-               sm_count=props.multi_processor_count, torch_total_memory=props.total_memory,
-               cc=f"{props.major}.{props.minor}", cuda_runtime=t.version.cuda)
-    return row
-
-
-def _copy_and_read(size_bytes: int) -> dict[str, float]:
-    t = require_cuda()
-    src = t.rand(size_bytes // 4, device=_device(), dtype=t.float32)
-    dst = t.empty_like(src)
-    copy = cuda_time(lambda: dst.copy_(src), warmup=2, reps=10)
-    read = cuda_time(src.sum, warmup=2, reps=10)
-    return {"copy_bytes_per_s": 2 * size_bytes / copy["median_s"], "read_bytes_per_s": size_bytes / read["median_s"]}
-
-
-def _gemv(size_bytes: int) -> float:
-    t = require_cuda()
-    w = t.randn(size_bytes // (2 * 8192), 8192, device=_device(), dtype=t.bfloat16)
-    x = t.randn(8192, 1, device=_device(), dtype=t.bfloat16)
-    gemv = cuda_time(lambda: w @ x, warmup=2, reps=10)
-    return float(w.numel() * 2 / gemv["median_s"])
-
-
-def _matmul(dtype_name: str, size: int = 8192) -> float:
-    t = require_cuda()
-    dtype = {"bf16": t.bfloat16, "fp16": t.float16, "tf32": t.float32, "fp32": t.float32}[dtype_name]
-    t.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
-    try:
-        a = t.randn(size, size, device=_device(), dtype=dtype)
-        b = t.randn(size, size, device=_device(), dtype=dtype)
-        timing = cuda_time(lambda: a @ b, warmup=2, reps=5 if dtype_name != "fp32" else 2)
-    finally:
-        t.backends.cuda.matmul.allow_tf32 = False
-    return float(2 * size**3 / timing["median_s"])
-
-
-def bandwidth_and_flops(size_bytes: int = 4 * 2**30) -> dict[str, Any]:
-    """Copy (read + write counted), read-only reduction and bf16 GEMV bandwidth; 8192³ matmul rate per dtype."""
-    out: dict[str, Any] = dict(_copy_and_read(size_bytes))
-    free_memory()
-    out["gemv_bytes_per_s"] = _gemv(size_bytes // 2)
-    free_memory()
-    out["matmul_flop_per_s"] = {name: _matmul(name) for name in ("bf16", "fp16", "tf32", "fp32")}
-    free_memory()
-    return out
-
-
-def graph_kernel_cost(kernels: int = 1000) -> float:
-    """Seconds per tiny kernel inside a CUDA graph: the floor under every layer's fixed cost."""
-    t = require_cuda()
-    x = t.zeros(1024, device=_device())
-
-    def many() -> None:
-        for _ in range(kernels):
-            x.add_(1.0)
-
-    return float(graph_time(many, reps=10)["median_s"] / kernels)
-
-
-def fit_lean_decode() -> dict[str, Any]:
-    """Fit time = weight bytes / bandwidth + layers × per-layer cost on synthetic Llama-shaped lean decodes.
-
-    Two shapes: narrow layers (fixed cost dominates) and wide ones (bandwidth dominates), batch 1, 1k context.
-    """
-    shapes = [
-        {"hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 64,
-         "intermediate_size": 2816, "num_hidden_layers": 48, "vocab_size": 32000},
-        {"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
-         "intermediate_size": 14336, "num_hidden_layers": 16, "vocab_size": 32000},
-    ]
-    points = []
-    for shape in shapes:
-        rows = [lean_decode(shape, batch=1, context=1024, attention=a) for a in ("flash", "matmul")]
-        best = min(r["graph"]["median_s"] for r in rows)
-        points.append((rows[0]["weights_bytes"] + rows[0]["kv_bytes"], shape["num_hidden_layers"], best))
-    (b1, l1, t1), (b2, l2, t2) = points
-    # Two equations, two unknowns: t = b / bw + l × c
-    det = b1 * l2 - b2 * l1
-    inv_bw = (t1 * l2 - t2 * l1) / det
-    per_layer = (b1 * t2 - b2 * t1) / det
-    return {"graph_bandwidth_bytes_per_s": 1 / inv_bw if inv_bw > 0 else b2 / t2,
-            "graph_layer_s": max(per_layer, 0.0), "lean_fit_points": points}
-
-
-def calibrate() -> dict[str, Any]:
-    """Everything `estimator calibrate` records (raw; `estimator.live.calibration` derives the profile values)."""
-    facts = device_facts()
-    before, context = facts["nvml_used_before_cuda_init"], facts["nvml_used_after_context"]
-    cublas = facts["nvml_used_after_cublas"]
-    raw: dict[str, Any] = {**facts}
-    raw["driver_reserved_bytes"] = facts["nvml_reserved"] if facts["nvml_reserved"] is not None else (before or 0)
-    raw["cuda_context_bytes"] = max(0, (context or 0) - (before or 0))
-    raw["workspace_bytes"] = max(0, (cublas or 0) - (context or 0))
-    raw.update(bandwidth_and_flops())
-    raw["graph_kernel_s"] = graph_kernel_cost()
-    raw.update(fit_lean_decode())
-    free_memory()
-    return raw
+# What callers use through ``measure`` (the CLI and benchmarks; tests replace some of these on this module).
+__all__ = ["_STATE", "calibrate", "device_facts", "dry_run_on_cpu", "free_memory", "inference_rows", "lean_decode",
+           "lean_supported", "measure_train", "require_cuda", "require_torch", "require_transformers"]
 
 
 # Models --------------------------------------------------------------------------------------------------
@@ -417,77 +166,6 @@ def measure_hf_decode(model: Any, batch: int, context: int, reps: int = 10) -> d
            "static_cache_bytes": cache_bytes, "step_peak_minus_before": peak_allocated() - before,
            "nvml_used": nvml_used(), "eager": eager}
     return row
-
-
-# Lean CUDA-graph decode (what a serving engine does) ---------------------------------------------------------
-
-def lean_decode(config: Mapping[str, Any], batch: int, context: int, reps: int = 50,
-                attention: str = "flash") -> dict[str, Any]:
-    """One decode step of a Llama-shaped dense model as a serving engine runs it: RMSNorm, fused qkv GEMV,
-    attention over a ``context``-token cache, o GEMV, RMSNorm, fused gate_up GEMV, SiLU-gate, down GEMV, LM head;
-    captured in a CUDA graph. Random bf16 weights; sliding-window layers hold ``window`` tokens. As in the reference
-    lean decode, rotary embedding and the cache write are left out (engines fuse them into one small kernel).
-
-    ``attention``: ``flash`` = PyTorch SDPA (q as b × heads × 1, ``enable_gqa``); ``matmul`` = q·Kᵀ, softmax, ·V
-    as batched GEMMs with the query heads of a KV group as rows (split over the context like flash-decoding)."""
-    t = require_cuda()
-    import torch.nn.functional as F  # type: ignore[import-not-found,unused-ignore]
-
-    free_memory()
-    h = int(config["hidden_size"])
-    heads = int(config["num_attention_heads"])
-    kv_heads = int(config.get("num_key_value_heads") or heads)
-    d = int(config.get("head_dim") or h // heads)
-    ffn = int(config["intermediate_size"])
-    layers = int(config["num_hidden_layers"])
-    vocab = int(config["vocab_size"])
-    qkv_bias = bool(config.get("attention_bias") or config.get("model_type") == "qwen2")
-    window = config.get("sliding_window") if config.get("use_sliding_window", True) else None
-    group = heads // kv_heads
-    bf16 = t.bfloat16
-
-    def rnd(*shape: int) -> Any:
-        return t.randn(*shape, device=_device(), dtype=bf16) * 0.02
-
-    weights: list[dict[str, Any]] = []
-    kv: list[tuple[Any, Any]] = []
-    for layer in range(layers):
-        held = context
-        if window and (config.get("model_type") != "gemma2" or layer % 2 == 0):
-            held = min(context, int(window))
-        weights.append({"ln1": t.ones(h, device=_device(), dtype=bf16), "qkv": rnd((heads + 2 * kv_heads) * d, h),
-                        "qkv_b": rnd((heads + 2 * kv_heads) * d) if qkv_bias else None,
-                        "o": rnd(h, heads * d), "ln2": t.ones(h, device=_device(), dtype=bf16),
-                        "gate_up": rnd(2 * ffn, h), "down": rnd(h, ffn)})
-        kv.append((rnd(batch, kv_heads, held, d), rnd(batch, kv_heads, held, d)))
-    final_norm = t.ones(h, device=_device(), dtype=bf16)
-    lm_head = rnd(vocab, h)
-    x = rnd(batch, h)
-    weights_bytes = sum(v.numel() * 2 for w in weights for v in w.values() if v is not None) + h * 2 + vocab * h * 2
-    kv_bytes = sum(k.numel() * 2 + v.numel() * 2 for k, v in kv)
-
-    def attend(q: Any, k_cache: Any, v_cache: Any) -> Any:
-        if attention == "flash":
-            out = F.scaled_dot_product_attention(q.view(batch, heads, 1, d), k_cache, v_cache, enable_gqa=True)
-            return out.reshape(batch, heads * d)
-        # the 1/sqrt(d) scale is folded into the (random) q weights
-        scores = t.matmul(q.view(batch, kv_heads, group, d), k_cache.transpose(-1, -2))
-        probs = F.softmax(scores, dim=-1, dtype=t.float32).to(bf16)
-        return t.matmul(probs, v_cache).reshape(batch, heads * d)
-
-    def step() -> Any:
-        hidden = x
-        for w, (k_cache, v_cache) in zip(weights, kv, strict=True):
-            qkv = F.linear(F.rms_norm(hidden, (h,), w["ln1"]), w["qkv"], w["qkv_b"])
-            hidden = hidden + F.linear(attend(qkv[:, : heads * d], k_cache, v_cache), w["o"])
-            gate, up = F.linear(F.rms_norm(hidden, (h,), w["ln2"]), w["gate_up"]).chunk(2, dim=-1)
-            hidden = hidden + F.linear(F.silu(gate) * up, w["down"])
-        return F.linear(F.rms_norm(hidden, (h,), final_norm), lm_head)
-
-    with t.inference_mode():
-        timing = graph_time(step, reps=reps)
-    return {"kind": "lean_decode", "batch": batch, "context": context, "attention": attention,
-            "weights_bytes": weights_bytes, "kv_bytes": kv_bytes, "experts": 1, "topk": 1, "graph": timing}
 
 
 # Training ------------------------------------------------------------------------------------------------
