@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from estimator.catalog.systems import SystemSpec
     from estimator.inference.report import Report
     from estimator.inference.workload import InferenceWorkload
+    from estimator.planning.costs import Prices
+    from estimator.planning.plan import PlanReport
 
 app = typer.Typer()
 
@@ -166,10 +168,7 @@ def plan_command(
 ) -> None:
     """Rank servers and layouts for a serving workload. Example: estimator plan --model llama-3.1-70b
     --prompt-tokens 4096 --output-tokens 512 --concurrency 32"""
-    from estimator.catalog.files import read_yaml
-    from estimator.planning.plan import Goal, Settings, load_prices, plan
-    from estimator.render.formats import write_report
-    from estimator.render.plan_table import plan_rows, render_plan
+    from estimator.planning.plan import Goal, Settings, plan
 
     check_format(output_format, list(OutputFormat), output)
     catalog = catalog_for(specs_dir)
@@ -184,16 +183,30 @@ def plan_command(
     goal.check()
     workload = _workload(catalog, dtype, kv_dtype, profile, prompt_tokens=positive("--prompt-tokens", prompt_tokens),
                          output_tokens=positive("--output-tokens", output_tokens, allow_zero=True))
+    report = plan(model_spec, candidates, workload, goal, _price_book(catalog, prices), sort=sort.value,
+                  settings=settings, unplaced=unplaced)
+    _show_plan(report, output_format, output, plot)
+
+
+def _price_book(catalog: Catalog, prices: Path | None) -> Prices:
+    """The shipped costs (specs/costs.yaml) under the user's --prices file, if any."""
+    from estimator.catalog.files import read_yaml
+    from estimator.planning.plan import load_prices
+
     costs = read_yaml(catalog.root / "costs.yaml")
     user = None if prices is None else read_yaml(prices)
     if user is not None and not isinstance(user, dict):
         from estimator.errors import SpecInvalid
 
         raise SpecInvalid(f"{prices}: expected a mapping of keys")
-    price_book = load_prices(costs, user, user_path=prices, resolve=catalog.gpus.get,
-                             resolve_system=catalog.systems.get)
-    report = plan(model_spec, candidates, workload, goal, price_book, sort=sort.value, settings=settings,
-                  unplaced=unplaced)
+    return load_prices(costs, user, user_path=prices, resolve=catalog.gpus.get, resolve_system=catalog.systems.get)
+
+
+def _show_plan(report: PlanReport, output_format: OutputFormat, output: Path | None, plot: Path | None) -> None:
+    """The chart (--plot), then the table or the chosen file format."""
+    from estimator.render.formats import write_report
+    from estimator.render.plan_table import plan_rows, render_plan
+
     if plot is not None:
         from estimator.render.plot import plan_chart
 
