@@ -275,4 +275,4 @@ def sweep_command(
 
         sweep_chart(result, plot)
     chosen = "csv" if output_format is OutputFormat.table else output_format.value  # sweep has no table: CSV
-    write_report(chosen, result.rows(), output, table=(result.keys, result.rows()), sheet="sweep")
+    write_report(chosen, result.rows(), output, table=(result.keys, result), sheet="sweep")

@@ -36,7 +36,7 @@ def largest_true(predicate: Callable[[int], bool], low: int, high: int) -> int:
     step = 1 + 0 * low
     doubling = ok & (good + step <= high)
     while any_true(doubling):  # find a failing point above the last passing one
-        trial = where(doubling, good + step, good)
+        trial = where(doubling, good + step, low)  # settled elements ask at low, a valid input
         ok = predicate(trial)
         good = where(doubling & ok, trial, good)
         bad = where(doubling & logical_not(ok), trial, bad)
@@ -44,7 +44,7 @@ def largest_true(predicate: Callable[[int], bool], low: int, high: int) -> int:
         doubling = doubling & ok & (good + step <= high)
     unsettled = bad - good > 1
     while any_true(unsettled):  # bisection on (good, bad)
-        mid = where(unsettled, (good + bad) // 2, good)
+        mid = where(unsettled, (good + bad) // 2, low)
         ok = predicate(mid)
         good = where(unsettled & ok, mid, good)
         bad = where(unsettled & logical_not(ok), mid, bad)
@@ -54,13 +54,20 @@ def largest_true(predicate: Callable[[int], bool], low: int, high: int) -> int:
 
 def fewest_gpus(model: ModelSpec, gpu: GpuSpec, rt: Runtime, batch: int, prompt: int, output: int) -> int:
     """Fewest GPUs (a valid tensor-parallel degree) whose per-GPU memory fits the card; 0 if none does."""
-    required = 0 * batch
+    if is_array(batch):  # the points still without a group, at each degree
+        required, todo = 0 * batch, (0 * batch == 0).nonzero()[0]  # type: ignore[attr-defined]
+        for tp in tensor_parallel_degrees(model):
+            if not len(todo):
+                break
+            fits = fits_per_gpu(model, gpu, rt, tp, batch[todo], prompt[todo], output[todo])  # type: ignore[index]
+            fits = fits & (todo >= 0)  # an array even where no term depends on the point
+            required[todo[fits]] = tp  # type: ignore[index]
+            todo = todo[logical_not(fits)]
+        return required
     for tp in tensor_parallel_degrees(model):
-        todo = required == 0
-        if not any_true(todo):
-            break
-        required = where(todo & fits_per_gpu(model, gpu, rt, tp, batch, prompt, output), tp, required)
-    return required
+        if fits_per_gpu(model, gpu, rt, tp, batch, prompt, output):
+            return tp
+    return 0
 
 
 def gpus_required(model: ModelSpec, gpu: GpuSpec, rt: Runtime, batch: int, prompt: int, output: int) -> int | None:

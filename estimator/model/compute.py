@@ -13,7 +13,7 @@ from fractions import Fraction
 
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.specs import NumberFormat
-from estimator.model.elementwise import where
+from estimator.model.elementwise import per_distinct, where
 from estimator.model.inventory import Role, lm_head_numel, tensor_inventory
 from estimator.model.memory import bytes_of, tensor_bits, window_groups
 
@@ -78,20 +78,30 @@ def decode_matmul_flops(arch: Architecture, batch: int) -> float:
 
 def decode_weight_bytes(arch: Architecture, fmt: NumberFormat, batch: int) -> int:
     """Weights one decode step reads: every tensor once, except the token-embedding table (only ``batch`` rows
-    are gathered) and the routed experts no token in the batch picked (expected distinct experts per layer)."""
-    total = Fraction(0)
+    are gathered) and the routed experts no token in the batch picked (expected distinct experts per layer).
+    Exact rationals, rounded up once; on an array of batches, evaluated once per distinct batch."""
+    fixed = Fraction(0)  # bytes every step reads whatever the batch
+    per_batch: list[tuple[Role, int, Fraction]] = []  # (role, numel, bits) of the tensors the batch decides
     for group in tensor_inventory(arch):
         bits = tensor_bits(group.role, fmt)
-        if group.role is Role.EMBEDDING:
-            rows = min(batch, arch.vocab_size)
-            numel = group.total if arch.tie_word_embeddings and arch.lm_head else rows * arch.hidden_size
-            total += numel * bits / 8
-        elif group.role is Role.POSITION:
-            total += min(batch, group.total // arch.hidden_size) * arch.hidden_size * bits / 8
-        elif group.role is Role.EXPERT:
-            assert arch.moe is not None
-            hit = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token, batch)
-            total += Fraction(bytes_of(group.total, bits)) * Fraction(hit / arch.moe.num_experts)
+        if group.role is Role.EMBEDDING and arch.tie_word_embeddings and arch.lm_head:
+            fixed += group.total * bits / 8  # the table is read whole as the LM head
+        elif group.role in (Role.EMBEDDING, Role.POSITION, Role.EXPERT):
+            per_batch.append((group.role, group.total, bits))
         else:
-            total += Fraction(bytes_of(group.total, bits))
-    return math.ceil(total)
+            fixed += Fraction(bytes_of(group.total, bits))
+
+    def read(sequences: int) -> int:
+        total = fixed
+        for role, numel, bits in per_batch:
+            if role is Role.EMBEDDING:
+                total += min(sequences, arch.vocab_size) * arch.hidden_size * bits / 8
+            elif role is Role.POSITION:
+                total += min(sequences, numel // arch.hidden_size) * arch.hidden_size * bits / 8
+            else:
+                assert arch.moe is not None
+                hit = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token, sequences)
+                total += Fraction(bytes_of(numel, bits)) * Fraction(hit / arch.moe.num_experts)
+        return math.ceil(total)
+
+    return per_distinct(read, batch)

@@ -73,11 +73,25 @@ def as_float(x: int) -> int:
     return x if np is None else x.astype(np.float64)  # type: ignore[attr-defined]
 
 
-def per_distinct(fn: Callable[[int], float], values: int) -> float:
-    """``fn(values)`` for a scalar; for an array, ``fn`` called once per distinct value (for terms computed in exact
-    rationals, which arrays cannot hold) and spread back over the array."""
+def distinct(values: Any) -> tuple[Any, Any]:
+    """(sorted distinct values, index of each value among them) of an integer-valued array: a lookup table where
+    the values are dense (a sweep grid's axes), else a sort (``numpy.unique``)."""
+    np = sys.modules["numpy"]
+    values = np.asarray(values).astype(np.int64)
+    low, high = int(values.min()), int(values.max())
+    if high - low > 4 * len(values) + 4096:
+        unique, inverse = np.unique(values, return_inverse=True)
+        return unique, inverse.reshape(-1)
+    present = np.zeros(high - low + 1, dtype=bool)
+    present[values - low] = True
+    return np.flatnonzero(present) + low, (np.cumsum(present) - 1)[values - low]
+
+
+def per_distinct(fn: Callable[[int], V], values: int) -> V:
+    """``fn(values)`` for a scalar; for an integer-valued array, ``fn`` called once per distinct value (for terms
+    computed in exact rationals, which arrays cannot hold) and spread back over the array."""
     np = _numpy(values)
     if np is None:
         return fn(values)
-    distinct, inverse = np.unique(values, return_inverse=True)
-    return np.array([fn(int(v)) for v in distinct])[inverse.reshape(-1)]  # type: ignore[no-any-return]
+    unique, inverse = distinct(values)
+    return np.array([fn(v) for v in unique.tolist()])[inverse]  # type: ignore[no-any-return]

@@ -110,8 +110,24 @@ def within_size_limit(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batc
 
 def fits_per_gpu(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: int, prompt: int,
                  output: int) -> bool:
-    """Whether the per-GPU memory fits ``gpu``, exactly (on arrays, a point past `SIZE_LIMIT_BYTES` never fits)."""
-    fits = memory_per_gpu(model, gpu, rt, tp, batch, prompt, output).per_gpu <= gpu.memory_bytes
-    if not is_array(fits):
+    """Whether the per-GPU memory fits ``gpu``, exactly.
+
+    On arrays (of one shape) the float64 sum decides every point more than `_NEAR` × capacity away from the
+    capacity (its rounding error is below 10⁻¹⁰ of the sum's largest product, 2¹³ × the total at most, so it cannot
+    flip those) and cannot wrap around; the exact int64 sum decides the rest, all far below `SIZE_LIMIT_BYTES`.
+    """
+    capacity = gpu.memory_bytes
+    if not is_array(batch + prompt + output):
+        return memory_per_gpu(model, gpu, rt, tp, batch, prompt, output).per_gpu <= capacity
+    size = memory_per_gpu(model, gpu, rt, tp, as_float(batch), as_float(prompt), as_float(output)).per_gpu
+    fits = size <= capacity
+    if not is_array(fits):  # no term depends on the point (a model known only by its size): exact ints
         return fits
-    return fits & within_size_limit(model, gpu, rt, tp, batch, prompt, output)
+    near = (abs(size - capacity) <= capacity * _NEAR).nonzero()[0]  # type: ignore[attr-defined]
+    if len(near):
+        exact = memory_per_gpu(model, gpu, rt, tp, batch[near], prompt[near], output[near])  # type: ignore[index]
+        fits[near] = exact.per_gpu <= capacity  # type: ignore[index]
+    return fits
+
+
+_NEAR = 2.0**-20  # a relative margin 10⁴ × wider than the float64 sum's error

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cache
 
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
@@ -35,8 +36,11 @@ def tensor_bits(role: Role, fmt: NumberFormat) -> Fraction:
 
 def bytes_of(numel: int, bits: Fraction) -> int:
     """Bytes for ``numel`` elements of ``bits`` each: multiply bits first, divide by 8 last, round up (in integers:
-    ceil(numel × p / (8 q)) for bits = p / q)."""
-    return -(-(numel * bits.numerator) // (8 * bits.denominator))
+    ceil(numel × p / q) for bits / 8 = p / q in lowest terms)."""
+    per_element = bits / 8
+    if per_element.denominator == 1:  # whole bytes: nothing to round (and no slow array division)
+        return numel * per_element.numerator
+    return -(-(numel * per_element.numerator) // per_element.denominator)
 
 
 @dataclass(frozen=True)
@@ -117,11 +121,12 @@ def kv_cache_layers(arch: Architecture, tokens: int, batch: int, fmt: NumberForm
     return out
 
 
-def window_groups(arch: Architecture, *, ignore_windows: bool = False) -> list[tuple[int | None, int]]:
+@cache  # pure, of a frozen spec, asked at every step of a capacity search
+def window_groups(arch: Architecture, *, ignore_windows: bool = False) -> tuple[tuple[int | None, int], ...]:
     """(window, layers) for every distinct attention window, global (None) first, then by window length; attention
     layers only (a hybrid's Mamba and DeltaNet layers hold a fixed state instead, `estimator.model.state`)."""
     groups = arch.kv_window_groups(ignore_windows=ignore_windows)
-    return sorted(groups.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))
+    return tuple(sorted(groups.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)))
 
 
 def kv_cache_bytes(arch: Architecture, tokens: int, batch: int, fmt: NumberFormat, *,
@@ -256,6 +261,7 @@ def runtime_overhead_bytes(capacity_bytes: int, profile: EfficiencyProfile, *, t
     return reserved + profile.cuda_context_bytes + profile.workspace_bytes + nccl + slack
 
 
+@cache  # pure, of frozen specs: the capacity searches ask for it at every step
 def sharded_weights_bytes(arch: Architecture, fmt: NumberFormat, tensor_parallel: int) -> int:
     """Weights on one of ``tensor_parallel`` ranks: linear layers and the (vocab-parallel) embedding and head
     split evenly; norms, biases, routers and position tables are replicated on every rank (Megatron/vLLM)."""

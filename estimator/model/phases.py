@@ -12,51 +12,60 @@ from dataclasses import dataclass
 
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.model.compute import attention_flops, decode_matmul_flops, decode_weight_bytes, prefill_matmul_flops
-from estimator.model.elementwise import maximum, per_distinct
+from estimator.model.elementwise import maximum
 from estimator.model.footprint import rank_kv_bytes
 from estimator.model.memory import generic_weights_bytes, prefill_masked_attention, sharded_weights_bytes
 from estimator.model.runtime import Runtime
 from estimator.model.timing import PhaseCost
 
 
-def phase_costs(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: int, context: int,
-                weights_read: float, kv_bytes: float) -> tuple[PhaseCost, PhaseCost]:
-    """(prefill, decode step at ``context`` tokens) on one of ``tp`` ranks; ``weights_read`` is what one decode
-    step reads of all ranks' weights, ``kv_bytes`` the rank's KV cache at ``context``."""
-    act = rt.activation_bytes_per_element
-    h, layers = arch.hidden_size, arch.num_layers
+def _elementwise_bytes_per_token(arch: Architecture, rt: Runtime, tp: int) -> float:
+    """Bytes elementwise kernels move per token over all layers: the profile's passes over the hidden and
+    (sharded) FFN widths (MoE: the k routed experts' and the shared expert's width)."""
     ffn = arch.mlp.intermediate_size
     if arch.moe is not None and arch.num_moe_layers:
         ffn = arch.moe.experts_per_token * arch.moe.expert_intermediate_size + arch.moe.shared_intermediate_size
-    per_token_elementwise = (rt.profile.elementwise_hidden_passes * h
-                             + rt.profile.elementwise_ffn_passes * ffn / tp) * act * layers
+    passes = rt.profile.elementwise_hidden_passes * arch.hidden_size + rt.profile.elementwise_ffn_passes * ffn / tp
+    return passes * rt.activation_bytes_per_element * arch.num_layers
+
+
+def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: int, context: int,
+                 kv_bytes: float) -> PhaseCost:
+    """The prefill of ``batch`` prompts on one of ``tp`` ranks, whose KV cache at ``context`` tokens is
+    ``kv_bytes`` (the prefill writes the prompt's share of it)."""
+    act, h, layers = rt.activation_bytes_per_element, arch.hidden_size, arch.num_layers
     prompt_tokens = batch * prompt
     positions = prompt if rt.logits == "all" else 1
-    prefill_kv = kv_bytes * prompt / maximum(context, 1)
     masked = prefill_masked_attention(arch, rt.profile)
-    prefill = PhaseCost(
+    return PhaseCost(
         matmul_flops=prefill_matmul_flops(arch, batch, prompt, logits_positions=positions) / tp,
         attention_flops=attention_flops(arch, batch, prompt, ignore_windows=masked) / tp,
         weight_bytes=sharded_weights_bytes(arch, rt.weight_format, tp),
-        kv_bytes=prefill_kv,
-        elementwise_bytes=prompt_tokens * per_token_elementwise,
+        kv_bytes=kv_bytes * prompt / maximum(context, 1),
+        elementwise_bytes=prompt_tokens * _elementwise_bytes_per_token(arch, rt, tp),
         layers=layers,
         allreduce_bytes=2 * layers * prompt_tokens * h * act,
         allreduces=2 * layers if tp > 1 else 0,
         masked_attention=masked,
     )
-    decode = PhaseCost(
+
+
+def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: int, weights_read: float,
+                kv_bytes: float) -> PhaseCost:
+    """One decode step at ``context`` tokens on one of ``tp`` ranks; ``weights_read`` is what the step reads of all
+    ranks' weights, ``kv_bytes`` the rank's KV cache at ``context``."""
+    act, h, layers = rt.activation_bytes_per_element, arch.hidden_size, arch.num_layers
+    return PhaseCost(
         matmul_flops=decode_matmul_flops(arch, batch) / tp,
         attention_flops=attention_flops(arch, batch, 1, past=context - 1) / tp,
         weight_bytes=weights_read / tp,
         kv_bytes=kv_bytes,
-        elementwise_bytes=batch * per_token_elementwise,
+        elementwise_bytes=batch * _elementwise_bytes_per_token(arch, rt, tp),
         layers=layers,
         allreduce_bytes=2 * layers * batch * h * act,
         allreduces=2 * layers if tp > 1 else 0,
         grouped_kv=arch.attention.latent is None and arch.attention.num_kv_heads < arch.attention.num_heads,
     )
-    return prefill, decode
 
 
 def generic_costs(params: int, rt: Runtime, tp: int, batch: int, prompt: int) -> tuple[PhaseCost, PhaseCost]:
@@ -86,9 +95,9 @@ def job_costs(model: ModelSpec, rt: Runtime, tp: int, batch: int, prompt: int, o
         assert model.generic_params is not None
         prefill, decode = generic_costs(model.generic_params, rt, tp, batch, prompt)
         return JobCosts(prefill, decode, decode)
-    read_full = per_distinct(lambda b: decode_weight_bytes(arch, rt.weight_format, b), batch)
-    prefill, decode = phase_costs(arch, rt, tp, batch, prompt, prompt + output, read_full, kv_bytes)
-    mean_context = prompt + output // 2
-    mean_kv = rank_kv_bytes(arch, rt, tp, batch, mean_context)
-    _, step = phase_costs(arch, rt, tp, batch, prompt, mean_context, read_full, mean_kv)
-    return JobCosts(prefill, decode, step)
+    read_full = decode_weight_bytes(arch, rt.weight_format, batch)
+    context, mean_context = prompt + output, prompt + output // 2
+    return JobCosts(prefill_cost(arch, rt, tp, batch, prompt, context, kv_bytes),
+                    decode_cost(arch, rt, tp, batch, context, read_full, kv_bytes),
+                    decode_cost(arch, rt, tp, batch, mean_context, read_full,
+                                rank_kv_bytes(arch, rt, tp, batch, mean_context)))

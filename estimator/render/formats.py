@@ -57,7 +57,14 @@ def report_rows(reports: Iterable[BaseModel]) -> tuple[list[str], list[dict[str,
 
 
 def write_csv(keys: Sequence[str], rows: Iterable[Row], handle: TextIO) -> None:
-    """The CSV writer: one header row, then one line per row, fields in ``keys`` order."""
+    """The CSV writer: one header row, then one line per row, fields in ``keys`` order. A sweep's rows are written
+    a column at a time, to the same bytes (`estimator.render.sweep_csv`)."""
+    sweep = sys.modules.get("estimator.planning.sweep")  # not loaded: ``rows`` cannot be a sweep
+    if sweep is not None and isinstance(rows, sweep.SweepResult):
+        from estimator.render.sweep_csv import write_sweep_csv
+
+        write_sweep_csv(rows, handle)
+        return
     writer = csv.DictWriter(handle, fieldnames=list(keys), lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)

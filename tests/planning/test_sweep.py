@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from estimator.catalog.registry import Catalog
+from estimator.errors import WorkloadInvalid
 from estimator.inference.estimate import estimate
 from estimator.inference.workload import InferenceWorkload
 from estimator.planning.sweep import sweep
@@ -20,7 +21,13 @@ COMBOS = [("llama-3.1-70b", "h100", "bf16", 4, "optimized"), ("gemma-2-9b", "l4"
           # the hf profile's runtime details: math-kernel attention scores (falcon), sliding windows as masks and
           # whole-prompt caches (gemma-2), fused gate-up and gelu_new temporaries (phi-3, gpt2)
           ("falcon-7b", "h200", "bf16", 1, "hf"), ("gemma-2-9b", "h200", "bf16", 2, "hf"),
-          ("phi-3-mini", "a100", "bf16", 1, "hf"), ("gpt2-xl", "l4", "fp16", 1, "hf")]
+          ("phi-3-mini", "a100", "bf16", 1, "hf"), ("gpt2-xl", "l4", "fp16", 1, "hf"),
+          # sliding windows with chunked and unchunked prefill, MoE over 4 ranks, MLA decompressed, sizes only over
+          # 8 ranks, fractional bits per weight (ceil-rounded bytes), fp32 activations, a card too small for any
+          ("gemma-3-1b", "l4", "bf16", 1, "hf"), ("mistral-7b-v0.1", "h100", "fp8", 2, "hf"),
+          ("qwen3-30b-a3b", "h200", "bf16", 4, "optimized"), ("deepseek-v2-lite", "a100", "bf16", 1, "hf"),
+          ("7b", "a100", "int4", 8, "hf"), ("llama-3.1-8b", "l4", "gptq-int4", 1, "optimized"),
+          ("bert-large", "a100", "fp32", 1, "hf"), ("llama-3.1-405b", "l4", "gptq-int4", 8, "optimized")]
 
 
 @pytest.mark.parametrize(("model", "gpu", "dtype", "tp", "profile"), COMBOS)
@@ -49,3 +56,34 @@ def test_sweep_grid_is_the_cartesian_product(catalog: Catalog, workload: Callabl
                    [1, 2], [10, 20, 30], [5])
     points = [(r["workload.batch"], r["workload.prompt_tokens"], r["workload.output_tokens"]) for r in result.rows()]
     assert points == [(b, p, 5) for b in (1, 2) for p in (10, 20, 30)]
+
+
+@pytest.mark.parametrize("update", [{"logits": "all"}, {"mla_cache": "latent"}, {"mla_cache": "decompressed"}])
+def test_sweep_rows_equal_estimate_with_runtime_choices(shipped_catalog: Catalog,
+                                                         workload: Callable[..., InferenceWorkload],
+                                                         update: dict[str, str]) -> None:
+    w = workload(profile="hf").model_copy(update=update)
+    for model, gpu in (("deepseek-v2-lite", "h200"), ("gemma-2-9b", "a100")):
+        m, g = shipped_catalog.model(model), shipped_catalog.gpus.get(gpu)
+        for row in sweep([(m, g, w, gpu)], [1, 33], [1, 4097, 100_000], [0, 5000]).rows():
+            point = w.model_copy(update={"batch": row["workload.batch"],
+                                         "prompt_tokens": row["workload.prompt_tokens"],
+                                         "output_tokens": row["workload.output_tokens"]})
+            expected = flatten(estimate(m, g, point, requested_gpu=gpu).model_dump(mode="json"))
+            expected.pop("explain")
+            assert list(row) == list(expected)
+            for key, value in expected.items():
+                if isinstance(value, float) and isinstance(row[key], float):
+                    assert math.isclose(row[key], value, rel_tol=1e-12), key
+                else:
+                    assert row[key] == value, key
+
+
+def test_sweep_refuses_a_point_beyond_exact_int64_memory(shipped_catalog: Catalog,
+                                                          workload: Callable[..., InferenceWorkload]) -> None:
+    # 405B: 126 layers × 8 KV heads × 256 elements × 2 B = 516,096 B of KV per token; × 10^6 sequences × 10^8 tokens
+    # = 5.2 × 10^19 B per GPU, past 2^50 (and past int64)
+    with pytest.raises(WorkloadInvalid, match="2\\^50 bytes"):
+        sweep([(shipped_catalog.model("llama-3.1-405b"), shipped_catalog.gpus.get("h100"), workload(), "h100")],
+              [1_000_000],
+              [100_000_000], [0])

@@ -1,0 +1,53 @@
+"""The ``warnings`` column of a sweep: estimate's warnings at each point, without building a Report per row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.specs import GpuSpec
+from estimator.inference.workload import InferenceWorkload
+from estimator.notes import Note, NoteCode, word_values
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Ints = npt.NDArray[np.int64]
+
+_PER_POINT = (NoteCode.NO_FITTING_GROUP, NoteCode.NEEDS_MORE_GPUS, NoteCode.CONTEXT_TOO_LONG)
+
+
+def warnings_column(template_warnings: Sequence[Note], gpu: GpuSpec, model: ModelSpec, w: InferenceWorkload,
+                    p: Ints, o: Ints, fits: Any, required: Ints) -> Callable[[int], str]:
+    """Warnings of point i, built only when written (estimate's, in its order: the point's own warnings selected
+    by code and worded as estimate's JSON words them); ``required`` is 0 where no tensor-parallel group fits."""
+    tp, arch = w.tensor_parallel, model.arch
+    fallback = [x.text for x in template_warnings if x.code is NoteCode.COMPUTE_FALLBACK]
+    rest = [x.text for x in template_warnings if x.code not in (*_PER_POINT, NoteCode.COMPUTE_FALLBACK)]
+    limit = None if arch is None else arch.max_position_embeddings
+
+    def warnings(i: int) -> str:
+        out = list(fallback)
+        if required[i] == 0:
+            out.append(word_values(NoteCode.NO_FITTING_GROUP, {"gpu": gpu.name}, binary=False))
+        elif not fits[i]:
+            out.append(word_values(NoteCode.NEEDS_MORE_GPUS, {"gpus": tp, "gpu": gpu.name,
+                                                              "required": int(required[i])}, binary=False))
+        out += rest
+        context = int(p[i] + o[i])
+        if limit and context > limit:
+            out.append(word_values(NoteCode.CONTEXT_TOO_LONG, {"tokens": context, "limit": limit}, binary=False))
+        return "; ".join(out)
+
+    return warnings
+
+
+def warnings_groups(model: ModelSpec, p: Ints, o: Ints, fits: Any, required: Ints) -> Ints:
+    """An array equal at points whose warnings are equal: `warnings_column` reads only ``required``, ``fits`` and
+    the context beyond the model's limit."""
+    limit = None if model.arch is None else model.arch.max_position_embeddings
+    context = p + o
+    beyond = context * (context > limit) if limit else 0 * context
+    return (beyond * 4096 + required) * 2 + fits  # type: ignore[no-any-return]

@@ -1,0 +1,182 @@
+"""The sweep's CSV, written a column at a time: the same bytes as ``csv.DictWriter`` writes for ``result.rows()``.
+
+A million rows through the csv module cost a Python call per field (~60 fields a row). Here numbers are formatted
+as whole numpy columns (integers digit by digit; floats by Python's ``repr``, as csv does, once per run of equal
+values), the fields that vary are laid side by side in one byte buffer per group of adjacent columns, and long
+constant fields (assumptions, weights by role) are pasted in by one ``%`` template per row. Text is quoted exactly
+as csv quotes it (``QUOTE_MINIMAL``, ``lineterminator="\\n"``): tests/render/test_sweep_csv.py compares the bytes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from itertools import groupby
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from estimator.planning.sweep import SweepBlock, SweepResult
+
+_CHUNK_ROWS = 16_384  # rows formatted at once: bounds the buffers to a few tens of MB
+_LONG = 48  # constant fields longer than this go into the row template instead of the byte buffers
+
+
+def csv_field(value: Any) -> str:
+    """``value`` as csv writes it in a row of several fields (None → empty, floats by repr, text quoted if needed)."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow([value, ""])
+    return buffer.getvalue()[:-2]
+
+
+def write_sweep_csv(result: SweepResult, handle: TextIO) -> None:
+    """Header and every row of ``result``, as ``csv.DictWriter(handle, result.keys, lineterminator="\\n")``."""
+    import numpy as np
+
+    handle.write(",".join(csv_field(k) for k in result.keys) + "\n")
+    for block in result.blocks:
+        for start in range(0, block.size, _CHUNK_ROWS):
+            handle.write(_chunk(np, block, start, min(start + _CHUNK_ROWS, block.size)))
+
+
+def _chunk(np: Any, block: SweepBlock, start: int, stop: int) -> str:
+    """Rows start..stop of ``block`` as CSV text."""
+    n = stop - start
+    tokens: list[Any] = []  # the row, left to right: literal text (str) or per-row bytes ((data, lengths))
+    for key in block.keys:
+        if tokens:
+            tokens.append(",")
+        if key in block.constants:
+            text = csv_field(block.constants[key])
+            tokens.append(text if len(text) > _LONG else _constant(np, text, n))
+        elif key in block.columns:
+            tokens.append(_column(np, block.columns[key][start:stop]))
+        elif key in block.joined:
+            tokens += _joined(np, block.joined[key], start, stop)
+        else:
+            tokens.append(_lazy(np, block, key, start, stop))
+    tokens.append("\n")
+    for i in range(1, len(tokens) - 1):  # a comma between per-row fields joins them in one buffer
+        if isinstance(tokens[i], str) and not isinstance(tokens[i - 1], str) and not isinstance(tokens[i + 1], str):
+            tokens[i] = _constant(np, tokens[i], n)
+    pieces: list[Any] = []  # per row: literal text and one string per run of per-row bytes, in order
+    for literal, group in groupby(tokens, key=lambda t: isinstance(t, str)):
+        items = list(group)
+        pieces.append("".join(items) if literal else _lay_out(np, items))
+    row: list[str] = [""] * (n * len(pieces))
+    for k, piece in enumerate(pieces):  # row i's k-th piece is at i × pieces + k
+        row[k::len(pieces)] = [piece] * n if isinstance(piece, str) else piece
+    return "".join(row)
+
+
+def _lazy(np: Any, block: SweepBlock, key: str, start: int, stop: int) -> tuple[Any, Any]:
+    """A text column built per point (once per group of equal points where the block says which are equal)."""
+    groups = block.lazy_groups.get(key)
+    if groups is None:
+        return _texts(np, [block.lazy[key](i) for i in range(start, stop)], np.arange(stop - start))
+    _, first, index = np.unique(groups[start:stop], return_index=True, return_inverse=True)
+    return _texts(np, [block.lazy[key](start + i) for i in first.tolist()], index.reshape(-1))
+
+
+def _joined(np: Any, parts: Sequence[Any], start: int, stop: int) -> list[Any]:
+    """A text of literal parts and integer columns (JSON, so it holds quotes): quoted as csv quotes it."""
+    n = stop - start
+    out = [_constant(np, '"', n)]
+    for part in parts:  # integers hold no quote to double
+        out.append(_constant(np, part.replace('"', '""'), n) if isinstance(part, str) else
+                   _integers(np, np.asarray(part[start:stop], dtype=np.int64), np.zeros(n, dtype=bool)))
+    return [*out, _constant(np, '"', n)]
+
+
+def _lay_out(np: Any, fields: Sequence[tuple[Any, Any]]) -> list[str]:
+    """Each row's pieces joined: one string per row."""
+    data, _ = _concat(np, [*fields, _constant(np, "\0", len(fields[0][1]))])  # NUL: the row's end mark
+    return data.tobytes().decode("utf-8").split("\0")[:-1]  # type: ignore[no-any-return]
+
+
+def _constant(np: Any, text: str, n: int) -> tuple[Any, Any]:
+    encoded = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    return np.tile(encoded, n), np.full(n, len(encoded), dtype=np.int64)
+
+
+def _column(np: Any, values: Any) -> tuple[Any, Any]:
+    """A numpy column as csv would write each entry (masked: None)."""
+    mask = np.ma.getmaskarray(values)
+    values = np.ma.getdata(values)
+    if values.dtype.kind in "iu":
+        return _integers(np, values.astype(np.int64), mask)
+    if values.dtype.kind == "f":
+        return _floats(np, values)
+    unique, index = np.unique(values, return_inverse=True)  # bool or text (bound labels): a few distinct values
+    return _lookup(np, [csv_field(v) for v in unique.tolist()], index.reshape(-1))
+
+
+def _integers(np: Any, values: Any, blank: Any) -> tuple[Any, Any]:
+    """Decimal digits of every entry, as ``str(int)`` writes them; empty where ``blank``."""
+    negative = values < 0
+    magnitude = np.abs(values).astype(np.uint64)
+    digits = np.ones(len(values), dtype=np.int64)
+    for k in range(1, 20):
+        digits += magnitude >= np.uint64(10**k)
+    width = np.where(blank, 0, digits + negative)
+    columns = max(int(width.max(initial=0)), 1)
+    matrix = np.empty((len(values), columns), dtype=np.uint8)
+    for k in range(columns):  # the k-th digit from the right
+        matrix[:, columns - 1 - k] = ord("0") + (magnitude // np.uint64(10**k)) % np.uint64(10)
+    rows = np.flatnonzero(negative & ~blank)
+    matrix[rows, columns - width[rows]] = ord("-")
+    keep = np.arange(columns) >= (columns - width)[:, None]
+    return matrix[keep], width
+
+
+def _floats(np: Any, values: Any) -> tuple[Any, Any]:
+    """``repr`` of every entry (csv writes floats so): whole numbers below 10¹⁶ as their digits and ".0" (as
+    repr writes them), the rest by ``repr`` itself, once per run of equal neighbours."""
+    whole = (values == np.floor(values)) & (np.abs(values) < 1e16)
+    if whole.all():
+        digits, length = _integers(np, values.astype(np.int64), np.zeros(len(values), dtype=bool))
+        return _concat(np, [(digits, length), _constant(np, ".0", len(values))])
+    starts = np.ones(len(values), dtype=bool)
+    starts[1:] = values[1:] != values[:-1]
+    texts = list(map(repr, values[starts].tolist()))
+    if len(texts) == len(values):  # no repeats: the reprs are the column
+        return np.frombuffer("".join(texts).encode("ascii"), dtype=np.uint8), np.fromiter(map(len, texts), np.int64)
+    return _lookup(np, texts, np.cumsum(starts) - 1)
+
+
+def _concat(np: Any, fields: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
+    """Row i's bytes of every field, one after the other."""
+    lengths = sum(length for _, length in fields)
+    ends = np.cumsum(lengths)
+    out = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.uint8)
+    position = ends - lengths
+    for data, length in fields:
+        out[np.repeat(position - (np.cumsum(length) - length), length) + np.arange(len(data))] = data
+        position = position + length
+    return out, lengths
+
+
+def _texts(np: Any, texts: list[str], index: Any) -> tuple[Any, Any]:
+    """Row i's text is ``texts[index[i]]``, quoted as csv quotes it."""
+    return _lookup(np, [_quote(t) for t in texts], index)
+
+
+def _quote(text: str) -> str:
+    if "\r" in text:  # whether csv quotes a bare carriage return depends on the Python version: ask it
+        return csv_field(text)
+    return '"' + text.replace('"', '""') + '"' if ("," in text or '"' in text or "\n" in text) else text
+
+
+def _lookup(np: Any, texts: list[str], index: Any) -> tuple[Any, Any]:
+    """The bytes of ``texts[index[i]]`` for every row i, and their lengths."""
+    encoded = [t.encode("utf-8") for t in texts]
+    sizes = np.array([len(e) for e in encoded], dtype=np.int64)
+    joined = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    length = sizes[index]
+    total = int(length.sum())
+    if total == 0:
+        return joined[:0], length
+    # byte j of row i's text is joined[first[index[i]] + j]
+    first = np.cumsum(sizes) - sizes
+    return joined[np.repeat(first[index] - (np.cumsum(length) - length), length) + np.arange(total)], length
+

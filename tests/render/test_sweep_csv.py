@@ -1,0 +1,59 @@
+"""The sweep's columnar CSV writer writes the bytes csv.DictWriter writes for the same rows (on the shipped catalog:
+the tiny test catalog lacks the MLA and the 405B models)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable
+
+import pytest
+
+from estimator.catalog.registry import Catalog
+from estimator.inference.workload import InferenceWorkload
+from estimator.planning.sweep import SweepResult, sweep
+from estimator.render.formats import write_csv
+from estimator.render.sweep_csv import csv_field, write_sweep_csv
+
+# every kind of field: sizes only (None columns), an encoder, MoE, MLA, sliding windows, TP > 1, no group fits
+# (None in gpus_required, negative headroom), context past the model's limit, whole-number and fractional floats
+COMBOS = [("llama-3.1-70b", "h100", "bf16", 4, "optimized"), ("gemma-2-9b", "h200", "bf16", 2, "hf"),
+          ("70b", "h100", "fp8", 2, "optimized"), ("mixtral-8x7b", "a100", "awq-int4", 2, "optimized"),
+          ("bert-base", "t4", "fp16", 1, "optimized"), ("deepseek-v2-lite", "h200", "fp8", 1, "optimized"),
+          ("llama-3.1-405b", "l4", "gptq-int4", 8, "hf")]
+
+
+def _result(catalog: Catalog, workload: Callable[..., InferenceWorkload]) -> SweepResult:
+    items = [(catalog.model(m), catalog.gpus.get(g), workload(dtype=d, kv="fp16" if d == "fp16" else "bf16",
+                                                              tensor_parallel=tp, profile=p), g)
+             for m, g, d, tp, p in COMBOS]
+    return sweep(items, [1, 7, 64, 1000], [1, 1000, 32_768, 200_000], [0, 256, 9000])
+
+
+def test_columnar_csv_is_byte_identical_to_the_csv_module(shipped_catalog: Catalog,
+                                                          workload: Callable[..., InferenceWorkload]) -> None:
+    result = _result(shipped_catalog, workload)
+    expected = io.StringIO()
+    writer = csv.DictWriter(expected, fieldnames=result.keys, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(result.rows())
+    got = io.StringIO()
+    write_sweep_csv(result, got)
+    assert got.getvalue() == expected.getvalue()
+    assert got.getvalue().count("\n") == 1 + 7 * 4 * 4 * 3  # header + 7 combinations × 48 points
+
+
+def test_write_csv_takes_the_columnar_path_for_a_sweep(shipped_catalog: Catalog,
+                                                       workload: Callable[..., InferenceWorkload]) -> None:
+    result = _result(shipped_catalog, workload)
+    through_rows, columnar = io.StringIO(), io.StringIO()
+    write_csv(result.keys, list(result.rows()), through_rows)
+    write_csv(result.keys, result, columnar)
+    assert columnar.getvalue() == through_rows.getvalue()
+
+
+@pytest.mark.parametrize(("value", "written"), [(None, ""), (True, "True"), (0.1, "0.1"), (1e16, "1e+16"),
+                                                (3.0, "3.0"), ("a,b", '"a,b"'), ('say "hi"', '"say ""hi"""'),
+                                                ("", ""), (-12, "-12")])
+def test_csv_field_is_what_csv_writes(value: object, written: str) -> None:
+    assert csv_field(value) == written
