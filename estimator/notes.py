@@ -80,6 +80,9 @@ class NoteCode(str, Enum):
     PLAN_TOKENS = "plan-tokens"
     PLAN_LAYOUT = "plan-layout"
     PLAN_SCHEDULER = "plan-scheduler"
+    CHECKPOINT_WEIGHTS = "checkpoint-weights"
+    CHECKPOINT_OVERRIDDEN = "checkpoint-overridden"
+    STATE_PER_SEQUENCE = "state-per-sequence"
     OWNED_COST = "owned-cost"
     PRICE_SOURCE = "price-source"
     SYSTEM = "system"
@@ -166,6 +169,14 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.KV_FULL_CONTEXT: ({}, lambda v, b: (
         "KV cache holds prompt + output tokens for every sequence; decode_step_s is the step at that full context "
         "(the longest); tokens/s is at the mean context of generation (prompt + output / 2)")),
+    _C.CHECKPOINT_WEIGHTS: ({"method": str, "summary": str}, lambda v, b: (
+        f"weights as the checkpoint stores them (quantization_config {v['method']}): {v['summary']}; "
+        "--dtype overrides")),
+    _C.CHECKPOINT_OVERRIDDEN: ({"method": str, "format": str}, lambda v, b: (
+        f"--dtype {v['format']} overrides the checkpoint's quantization_config ({v['method']})")),
+    _C.STATE_PER_SEQUENCE: ({"layers": int, "kind": str, "bytes_per_sequence": int}, lambda v, b: (
+        f"{v['layers']} {v['kind']} layers hold a fixed state of {b(v['bytes_per_sequence'])} per sequence "
+        "(conv + recurrent state, whatever the context), beside the KV cache of the attention layers")),
     _C.LOGITS: ({"positions": str}, lambda v, b: (
         f"logits computed for {'every prompt position' if v['positions'] == 'all' else 'the last position only'}")),
     _C.TENSOR_PARALLEL: ({"gpus": int}, lambda v, b: (

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from estimator.catalog.checkpoint_quant import CheckpointQuant
+
 
 class _Arch(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
@@ -247,6 +249,8 @@ class ModelSpec(BaseModel):
     hf_params: int | None = Field(default=None, gt=0)
     notes: str | None = None
     sources: tuple[str, ...] = ()
+    checkpoint: CheckpointQuant | None = None  # what the config's quantization_config says the weights are stored in
+    checkpoint_error: str | None = None  # why that block could not be read (then --dtype must say)
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:

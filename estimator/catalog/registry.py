@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.checkpoint_quant import CheckpointQuant, read_quantization
 from estimator.catalog.files import default_specs_dir, read_yaml
 from estimator.catalog.hf_config import architecture_from_config
 from estimator.catalog.parse_cache import parse_all
@@ -220,6 +221,17 @@ def _local_path(text: str) -> Path | None:
         return None
 
 
+def _checkpoint(config: Any) -> tuple[CheckpointQuant | None, str | None]:
+    """The config's quantization_config, read; or why it could not be (the estimate then needs --dtype)."""
+    q = config.get("quantization_config") if isinstance(config, Mapping) else None
+    if not isinstance(q, Mapping):
+        return None, None
+    try:
+        return read_quantization(q), None
+    except SpecInvalid as error:
+        return None, str(error)
+
+
 def model_from_config_file(path: Path) -> ModelSpec:
     """A model from a local Hugging Face config.json, or a folder that holds one."""
     try:
@@ -239,12 +251,14 @@ def model_from_config_file(path: Path) -> ModelSpec:
         raise SpecInvalid(f"{file}: JSON nested too deeply to be a model config") from None
     except ValueError as error:  # an integer of more digits than Python converts (4,300)
         raise SpecInvalid(f"{file}: {error}") from None
+    checkpoint, checkpoint_error = _checkpoint(config)
     try:
         arch = architecture_from_config(config)
     except SpecInvalid as error:
         raise SpecInvalid(f"{file}: {error}") from None
     name = config.get("_name_or_path") or (file.resolve().parent.name if file.name == "config.json" else file.stem)
-    return ModelSpec(name=str(name) or file.stem, arch=arch, sources=(str(file),))
+    return ModelSpec(name=str(name) or file.stem, arch=arch, sources=(str(file),), checkpoint=checkpoint,
+                     checkpoint_error=checkpoint_error)
 
 
 @cache

@@ -160,7 +160,7 @@ class NumberFormat(_Spec):
     description: str
     bits_per_weight: float = Field(gt=0, le=64)
     compute_dtype: ComputeDType
-    scope: Literal["all", "linear"]
+    scope: Literal["all", "linear", "experts"]  # experts: routed experts only (gpt-oss MXFP4 checkpoints)
     group_size: int | None = Field(default=None, gt=0)
     group_overhead_bits: float | None = Field(default=None, ge=0)
     kv_cache: bool = False

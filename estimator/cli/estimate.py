@@ -25,8 +25,8 @@ from estimator.cli.options import (
     console,
     hardware,
     kv_format,
-    number_format,
     positive,
+    weights_format,
 )
 from estimator.errors import WorkloadInvalid
 from estimator.inference.estimate import estimate
@@ -70,8 +70,9 @@ def estimate_command(
                                        "folder, or a size such as 70b.")],
     gpu: Annotated[str | None, typer.Option("--gpu", "-g", help="Catalog name or alias (h100, a100, rtx-4090); "
                                             "or give --system.")] = None,
-    dtype: Annotated[str, typer.Option(help="Weight format: fp32 fp16 bf16 fp8 int8 int4, or a quantization "
-                                       "format (gptq-int4, awq-int4, nf4, q4_k_m...).")] = "bf16",
+    dtype: Annotated[str | None, typer.Option(help="Weight format: fp32 fp16 bf16 fp8 int8 int4, or a quantization "
+                                              "format (gptq-int4, awq-int4, nf4, q4_k_m...). Default: the "
+                                              "checkpoint's quantization_config, else bf16.")] = None,
     kv_dtype: Annotated[str | None, typer.Option(help="KV-cache format: fp32 fp16 bf16 fp8 int8. Default: the "
                                                  "activation precision (bf16, or fp32 for fp32 models).")] = None,
     batch: Annotated[str, typer.Option(help="Concurrent sequences.")] = "1",
@@ -162,7 +163,7 @@ def estimate_command(
 
 
 def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu: str | None, *, requested_gpu: str,
-                     dtype: str, kv_dtype: str | None, batch: str, prompt_tokens: str, output_tokens: str,
+                     dtype: str | None, kv_dtype: str | None, batch: str, prompt_tokens: str, output_tokens: str,
                      gpus: str, logits: str, profile: str, mla_cache: str | None, group_size: int | None,
                      calibration: Path | None, system: str | None = None, nodes: str | None = None,
                      gpus_per_node: str | None = None, gpu_memory: str | None = None) -> Report:
@@ -170,7 +171,7 @@ def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu: str | None, *
     tp = positive("--gpus", gpus)
     gpu_spec, system_spec, node_count, assumed = hardware(catalog, gpu, system, nodes, gpus_per_node, tp)
     gpu_spec = with_gpu_memory(gpu_spec, gpu_memory)
-    weight_format = number_format(catalog, dtype, group_size)
+    weight_format = weights_format(catalog, model_spec, dtype, group_size)
     kv = kv_format(catalog, weight_format, kv_dtype)
     chosen_profile = calibrated_profile(catalog.profiles.get(profile), gpu_spec, calibration)
     try:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.checkpoint_quant import checkpoint_format
 from estimator.catalog.registry import Catalog, default_catalog
 from estimator.errors import WorkloadInvalid
 from estimator.render.output import check_target
@@ -87,6 +89,18 @@ def number_format(catalog: Catalog, name: str, group_size: int | None) -> Number
                                   f"nvfp4), not {fmt.name}")
         fmt = fmt.with_group_size(group_size)
     return fmt
+
+
+def weights_format(catalog: Catalog, model: ModelSpec, dtype: str | None, group_size: int | None) -> NumberFormat:
+    """``--dtype`` when given; else the checkpoint's own format (its quantization_config), else bf16."""
+    if dtype is not None:
+        return number_format(catalog, dtype, group_size)
+    if model.checkpoint_error is not None:
+        raise WorkloadInvalid(model.checkpoint_error)
+    if model.checkpoint is None:
+        return number_format(catalog, "bf16", group_size)
+    fmt = checkpoint_format(model.checkpoint, catalog.formats.get(model.checkpoint.base))
+    return fmt.with_group_size(group_size) if group_size is not None and fmt.group_size is not None else fmt
 
 
 def kv_format(catalog: Catalog, weights: NumberFormat, kv_dtype: str | None) -> NumberFormat:

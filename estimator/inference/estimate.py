@@ -123,9 +123,21 @@ def _warnings(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, dtype: str, 
     return warnings
 
 
-def _assumptions(arch: Architecture | None, gpu: GpuSpec, w: InferenceWorkload) -> list[Note]:
+def _checkpoint_note(model: ModelSpec, w: InferenceWorkload) -> list[Note]:
+    """Whether the weights are the checkpoint's own format (quantization_config) or --dtype's."""
+    c = model.checkpoint
+    if c is None:
+        return []
+    if w.weight_format.name == c.format_name:
+        return [note(NoteCode.CHECKPOINT_WEIGHTS, method=c.method, summary=c.summary)]
+    return [note(NoteCode.CHECKPOINT_OVERRIDDEN, method=c.method, format=w.weight_format.name)]
+
+
+def _assumptions(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> list[Note]:
+    arch = model.arch
     mla = arch is not None and arch.attention.latent is not None
     return [
+        *_checkpoint_note(model, w),
         *([note(NoteCode.MLA_CACHE, layout=w.mla_layout)] if mla else []),
         note(NoteCode.PROFILE, profile=w.profile.name, description=w.profile.description),
         _capacity_note(gpu),
@@ -235,7 +247,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
                               mla_cache=w.mla_layout if arch is not None and arch.attention.latent else None),
         memory=memory,
         time=_time_report(terms, times, w, experts_read),
-        assumptions=(*system_assumptions, *_assumptions(arch, gpu, w)),
+        assumptions=(*system_assumptions, *_assumptions(model, gpu, w)),
         warnings=(*system_warnings, *_warnings(model, gpu, w, dtype, mem.per_gpu, required)),
         explain=tuple(explain),
     )

@@ -27,9 +27,10 @@ def tensor_bits(role: Role, fmt: NumberFormat) -> Fraction:
     """Storage bits per element of a tensor with ``role`` under ``fmt``.
 
     Formats with scope ``linear`` (GPTQ, AWQ, NF4, FP8, int8...) pack only linear weight matrices; embeddings, the
-    LM head, norms and biases stay in 16 bit, as quantized checkpoints ship them.
+    LM head, norms and biases stay in 16 bit, as quantized checkpoints ship them. Scope ``experts`` (a gpt-oss
+    checkpoint's MXFP4) packs the routed experts only.
     """
-    if fmt.scope == "all" or role.is_linear:
+    if fmt.scope == "all" or (role is Role.EXPERT if fmt.scope == "experts" else role.is_linear):
         return Fraction(str(fmt.bits_per_weight))
     return SIXTEEN_BIT
 

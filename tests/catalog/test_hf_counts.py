@@ -33,7 +33,7 @@ def test_transformers_meta_counts_equal_ours(shipped_catalog: Catalog) -> None:
     finally:
         sys.path.remove(str(TOOLS))
     for path in sorted((default_specs_dir() / "models").glob("*.yaml")):
-        model = catalog.models.get(path.stem)
+        model = shipped_catalog.models.get(path.stem)
         assert model.arch is not None
         count = hf_param_count.count_params(hf_param_count.load_spec(path)["config"])
         assert count == param_count(model.arch), path.stem
