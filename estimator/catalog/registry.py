@@ -28,6 +28,10 @@ from estimator.catalog.systems import SystemSpec
 from estimator.errors import SpecInvalid, SpecNotFound
 from estimator.units import parse_count
 
+# default_specs_dir and read_yaml live in catalog/files.py (families need them below this module); re-exported here
+__all__ = ["Catalog", "Registry", "default_catalog", "default_specs_dir", "model_from_config_file",
+           "model_from_mapping", "normalize", "read_yaml", "validation_message"]
+
 T = TypeVar("T")
 
 
