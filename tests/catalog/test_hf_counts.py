@@ -26,7 +26,6 @@ TOOLS = Path(__file__).resolve().parents[2] / "tools"
 def test_transformers_meta_counts_equal_ours(shipped_catalog: Catalog) -> None:
     from estimator.model.inventory import param_count
 
-    catalog = shipped_catalog  # every shipped model file, not the tiny unit-test catalog
     sys.path.insert(0, str(TOOLS))
     try:
         import hf_param_count  # type: ignore[import-not-found]
