@@ -16,7 +16,7 @@ transformers' quantizers, ``transformers/utils/quantization_config.py``):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -86,33 +86,51 @@ def _groups(method: str, q: Mapping[str, Any]) -> CheckpointQuant:
     raise SpecInvalid(f"quantization_config {method} ({algo or f'{bits}-bit {kind}'}) is not modelled; give --dtype")
 
 
+def _mxfp4(method: str, q: Mapping[str, Any]) -> CheckpointQuant:
+    kept = " ".join(str(m) for m in q.get("modules_to_not_convert") or ())
+    scope: Literal["linear", "experts"] = "experts" if "self_attn" in kept or not kept else "linear"
+    return CheckpointQuant(method, "mxfp4", scope=scope,
+                           summary="MXFP4 routed experts, bf16 rest" if scope == "experts" else "MXFP4 linear")
+
+
+def _fp8(method: str, q: Mapping[str, Any]) -> CheckpointQuant:
+    if q.get("config_groups") is not None:  # modelopt's FP8 export: config groups like compressed-tensors
+        return _groups(method, q)
+    block = q.get("weight_block_size")
+    if block is None:
+        return CheckpointQuant(method, "fp8", summary="FP8 linear weights, one scale per tensor")
+    rows, cols = (int(b) for b in block)
+    return CheckpointQuant(method, "fp8", block=(rows, cols),
+                           summary=f"FP8 linear weights, an fp32 scale per {rows}×{cols} block")
+
+
+def _bitsandbytes(method: str, q: Mapping[str, Any]) -> CheckpointQuant:
+    if q.get("load_in_8bit"):
+        return CheckpointQuant(method, "int8", summary="bitsandbytes int8 linear weights")
+    double = bool(q.get("bnb_4bit_use_double_quant"))
+    return CheckpointQuant(method, "nf4-dq" if double else "nf4",
+                           summary=f"bitsandbytes 4-bit{' double-quantized' if double else ''} linear weights")
+
+
+_READERS: dict[str, Callable[[str, Mapping[str, Any]], CheckpointQuant]] = {
+    "mxfp4": _mxfp4,
+    "fp8": _fp8,
+    "gptq": lambda method, q: _grouped(method, "gptq-int4", q),
+    "awq": lambda method, q: _grouped(method, "awq-int4", q),
+    "bitsandbytes": _bitsandbytes,
+    "compressed-tensors": _groups,
+    "modelopt": _groups,
+}
+
+
 def read_quantization(q: Mapping[str, Any]) -> CheckpointQuant:
     """The storage format a ``quantization_config`` block describes (see the module docstring)."""
     method = str(q.get("quant_method") or ("modelopt" if q.get("quant_algo") else "")).lower()
-    if method == "mxfp4":
-        kept = " ".join(str(m) for m in q.get("modules_to_not_convert") or ())
-        scope: Literal["linear", "experts"] = "experts" if "self_attn" in kept or not kept else "linear"
-        return CheckpointQuant(method, "mxfp4", scope=scope,
-                               summary="MXFP4 routed experts, bf16 rest" if scope == "experts" else "MXFP4 linear")
-    if method == "fp8" and q.get("config_groups") is None:
-        block = q.get("weight_block_size")
-        if block is None:
-            return CheckpointQuant(method, "fp8", summary="FP8 linear weights, one scale per tensor")
-        rows, cols = (int(b) for b in block)
-        return CheckpointQuant(method, "fp8", block=(rows, cols),
-                               summary=f"FP8 linear weights, an fp32 scale per {rows}×{cols} block")
-    if method in ("gptq", "awq"):
-        return _grouped(method, f"{method}-int4", q)
-    if method == "bitsandbytes":
-        if q.get("load_in_8bit"):
-            return CheckpointQuant(method, "int8", summary="bitsandbytes int8 linear weights")
-        double = bool(q.get("bnb_4bit_use_double_quant"))
-        return CheckpointQuant(method, "nf4-dq" if double else "nf4",
-                               summary=f"bitsandbytes 4-bit{' double-quantized' if double else ''} linear weights")
-    if method in ("compressed-tensors", "modelopt", "fp8"):
-        return _groups(method, q)
-    raise SpecInvalid(f"quantization_config quant_method {method or q.get('quant_method')!r} is not modelled; "
-                      "give --dtype (e.g. --dtype bf16) to estimate it")
+    reader = _READERS.get(method)
+    if reader is None:
+        raise SpecInvalid(f"quantization_config quant_method {method or q.get('quant_method')!r} is not modelled; "
+                          "give --dtype (e.g. --dtype bf16) to estimate it")
+    return reader(method, q)
 
 
 def checkpoint_format(quant: CheckpointQuant, base: NumberFormat) -> NumberFormat:
