@@ -15,7 +15,9 @@ Two catalogs:
   over every shipped model and format); tests/training/ (shipped Llama figures checked byte by byte against the
   H200 reference step); and, by taking ``shipped_catalog``, test_capacity.py's boundary property, test_sweep.py's
   row-equals-estimate cases and test_plan.py's every-card plan (families and cards the tiny catalog leaves out),
-  and test_estimate.py's sum of terms (Qwen2.5-7B on an L40S).
+  test_collectives.py's server links (the tiny catalog has no specs/systems) and test_estimate.py's sum of terms
+  (Qwen2.5-7B on an L40S). A new unit test that needs a spec the tiny catalog lacks either copies that file
+  verbatim into tests/data/catalog (and its README) or takes ``shipped_catalog`` and says why.
 """
 
 from __future__ import annotations
