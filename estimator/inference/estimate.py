@@ -193,6 +193,10 @@ def _time_report(terms: _Terms, times: _Times, w: InferenceWorkload, experts_rea
         decode_flops=None if decode is None else terms.decode.flops * tp,
         communication_s=prefill.communication_s + (0.0 if decode is None else decode.communication_s),
         experts_read_per_layer=experts_read,
+        prefill_flop_per_byte=terms.prefill.flop_per_byte,
+        prefill_flop_per_s_per_gpu=terms.prefill.flop_per_s(prefill.expected_s),
+        decode_flop_per_byte=None if decode is None else terms.decode.flop_per_byte,
+        decode_flop_per_s_per_gpu=None if decode is None else terms.decode.flop_per_s(decode.expected_s),
     )
 
 

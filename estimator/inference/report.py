@@ -106,6 +106,11 @@ class TimeReport(Frozen):
     decode_flops: float | None
     communication_s: float
     experts_read_per_layer: float | None = None  # MoE: expected distinct experts one decode step reads
+    # where each phase sits on the roofline: FLOPs per byte moved, and FLOP/s one GPU executes at the expected time
+    prefill_flop_per_byte: float
+    prefill_flop_per_s_per_gpu: float
+    decode_flop_per_byte: float | None
+    decode_flop_per_s_per_gpu: float | None
 
 
 class Report(Versioned):

@@ -66,6 +66,15 @@ class PhaseCost:
     def bytes(self) -> float:
         return self.weight_bytes + self.kv_bytes + self.elementwise_bytes
 
+    @property
+    def flop_per_byte(self) -> float:
+        """Arithmetic intensity: FLOPs per byte moved, where the phase sits on the roofline's x axis."""
+        return self.flops / self.bytes
+
+    def flop_per_s(self, seconds: float) -> float:
+        """FLOP/s this GPU executes when the phase takes ``seconds`` (the roofline's y axis)."""
+        return self.flops / seconds
+
 
 @dataclass(frozen=True)
 class Hardware:

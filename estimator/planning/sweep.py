@@ -209,6 +209,8 @@ def _time_columns(np: Any, model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload,
         "time.prefill_bound": prefill.bound, "time.time_to_first_token_s": prefill.expected_s,
         "time.prefill_flops": costs.prefill.flops * tp, "time.prefill_bytes": costs.prefill.bytes * tp,
         "time.communication_s": prefill.communication_s,
+        "time.prefill_flop_per_byte": costs.prefill.flop_per_byte,
+        "time.prefill_flop_per_s_per_gpu": costs.prefill.flop_per_s(prefill.expected_s),
     }
     if arch is None or arch.causal:
         decode, step = phase_time(costs.decode, hw, w.profile), phase_time(costs.step, hw, w.profile)
@@ -217,7 +219,9 @@ def _time_columns(np: Any, model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload,
                  "time.bound": decode.bound, "time.tokens_per_s": tokens_per_s,
                  "time.tokens_per_s_bound": bf / step.bound_s, "time.tokens_per_s_per_sequence": tokens_per_s / bf,
                  "time.decode_bytes": costs.decode.bytes * tp, "time.decode_flops": costs.decode.flops * tp,
-                 "time.communication_s": prefill.communication_s + decode.communication_s}
+                 "time.communication_s": prefill.communication_s + decode.communication_s,
+                 "time.decode_flop_per_byte": costs.decode.flop_per_byte,
+                 "time.decode_flop_per_s_per_gpu": costs.decode.flop_per_s(decode.expected_s)}
     if arch is not None and arch.moe is not None:
         moe = arch.moe
         cols["time.experts_read_per_layer"] = per_distinct(

@@ -80,9 +80,9 @@ def estimate_chart(report: Report, path: Path) -> None:
     _stacked(left, [f"{report.gpu.name}\n× {n}"], parts, [m.capacity_bytes])
     left.set_title(f"{report.model.name}: {m.per_gpu_bytes / GB:,.1f} of {m.capacity_bytes / GB:,.1f} GB per GPU",
                    fontsize=10)
-    points = [("prefill", t.prefill_flops / t.prefill_bytes, t.prefill_flops / n / t.prefill_s)]
-    if t.decode_bytes and t.decode_flops and t.decode_step_s:
-        points.append(("decode step", t.decode_flops / t.decode_bytes, t.decode_flops / n / t.decode_step_s))
+    points = [("prefill", t.prefill_flop_per_byte, t.prefill_flop_per_s_per_gpu)]
+    if t.decode_flop_per_byte and t.decode_flop_per_s_per_gpu:
+        points.append(("decode step", t.decode_flop_per_byte, t.decode_flop_per_s_per_gpu))
     w = report.workload
     _roofline(right, report.gpu.peak_flop_per_s, report.gpu.bandwidth_bytes_per_s, points,
               f"{report.gpu.name} ({report.gpu.compute_dtype}); batch {w.batch}, prompt {w.prompt_tokens:,},\n"

@@ -128,3 +128,16 @@ def test_report_carries_each_term_per_gpu(catalog: Catalog, make_workload: Make)
     assert mem.overhead_bytes == 4 * mem.overhead_per_gpu_bytes
     assert mem.per_gpu_bytes == (mem.weights_per_gpu_bytes + mem.kv_cache_per_gpu_bytes
                                  + mem.activation_per_gpu_bytes + mem.overhead_per_gpu_bytes)
+
+
+def test_report_carries_the_roofline_points(catalog: Catalog, make_workload: Make) -> None:
+    t = estimate(catalog.model("70b"), catalog.gpus.get("a100"), make_workload()).time
+    # size-only model: prefill 2 × 70e9 FLOPs × 2,048 tokens over 140e9 weight bytes = 2,048 FLOP/B exactly;
+    # a decode step 2 × 70e9 FLOPs over the same 140e9 bytes = 1 FLOP/B
+    assert t.prefill_flop_per_byte == 2048.0
+    assert t.decode_flop_per_byte == 1.0
+    assert t.prefill_flop_per_s_per_gpu == pytest.approx(t.prefill_flops / t.prefill_s, rel=1e-12)  # one GPU
+    assert t.decode_flops is not None and t.decode_step_s is not None
+    assert t.decode_flop_per_s_per_gpu == pytest.approx(t.decode_flops / t.decode_step_s, rel=1e-12)
+    encoder = estimate(catalog.models.get("bert-base"), catalog.gpus.get("t4"), make_workload(dtype="fp16", kv="fp16"))
+    assert encoder.time.decode_flop_per_byte is None and encoder.time.decode_flop_per_s_per_gpu is None
