@@ -14,6 +14,7 @@ from estimator.inference.report import (
     MemoryReport,
     ModelInfo,
     Report,
+    StatePart,
     TimeReport,
     WeightPart,
     WorkloadInfo,
@@ -27,6 +28,7 @@ from estimator.model.inventory import active_param_count, param_count
 from estimator.model.memory import generic_weights_bytes, weight_shares, weights_bytes
 from estimator.model.parallel import valid_tensor_parallel
 from estimator.model.phases import job_costs
+from estimator.model.state import state_layers
 from estimator.model.timing import Hardware, PhaseCost, PhaseTime, peak_for, phase_time
 from estimator.notes import Note, NoteCode, note
 
@@ -144,6 +146,8 @@ def _assumptions(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> list[N
         note(NoteCode.KV_FULL_CONTEXT),
         note(NoteCode.LOGITS, positions=w.logits),
         *([note(NoteCode.TENSOR_PARALLEL, gpus=w.tensor_parallel)] if w.tensor_parallel > 1 else []),
+        *[note(NoteCode.STATE_PER_SEQUENCE, layers=g.layers, kind=g.kind, bytes_per_sequence=g.bytes_per_sequence)
+          for g in (state_layers(arch, w.activation_bytes_per_element) if arch is not None else [])],
     ]
 
 
@@ -170,7 +174,19 @@ def _memory_report(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, terms: 
         kv_cache_per_token_bytes=terms.kv_per_token,
         weights_by_role=terms.shares,
         kv_by_window=terms.kv_parts,
+        state_bytes=mem.state * tp,
+        state_per_gpu_bytes=mem.state,
+        state_by_kind=_state_parts(model, w),
     )
+
+
+def _state_parts(model: ModelSpec, w: InferenceWorkload) -> tuple[StatePart, ...]:
+    if model.arch is None:
+        return ()
+    tp = w.tensor_parallel
+    return tuple(StatePart(kind=g.kind, layers=g.layers, bytes_per_sequence=g.bytes_per_sequence,
+                           bytes=-(-g.bytes(w.batch) // tp))
+                 for g in state_layers(model.arch, w.activation_bytes_per_element))
 
 
 def _time_report(terms: _Terms, times: _Times, w: InferenceWorkload, experts_read: float | None) -> TimeReport:

@@ -56,6 +56,15 @@ class WeightPart(Frozen):
     bytes: int
 
 
+class StatePart(Frozen):
+    """Fixed per-sequence state of one kind of recurrent layer (Mamba-2, gated DeltaNet)."""
+
+    kind: str
+    layers: int
+    bytes_per_sequence: int  # all these layers, one sequence, whole model
+    bytes: int  # on one GPU, for the batch
+
+
 class KvPart(Frozen):
     """KV cache of the layers sharing one attention window."""
 
@@ -87,6 +96,10 @@ class MemoryReport(Frozen):
     kv_cache_per_token_bytes: int | None
     weights_by_role: tuple[WeightPart, ...]
     kv_by_window: tuple[KvPart, ...]
+    # recurrent layers' fixed state (a hybrid's Mamba / DeltaNet layers), counted in per_gpu_bytes beside the KV cache
+    state_bytes: int = 0
+    state_per_gpu_bytes: int = 0
+    state_by_kind: tuple[StatePart, ...] = ()
 
 
 class TimeReport(Frozen):

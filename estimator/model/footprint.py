@@ -24,6 +24,7 @@ from estimator.model.memory import (
     sharded_weights_bytes,
 )
 from estimator.model.runtime import Runtime
+from estimator.model.state import state_bytes
 
 # Beyond any card (2^50 B = 1.1 PB per GPU) and far enough below 2^63 that no int64 intermediate overflows: the
 # largest intermediate is a KV-cache product, the bytes × 8 × the bits' denominator (< 2^13 for every format).
@@ -63,12 +64,13 @@ class GpuMemory:
     activation: int | None
     overhead: int
     per_gpu: int
+    state: int = 0  # Mamba-2 / gated-DeltaNet state of every sequence (`estimator.model.state`), beside kv
 
     def across(self, tp: int) -> GpuMemory:
         """The same figures summed over ``tp`` identical ranks."""
         return GpuMemory(self.weights * tp, None if self.kv is None else self.kv * tp,
                          None if self.activation is None else self.activation * tp, self.overhead * tp,
-                         self.per_gpu * tp)
+                         self.per_gpu * tp, self.state * tp)
 
 
 def memory_per_gpu(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: int, prompt: int,
@@ -79,7 +81,7 @@ def memory_per_gpu(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: 
         assert model.generic_params is not None
         weights = math.ceil(generic_weights_bytes(model.generic_params, rt.weight_format) / tp)
         kv = activation = None
-        dynamic = 0
+        dynamic = state = 0
     else:
         weights = sharded_weights_bytes(arch, rt.weight_format, tp)
         kv = rank_kv_bytes(arch, rt, tp, batch, prompt + output)
@@ -93,9 +95,11 @@ def memory_per_gpu(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: 
         ).bytes
         if rt.profile.sliding_window_prefill_full and arch.layer_windows:
             kv = maximum(kv, rank_kv_bytes(arch, rt, tp, batch, prompt, ignore_windows=True))
-        dynamic = kv + activation
+        # recurrent state: fixed per sequence; its heads split over the TP ranks as attention heads do (vLLM)
+        state = -(-state_bytes(arch, batch, rt.activation_bytes_per_element) // tp)
+        dynamic = kv + state + activation
     overhead = runtime_overhead_bytes(gpu.memory_bytes, rt.profile, tensor_parallel=tp, dynamic_bytes=dynamic)
-    return GpuMemory(weights, kv, activation, overhead, weights + dynamic + overhead)
+    return GpuMemory(weights, kv, activation, overhead, weights + dynamic + overhead, state)
 
 
 def within_size_limit(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: int, prompt: int,

@@ -175,7 +175,8 @@ def _memory_columns(np: Any, model: ModelSpec, gpu: GpuSpec, w: InferenceWorkloa
             "memory.per_gpu_bytes": mem.per_gpu, "memory.overhead_per_gpu_bytes": mem.overhead}
     if mem.kv is not None and mem.activation is not None:  # else the template's None (a model known by its size)
         cols |= {"memory.kv_cache_bytes": group.kv, "memory.activation_bytes": group.activation,
-                 "memory.kv_cache_per_gpu_bytes": mem.kv, "memory.activation_per_gpu_bytes": mem.activation}
+                 "memory.kv_cache_per_gpu_bytes": mem.kv, "memory.activation_per_gpu_bytes": mem.activation,
+                 "memory.state_bytes": group.state, "memory.state_per_gpu_bytes": mem.state}
     cols = {k: _full(np, v, n) for k, v in cols.items()}
     cols["memory.fits"] = _full(np, mem.per_gpu <= gpu.memory_bytes, n)
     cols["memory.headroom_bytes"] = _full(np, gpu.memory_bytes - mem.per_gpu, n)
