@@ -59,3 +59,14 @@ def test_a_config_whose_sizes_overflow_the_times_is_one_line(tmp_path: Path,
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1
     assert result.stderr.startswith("error: ")
+
+
+def test_a_config_ten_million_layers_deep_is_refused_at_once(tmp_path: Path,
+                                                             cli: Callable[..., CliResult]) -> None:
+    """Fuzz class 'unbounded work': 10,000,000 layers took 22 s; the depth ceiling (4,096) refuses it at read."""
+    config = tmp_path / "config.json"
+    config.write_text('{"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, '
+                      '"num_hidden_layers": 10000000, "num_attention_heads": 32, "vocab_size": 32000}')
+    result = cli("estimate", "--model", str(config), "--gpu", "h100")
+    assert result.exit_code == 2
+    assert "less than or equal to 4096" in result.stderr

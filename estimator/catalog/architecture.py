@@ -16,6 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from estimator.catalog.checkpoint_quant import CheckpointQuant
 
 
+# Ceilings on what a config may say, far beyond any published model so that only a typo or hostile input meets them,
+# and low enough that the terms stay fast and exact (a 10,000,000-layer config took 22 s): the deepest published
+# decoders have ~130 layers (Llama 3.1 405B: 126), the widest dimensions are vocabularies of ~260k and contexts of
+# ~10M tokens (Llama 4 Scout: 10,485,760).
+MAX_LAYERS = 4096
+MAX_WIDTH = 2**24  # 16,777,216: any width, head count, vocabulary, expert count or context length
+MAX_PARAMS = 10**15
+
 class _Arch(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
 
@@ -23,29 +31,29 @@ class _Arch(BaseModel):
 class LatentAttention(_Arch):
     """Multi-head latent attention (DeepSeek-V2/V3): K and V are rebuilt from a compressed latent."""
 
-    q_lora_rank: int | None = Field(default=None, gt=0)
-    kv_lora_rank: int = Field(gt=0)
-    qk_nope_head_dim: int = Field(gt=0)
-    qk_rope_head_dim: int = Field(gt=0)
-    v_head_dim: int = Field(gt=0)
+    q_lora_rank: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+    kv_lora_rank: int = Field(gt=0, le=MAX_WIDTH)
+    qk_nope_head_dim: int = Field(gt=0, le=MAX_WIDTH)
+    qk_rope_head_dim: int = Field(gt=0, le=MAX_WIDTH)
+    v_head_dim: int = Field(gt=0, le=MAX_WIDTH)
 
 
 class SparseIndexer(_Arch):
     """DeepSeek-V3.2's lightning indexer: small query heads over one cached key per token pick the top-k tokens."""
 
-    num_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    topk: int = Field(gt=0)
+    num_heads: int = Field(gt=0, le=MAX_WIDTH)
+    head_dim: int = Field(gt=0, le=MAX_WIDTH)
+    topk: int = Field(gt=0, le=MAX_WIDTH)
 
 
 class Mamba2(_Arch):
     """A Mamba-2 mixer (transformers Mamba2Mixer / NemotronHMamba2Mixer): per-sequence conv and SSM state."""
 
-    num_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    state_size: int = Field(gt=0)
-    n_groups: int = Field(gt=0)
-    conv_kernel: int = Field(gt=0)
+    num_heads: int = Field(gt=0, le=MAX_WIDTH)
+    head_dim: int = Field(gt=0, le=MAX_WIDTH)
+    state_size: int = Field(gt=0, le=MAX_WIDTH)
+    n_groups: int = Field(gt=0, le=MAX_WIDTH)
+    conv_kernel: int = Field(gt=0, le=MAX_WIDTH)
     proj_bias: bool = False
     conv_bias: bool = True
     gated_norm: bool = True
@@ -64,11 +72,11 @@ class Mamba2(_Arch):
 class GatedDeltaNet(_Arch):
     """A gated DeltaNet linear-attention mixer (Qwen3-Next, Qwen3.5): per-sequence conv and delta-rule state."""
 
-    num_k_heads: int = Field(gt=0)
-    num_v_heads: int = Field(gt=0)
-    head_k_dim: int = Field(gt=0)
-    head_v_dim: int = Field(gt=0)
-    conv_kernel: int = Field(gt=0)
+    num_k_heads: int = Field(gt=0, le=MAX_WIDTH)
+    num_v_heads: int = Field(gt=0, le=MAX_WIDTH)
+    head_k_dim: int = Field(gt=0, le=MAX_WIDTH)
+    head_v_dim: int = Field(gt=0, le=MAX_WIDTH)
+    conv_kernel: int = Field(gt=0, le=MAX_WIDTH)
     state_dtype_bytes: int | None = Field(default=None, gt=0)  # the config's mamba_ssm_dtype, when it says
 
     @property
@@ -91,10 +99,10 @@ Mixer = Literal["attention", "mamba2", "gated_deltanet", "none"]
 class Attention(_Arch):
     """Attention projections of one layer. ``head_dim`` is the query/key width, ``v_head_dim`` the value width."""
 
-    num_heads: int = Field(gt=0)
-    num_kv_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    v_head_dim: int = Field(gt=0)
+    num_heads: int = Field(gt=0, le=MAX_WIDTH)
+    num_kv_heads: int = Field(gt=0, le=MAX_WIDTH)
+    head_dim: int = Field(gt=0, le=MAX_WIDTH)
+    v_head_dim: int = Field(gt=0, le=MAX_WIDTH)
     q_bias: bool = False
     kv_bias: bool = False
     o_bias: bool = False
@@ -120,7 +128,7 @@ class Attention(_Arch):
 class Mlp(_Arch):
     """A feed-forward block: gated (SwiGLU/GeGLU: gate, up, down) or plain (up, down)."""
 
-    intermediate_size: int = Field(gt=0)
+    intermediate_size: int = Field(gt=0, le=MAX_WIDTH)
     gated: bool
     bias: bool = False
     fused_gate_up: bool = False  # one gate_up projection (Phi-3): its 2·ffn output stays alive through the product
@@ -129,10 +137,10 @@ class Mlp(_Arch):
 class MixtureOfExperts(_Arch):
     """Routed experts of a MoE layer, plus optional always-on shared experts."""
 
-    num_experts: int = Field(gt=1)
-    experts_per_token: int = Field(gt=0)
-    expert_intermediate_size: int = Field(gt=0)
-    shared_intermediate_size: int = Field(default=0, ge=0)
+    num_experts: int = Field(gt=1, le=MAX_WIDTH)
+    experts_per_token: int = Field(gt=0, le=MAX_WIDTH)
+    expert_intermediate_size: int = Field(gt=0, le=MAX_WIDTH)
+    shared_intermediate_size: int = Field(default=0, ge=0, le=MAX_WIDTH)
     shared_expert_gate: bool = False
     router_bias: bool = False  # gpt-oss: the router linear has a bias
     expert_bias: bool = False  # gpt-oss: every expert's gate_up and down projections have biases
@@ -151,9 +159,9 @@ class Architecture(_Arch):
     """The whole network. Per-layer lists (`layer_windows`, `moe_layers`) have one entry per layer."""
 
     model_type: str
-    hidden_size: int = Field(gt=0)
-    num_layers: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
+    hidden_size: int = Field(gt=0, le=MAX_WIDTH)
+    num_layers: int = Field(gt=0, le=MAX_LAYERS)
+    vocab_size: int = Field(gt=0, le=MAX_WIDTH)
     tie_word_embeddings: bool
     attention: Attention
     mlp: Mlp
@@ -161,10 +169,10 @@ class Architecture(_Arch):
     moe_layers: tuple[bool, ...] = ()
     layer_windows: tuple[int | None, ...] = ()
     norm: Literal["rms", "layer", "layer_nobias"] = "rms"  # layer_nobias: LayerNorm with a weight only (Cohere)
-    norms_per_layer: int = Field(default=2, ge=0)
+    norms_per_layer: int = Field(default=2, ge=0, le=MAX_WIDTH)
     final_norm: bool = True
-    position_embeddings: int = Field(default=0, ge=0)
-    token_type_embeddings: int = Field(default=0, ge=0)
+    position_embeddings: int = Field(default=0, ge=0, le=MAX_WIDTH)
+    token_type_embeddings: int = Field(default=0, ge=0, le=MAX_WIDTH)
     embedding_norm: bool = False
     pooler: bool = False
     lm_head: bool = True
@@ -174,7 +182,7 @@ class Architecture(_Arch):
     mamba: Mamba2 | None = None
     linear_attention: GatedDeltaNet | None = None
     causal: bool = True
-    max_position_embeddings: int | None = Field(default=None, gt=0)
+    max_position_embeddings: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
     hidden_act: str | None = None  # config.json's activation name (e.g. gelu_new, silu)
     final_logit_softcapping: bool = False  # Gemma 2: logits ÷ cap → tanh → × cap
 
@@ -245,8 +253,8 @@ class ModelSpec(BaseModel):
     name: str
     aliases: tuple[str, ...] = ()
     arch: Architecture | None = None
-    generic_params: int | None = Field(default=None, gt=0)
-    hf_params: int | None = Field(default=None, gt=0)
+    generic_params: int | None = Field(default=None, gt=0, le=MAX_PARAMS)
+    hf_params: int | None = Field(default=None, gt=0, le=MAX_PARAMS)
     notes: str | None = None
     sources: tuple[str, ...] = ()
     checkpoint: CheckpointQuant | None = None  # what the config's quantization_config says the weights are stored in

@@ -28,6 +28,10 @@ def check_target(path: Path) -> None:
             raise WorkloadInvalid(f"cannot write {path}: folder {folder} does not exist")
         if not os.access(folder, os.W_OK):
             raise WorkloadInvalid(f"cannot write {path}: folder {folder} is not writable")
+        # what the atomic write will do, tried now: a file beside the target (refused in /proc, on a full disk...)
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".probe")
+        os.close(handle)
+        os.unlink(probe)
         if path.exists() and not os.access(path, os.W_OK):
             raise WorkloadInvalid(f"cannot write {path}: the file is read-only")
     except OSError as error:  # a name too long, a path through a file

@@ -50,3 +50,9 @@ def test_a_complete_write_replaces_the_file_with_its_permissions(tmp_path: Path)
     write_text_atomically(target, lambda handle: handle.write("new\n"))
     assert target.read_text() == "new\n"
     assert target.stat().st_mode & 0o777 == 0o640
+
+
+def test_a_folder_where_no_file_can_be_made_is_refused_before_work() -> None:
+    """Fuzz class 'partial stdout on error': plan printed its table, then failed to write into /proc."""
+    with pytest.raises(WorkloadInvalid, match="cannot write"):
+        check_target(Path("/proc/version"))
