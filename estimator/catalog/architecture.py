@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from estimator.catalog.checkpoint_quant import CheckpointQuant
 
-
 # Ceilings on what a config may say, far beyond any published model so that only a typo or hostile input meets them,
 # and low enough that the terms stay fast and exact (a 10,000,000-layer config took 22 s): the deepest published
 # decoders have ~130 layers (Llama 3.1 405B: 126), the widest dimensions are vocabularies of ~260k and contexts of
@@ -23,6 +22,7 @@ from estimator.catalog.checkpoint_quant import CheckpointQuant
 MAX_LAYERS = 4096
 MAX_WIDTH = 2**24  # 16,777,216: any width, head count, vocabulary, expert count or context length
 MAX_PARAMS = 10**15
+
 
 class _Arch(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
