@@ -58,6 +58,11 @@ class Point:
         return (self.predicted - self.measured) / self.measured if self.measured else float("inf")
 
     @property
+    def fraction_of_measured(self) -> float:
+        """predicted / measured: how close a bound comes to the measurement (1 = equal)."""
+        return self.predicted / self.measured if self.measured else float("inf")
+
+    @property
     def target(self) -> float | None:
         return None if self.kind == "bound" else TARGETS.get(self.term)
 

@@ -68,7 +68,7 @@ def render_validation(console: Console, title: str, pts: Sequence[Point]) -> Non
         verdict = "" if p.ok is None else " ✓" if p.ok else " ✗"
         if p.kind == "bound":
             table.add_row(p.case, p.term, _value(p.term, p.predicted), _value(p.term, p.measured),
-                          f"{p.predicted / p.measured:.0%} of measured", "≤ measured" + verdict)
+                          f"{p.fraction_of_measured:.0%} of measured", "≤ measured" + verdict)
         else:
             target = "" if p.target is None else f"±{p.target:.1%}"
             table.add_row(p.case, p.term, _value(p.term, p.predicted), _value(p.term, p.measured),

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from estimator.render.formats import render_notes
 from estimator.training.report import TrainingReport
-from estimator.units import format_bytes, format_seconds
+from estimator.units import format_bytes, format_flops, format_seconds
 
 
 def render_training_table(report: TrainingReport, console: Console, *, binary: bool = False,
@@ -26,7 +26,7 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
     console.print(f"[bold]Model[/]  {escape(m.name)}: {m.params:,} params, {m.architecture}, {m.layers} layers")
     asked = f"  (from '{escape(g.requested_as)}')" if g.requested_as != g.name else ""
     console.print(f"[bold]GPU[/]    {escape(g.name)}" + asked
-                  + f": {b(g.memory_bytes)}, {g.peak_flop_per_s / 1e12:,.1f} TFLOP/s {g.compute_dtype}; {layout}")
+                  + f": {b(g.memory_bytes)}, {format_flops(g.peak_flop_per_s)} {g.compute_dtype}; {layout}")
     console.print(f"[bold]Train[/]  micro-batch {w.batch} × {w.seq_len:,} tokens × accum {w.grad_accum}, "
                   f"{w.precision}, {w.optimizer}, recompute {w.recompute}, {w.attention}, {shard}{lora}, "
                   f"profile {w.profile}", highlight=False)
