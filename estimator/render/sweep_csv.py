@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     from estimator.planning.sweep import SweepBlock, SweepResult
 
-_CHUNK_ROWS = 16_384  # rows formatted at once: bounds the buffers to a few tens of MB
+_CHUNK_ROWS = 4096  # rows formatted at once: buffers of a few MB
 _LONG = 48  # constant fields longer than this go into the row template instead of the byte buffers
 
 
@@ -42,15 +42,18 @@ def write_sweep_csv(result: SweepResult, handle: TextIO) -> None:
 def _chunk(np: Any, block: SweepBlock, start: int, stop: int) -> str:
     """Rows start..stop of ``block`` as CSV text."""
     n = stop - start
-    tokens: list[Any] = []  # the row, left to right: literal text (str) or per-row bytes ((data, lengths))
+    formatted: dict[tuple[Any, ...], Any] = {}
+    tokens: list[Any] = []  # the row, left to right: literal text (str) or per-row bytes (a byte matrix)
     for key in block.keys:
         if tokens:
             tokens.append(",")
         if key in block.constants:
             text = csv_field(block.constants[key])
             tokens.append(text if len(text) > _LONG else _constant(np, text, n))
-        elif key in block.columns:
-            tokens.append(_column(np, block.columns[key][start:stop]))
+        elif key in block.columns:  # a column that is another's array (time to first token) is formatted once
+            values = block.columns[key][start:stop]
+            same = (values.__array_interface__["data"][0], values.strides, values.dtype.str, np.ma.is_masked(values))
+            tokens.append(formatted[same] if same in formatted else formatted.setdefault(same, _column(np, values)))
         elif key in block.joined:
             tokens += _joined(np, block.joined[key], start, stop)
         else:
@@ -62,20 +65,24 @@ def _chunk(np: Any, block: SweepBlock, start: int, stop: int) -> str:
     pieces: list[Any] = []  # per row: literal text and one string per run of per-row bytes, in order
     for literal, group in groupby(tokens, key=lambda t: isinstance(t, str)):
         items = list(group)
-        pieces.append("".join(items) if literal else _lay_out(np, items))
+        pieces.append("".join(items) if literal else _lay_out(np, items, n))
     row: list[str] = [""] * (n * len(pieces))
     for k, piece in enumerate(pieces):  # row i's k-th piece is at i × pieces + k
         row[k::len(pieces)] = [piece] * n if isinstance(piece, str) else piece
     return "".join(row)
 
 
-def _lazy(np: Any, block: SweepBlock, key: str, start: int, stop: int) -> tuple[Any, Any]:
+def _lazy(np: Any, block: SweepBlock, key: str, start: int, stop: int) -> Any:
     """A text column built per point (once per group of equal points where the block says which are equal)."""
     groups = block.lazy_groups.get(key)
     if groups is None:
         return _texts(np, [block.lazy[key](i) for i in range(start, stop)], np.arange(stop - start))
     _, first, index = np.unique(groups[start:stop], return_index=True, return_inverse=True)
     return _texts(np, [block.lazy[key](start + i) for i in first.tolist()], index.reshape(-1))
+
+
+# Every per-row field is a byte matrix, one row per point, its text padded with NUL bytes (which CSV text never
+# holds): fields side by side, the NULs dropped, give the rows' bytes.
 
 
 def _joined(np: Any, parts: Sequence[Any], start: int, stop: int) -> list[Any]:
@@ -88,18 +95,22 @@ def _joined(np: Any, parts: Sequence[Any], start: int, stop: int) -> list[Any]:
     return [*out, _constant(np, '"', n)]
 
 
-def _lay_out(np: Any, fields: Sequence[tuple[Any, Any]]) -> list[str]:
-    """Each row's pieces joined: one string per row."""
-    data, _ = _concat(np, [*fields, _constant(np, "\0", len(fields[0][1]))])  # NUL: the row's end mark
-    return data.tobytes().decode("utf-8").split("\0")[:-1]  # type: ignore[no-any-return]
+def _lay_out(np: Any, fields: Sequence[Any], n: int) -> list[str]:
+    """Each of the ``n`` rows' fields joined: one string per row."""
+    matrix = np.concatenate([np.broadcast_to(f, (n, f.shape[1])) for f in fields]
+                            + [np.full((n, 1), _END, dtype=np.uint8)], axis=1)
+    return matrix[matrix != 0].tobytes().decode("utf-8").split(chr(_END))[:-1]  # type: ignore[no-any-return]
 
 
-def _constant(np: Any, text: str, n: int) -> tuple[Any, Any]:
-    encoded = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    return np.tile(encoded, n), np.full(n, len(encoded), dtype=np.int64)
+_END = 1  # marks the end of each row's run in the buffer (csv text here never holds a control character)
 
 
-def _column(np: Any, values: Any) -> tuple[Any, Any]:
+def _constant(np: Any, text: str, n: int) -> Any:
+    del n  # broadcast to the chunk's rows when laid out
+    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8).reshape(1, -1)
+
+
+def _column(np: Any, values: Any) -> Any:
     """A numpy column as csv would write each entry (masked: None)."""
     mask = np.ma.getmaskarray(values)
     values = np.ma.getdata(values)
@@ -111,8 +122,8 @@ def _column(np: Any, values: Any) -> tuple[Any, Any]:
     return _lookup(np, [csv_field(v) for v in unique.tolist()], index.reshape(-1))
 
 
-def _integers(np: Any, values: Any, blank: Any) -> tuple[Any, Any]:
-    """Decimal digits of every entry, as ``str(int)`` writes them; empty where ``blank``."""
+def _integers(np: Any, values: Any, blank: Any) -> Any:
+    """Decimal digits of every entry, as ``str(int)`` writes them, right-aligned; nothing where ``blank``."""
     negative = values < 0
     magnitude = np.abs(values).astype(np.uint64)
     digits = np.ones(len(values), dtype=np.int64)
@@ -125,38 +136,25 @@ def _integers(np: Any, values: Any, blank: Any) -> tuple[Any, Any]:
         matrix[:, columns - 1 - k] = ord("0") + (magnitude // np.uint64(10**k)) % np.uint64(10)
     rows = np.flatnonzero(negative & ~blank)
     matrix[rows, columns - width[rows]] = ord("-")
-    keep = np.arange(columns) >= (columns - width)[:, None]
-    return matrix[keep], width
+    matrix[np.arange(columns) < (columns - width)[:, None]] = 0
+    return matrix
 
 
-def _floats(np: Any, values: Any) -> tuple[Any, Any]:
+def _floats(np: Any, values: Any) -> Any:
     """``repr`` of every entry (csv writes floats so): whole numbers below 10¹⁶ as their digits and ".0" (as
     repr writes them), the rest by ``repr`` itself, once per run of equal neighbours."""
     whole = (values == np.floor(values)) & (np.abs(values) < 1e16)
     if whole.all():
-        digits, length = _integers(np, values.astype(np.int64), np.zeros(len(values), dtype=bool))
-        return _concat(np, [(digits, length), _constant(np, ".0", len(values))])
+        digits = _integers(np, values.astype(np.int64), np.zeros(len(values), dtype=bool))
+        return np.concatenate([digits, np.broadcast_to(_constant(np, ".0", 0), (len(values), 2))], axis=1)
     starts = np.ones(len(values), dtype=bool)
     starts[1:] = values[1:] != values[:-1]
-    texts = list(map(repr, values[starts].tolist()))
-    if len(texts) == len(values):  # no repeats: the reprs are the column
-        return np.frombuffer("".join(texts).encode("ascii"), dtype=np.uint8), np.fromiter(map(len, texts), np.int64)
-    return _lookup(np, texts, np.cumsum(starts) - 1)
+    texts = np.array(list(map(repr, values[starts].tolist())), dtype=np.bytes_)
+    matrix = texts.view(np.uint8).reshape(len(texts), -1)
+    return matrix if len(texts) == len(values) else matrix[np.cumsum(starts) - 1]
 
 
-def _concat(np: Any, fields: Sequence[tuple[Any, Any]]) -> tuple[Any, Any]:
-    """Row i's bytes of every field, one after the other."""
-    lengths = sum(length for _, length in fields)
-    ends = np.cumsum(lengths)
-    out = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.uint8)
-    position = ends - lengths
-    for data, length in fields:
-        out[np.repeat(position - (np.cumsum(length) - length), length) + np.arange(len(data))] = data
-        position = position + length
-    return out, lengths
-
-
-def _texts(np: Any, texts: list[str], index: Any) -> tuple[Any, Any]:
+def _texts(np: Any, texts: list[str], index: Any) -> Any:
     """Row i's text is ``texts[index[i]]``, quoted as csv quotes it."""
     return _lookup(np, [_quote(t) for t in texts], index)
 
@@ -167,16 +165,10 @@ def _quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"' if ("," in text or '"' in text or "\n" in text) else text
 
 
-def _lookup(np: Any, texts: list[str], index: Any) -> tuple[Any, Any]:
-    """The bytes of ``texts[index[i]]`` for every row i, and their lengths."""
+def _lookup(np: Any, texts: list[str], index: Any) -> Any:
+    """The bytes of ``texts[index[i]]`` for every row i."""
     encoded = [t.encode("utf-8") for t in texts]
-    sizes = np.array([len(e) for e in encoded], dtype=np.int64)
-    joined = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-    length = sizes[index]
-    total = int(length.sum())
-    if total == 0:
-        return joined[:0], length
-    # byte j of row i's text is joined[first[index[i]] + j]
-    first = np.cumsum(sizes) - sizes
-    return joined[np.repeat(first[index] - (np.cumsum(length) - length), length) + np.arange(total)], length
-
+    if any(b"\0" in e or bytes([_END]) in e for e in encoded):
+        raise ValueError("sweep text holds a NUL or \\x01 byte")  # never: estimate's texts are plain
+    table = np.array(encoded, dtype=np.bytes_)
+    return table.view(np.uint8).reshape(len(encoded), -1)[index]
