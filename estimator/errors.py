@@ -18,17 +18,18 @@ class EstimatorError(Exception):
 class SpecNotFound(EstimatorError, LookupError):
     """A GPU, model, format or profile name that is not in the catalog."""
 
-    def __init__(self, kind: str, name: str, suggestions: Sequence[str] = ()) -> None:
+    def __init__(self, kind: str, name: str, suggestions: Sequence[str] = (), hint: str = "") -> None:
         self.kind = kind
         self.name = name
         self.suggestions = tuple(suggestions)
+        self.hint = hint
         super().__init__(str(self))
 
     def __str__(self) -> str:
         message = f"unknown {self.kind} {self.name!r}"
         if self.suggestions:
             message += "; did you mean " + ", ".join(repr(s) for s in self.suggestions) + "?"
-        return message
+        return f"{message}; {self.hint}" if self.hint else message
 
 
 class SpecInvalid(EstimatorError, ValueError):

@@ -39,6 +39,7 @@ class NoteCode(str, Enum):
     SIZE_ONLY_NO_CAPACITY = "size-only-no-capacity"
     SIZE_ONLY_TIME = "size-only-time"
     ENCODER = "encoder"
+    UNCOUNTED_TOWERS = "uncounted-towers"
     CONTEXT_TOO_LONG = "context-too-long"
     SEQ_LEN_TOO_LONG = "seq-len-too-long"
     SELECTIVE_RECOMPUTE_NOOP = "selective-recompute-noop"
@@ -174,6 +175,9 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         "--dtype overrides")),
     _C.CHECKPOINT_OVERRIDDEN: ({"method": str, "format": str}, lambda v, b: (
         f"--dtype {v['format']} overrides the checkpoint's quantization_config ({v['method']})")),
+    _C.UNCOUNTED_TOWERS: ({"model": str, "towers": str}, lambda v, b: (
+        f"{v['model']} is a multimodal wrapper: its {v['towers']} are not counted (parameters, weights and time are "
+        "the language model's alone)")),
     _C.STATE_PER_SEQUENCE: ({"layers": int, "kind": str, "bytes_per_sequence": int}, lambda v, b: (
         f"{v['layers']} {v['kind']} layers hold a fixed state of {b(v['bytes_per_sequence'])} per sequence "
         "(conv + recurrent state, whatever the context), beside the KV cache of the attention layers")),

@@ -259,6 +259,7 @@ class ModelSpec(BaseModel):
     sources: tuple[str, ...] = ()
     checkpoint: CheckpointQuant | None = None  # what the config's quantization_config says the weights are stored in
     checkpoint_error: str | None = None  # why that block could not be read (then --dtype must say)
+    uncounted_towers: tuple[str, ...] = ()  # a multimodal wrapper's vision/audio configs, not in the counts yet
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:

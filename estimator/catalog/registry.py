@@ -213,7 +213,15 @@ class Catalog:
                 raise SpecInvalid(f"a model needs a positive parameter count, got {text!r}")
             return ModelSpec(name=f"generic-{text.strip().lower()}", generic_params=params,
                              notes="generic dense model given by its parameter count alone")
-        return self.models.get(text)
+        try:
+            return self.models.get(text)
+        except SpecNotFound as error:
+            if "/" not in text:
+                raise
+            # a Hugging Face id the catalog does not hold: the tool never downloads, so say how to give its config
+            raise SpecNotFound("model", text, error.suggestions, hint=(
+                f"the catalog does not hold this Hugging Face id; download its config.json (https://huggingface.co/"
+                f"{text}/blob/main/config.json) and pass --model path/to/config.json or the folder")) from None
 
 
 def _local_path(text: str) -> Path | None:
@@ -223,6 +231,10 @@ def _local_path(text: str) -> Path | None:
         return path if text.endswith(".json") or path.is_dir() or path.is_file() else None
     except (OSError, RuntimeError, ValueError):  # too long for a path, ~nosuchuser, a NUL byte: not a file
         return None
+
+
+# A multimodal wrapper's non-text towers: read through text_config, these are not counted yet, and the report says so.
+_TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")
 
 
 def _checkpoint(config: Any) -> tuple[CheckpointQuant | None, str | None]:
@@ -261,8 +273,9 @@ def model_from_config_file(path: Path) -> ModelSpec:
     except SpecInvalid as error:
         raise SpecInvalid(f"{file}: {error}") from None
     name = config.get("_name_or_path") or (file.resolve().parent.name if file.name == "config.json" else file.stem)
+    towers = tuple(key for key in _TOWER_KEYS if isinstance(config.get(key), Mapping))
     return ModelSpec(name=str(name) or file.stem, arch=arch, sources=(str(file),), checkpoint=checkpoint,
-                     checkpoint_error=checkpoint_error)
+                     checkpoint_error=checkpoint_error, uncounted_towers=towers)
 
 
 @cache

@@ -120,6 +120,8 @@ def _warnings(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, dtype: str, 
                 note(NoteCode.SIZE_ONLY_TIME)]
     if not arch.causal:
         warnings.append(note(NoteCode.ENCODER, model=model.name))
+    if model.uncounted_towers:
+        warnings.append(note(NoteCode.UNCOUNTED_TOWERS, model=model.name, towers=", ".join(model.uncounted_towers)))
     if arch.max_position_embeddings and w.context_tokens > arch.max_position_embeddings:
         warnings.append(note(NoteCode.CONTEXT_TOO_LONG, tokens=w.context_tokens, limit=arch.max_position_embeddings))
     return warnings

@@ -130,3 +130,24 @@ def test_bad_pattern_is_named() -> None:
     config = {"model_type": "nemotron_h", "num_hidden_layers": 3, "hybrid_override_pattern": "MX*"}
     with pytest.raises(SpecInvalid, match="hybrid_override_pattern"):
         architecture_from_config(config)
+
+
+def test_a_wrappers_uncounted_tower_is_said(cli: Any, tmp_path: Path) -> None:
+    config = {"model_type": "qwen3_5", "text_config": {"model_type": "qwen3_5_text", "num_hidden_layers": 4},
+              "vision_config": {"depth": 2}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    result = cli("estimate", "--model", str(tmp_path), "--gpu", "h100", "--format", "json")
+    codes = [w["code"] for w in json.loads(result.stdout)["warnings"]]
+    assert "uncounted-towers" in codes  # never a silent drop
+
+
+def test_unknown_hugging_face_id_says_how_to_pass_its_config(cli: Any) -> None:
+    result = cli("estimate", "--model", "some-org/some-model", "--gpu", "h100")
+    assert result.exit_code != 0
+    assert "download its config.json" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_hugging_face_id_the_catalog_knows_is_accepted(cli: Any) -> None:
+    result = cli("estimate", "--model", "openai/gpt-oss-120b", "--gpu", "h200", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["model"]["params"] == 116_829_156_672
