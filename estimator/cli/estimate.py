@@ -134,8 +134,12 @@ def estimate_command(
                 "--tp": tp, "--pp": pp, "--sequence-parallel": sequence_parallel, "--lora-rank": lora_rank,
                 "--lora-targets": lora_targets, "--qlora": qlora}
     if mode is Mode.train:
-        from estimator.cli.train import run_training
+        from estimator.cli.train import reject_inference_options, run_training
 
+        reject_inference_options({"--gpus": gpus, "--prompt-tokens": prompt_tokens,
+                                  "--output-tokens": output_tokens, "--dtype": dtype, "--kv-dtype": kv_dtype,
+                                  "--logits": logits, "--mla-cache": mla_cache, "--group-size": group_size,
+                                  "--calibration": calibration, "--plot": plot})
         if system is not None or nodes is not None or gpus_per_node is not None:
             raise WorkloadInvalid("--system, --nodes and --gpus-per-node are not modelled for --mode train yet; "
                                   "give --gpu with --tp, --pp and --dp")
@@ -213,8 +217,9 @@ def report_for_params(p: dict[str, Any]) -> Report | TrainingReport:
     catalog = catalog_for(None if p["specs_dir"] is None else Path(p["specs_dir"]))
     training = {flag: p[flag.lstrip("-").replace("-", "_")] for flag in TRAINING_FLAGS}
     if str(_value(p["mode"])) == Mode.train.value:
-        from estimator.cli.train import training_report
+        from estimator.cli.train import INFERENCE_ONLY, reject_inference_options, training_report
 
+        reject_inference_options({flag: p[flag.lstrip("-").replace("-", "_")] for flag in INFERENCE_ONLY})
         if p["system"] is not None or p["nodes"] is not None or p["gpus_per_node"] is not None:
             raise WorkloadInvalid("--system, --nodes and --gpus-per-node are not modelled for --mode train yet; "
                                   "give --gpu with --tp, --pp and --dp")

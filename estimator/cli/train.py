@@ -22,6 +22,31 @@ from estimator.units import parse_count
 QLORA_FORMAT = "nf4-dq"  # QLoRA paper: NF4 with double quantization (specs/quant/nf4-dq.yaml)
 
 
+# Each inference-only option of `estimate`: its default, and what --mode train offers instead (issue 13: every
+# option takes effect in every mode or is refused in one line naming the mode's equivalent).
+INFERENCE_ONLY: dict[str, tuple[Any, str]] = {
+    "--gpus": ("1", "use --tp, --pp and --dp in --mode train"),
+    "--prompt-tokens": ("2048", "use --seq-len in --mode train"),
+    "--output-tokens": ("0", "use --seq-len in --mode train"),
+    "--dtype": (None, "use --precision, or --qlora for a 4-bit NF4 base, in --mode train"),
+    "--kv-dtype": (None, "--mode train keeps no KV cache"),
+    "--logits": ("last", "--mode train computes logits at every position"),
+    "--mla-cache": (None, "--mode train keeps no KV cache"),
+    "--group-size": (None, "--qlora's NF4 base has its format's group size"),
+    "--calibration": (None, "--mode train takes the profile uncalibrated"),
+    "--plot": (None, "no chart is drawn for --mode train; use --format json for its figures"),
+}
+
+
+def reject_inference_options(options: dict[str, Any]) -> None:
+    """In --mode train, an inference-only option set away from its default is refused in one line that names
+    the training equivalent, e.g. "--gpus applies to inference; use --tp, --pp and --dp in --mode train"."""
+    given = [flag for flag, value in options.items()
+             if getattr(value, "value", value) != INFERENCE_ONLY[flag][0]]
+    if given:
+        raise WorkloadInvalid(". ".join(f"{flag} applies to inference; {INFERENCE_ONLY[flag][1]}" for flag in given))
+
+
 def _count(name: str, text: str | None, default: int) -> int:
     if text is None:
         return default

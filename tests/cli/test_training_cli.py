@@ -90,3 +90,34 @@ def test_size_only_model_cannot_train() -> None:
     result = _run("--model", "7b", "--gpu", "h100", "--mode", "train")
     assert result.returncode != 0
     assert "need an architecture" in result.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--gpus", "8"], "error: --gpus applies to inference; use --tp, --pp and --dp in --mode train"),
+    (["--prompt-tokens", "8k"], "error: --prompt-tokens applies to inference; use --seq-len in --mode train"),
+    (["--dtype", "fp8"], "error: --dtype applies to inference; use --precision, or --qlora for a 4-bit NF4 base, "
+                         "in --mode train"),
+    (["--plot", "chart.png"], "error: --plot applies to inference; no chart is drawn for --mode train; use "
+                              "--format json for its figures"),
+    (["--kv-dtype", "fp8", "--logits", "all"], "error: --kv-dtype applies to inference; --mode train keeps no KV "
+                                              "cache. --logits applies to inference; --mode train computes logits "
+                                              "at every position"),
+])
+def test_train_mode_refuses_inference_options(args: list[str], message: str, tmp_path: Path) -> None:
+    """Issue 13: --mode train printed `1 GPU` for --gpus 8 and wrote no --plot file, exit 0; now each such
+    option is refused in one line that names the training equivalent, and no file is written."""
+    result = subprocess.run([sys.executable, "-m", "estimator", "estimate", *BASE, *args], capture_output=True,
+                            text=True, cwd=tmp_path, check=False, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert result.returncode != 0
+    assert result.stdout == ""
+    assert result.stderr.strip() == message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_train_mode_refuses_inference_options_through_params() -> None:
+    """The same refusal where `oom` builds the report from parsed options (report_for_params)."""
+    from estimator.cli.estimate import estimate_params, report_for_params
+    from estimator.errors import WorkloadInvalid
+
+    with pytest.raises(WorkloadInvalid, match="--gpus applies to inference"):
+        report_for_params(estimate_params([*BASE, "--gpus", "8"]))
