@@ -33,7 +33,16 @@ def _cache_file() -> Path | None:
     return Path(user_cache_dir("estimator")) / "parsed-specs.json"
 
 
+_loaded: dict[Path, dict[str, Any]] = {}  # each cache file is read once per process (a catalog reads 6 folders)
+
+
 def _load(file: Path) -> dict[str, Any]:
+    if file not in _loaded:
+        _loaded[file] = _read(file)
+    return _loaded[file]
+
+
+def _read(file: Path) -> dict[str, Any]:
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -85,5 +94,7 @@ def parse_all(paths: list[Path], parse: Callable[[Path], Any]) -> list[Any]:
             entries[key] = data
             changed = True
     if changed:
-        _save(file, entries if len(entries) <= _MAX_ENTRIES else {})
+        if len(entries) > _MAX_ENTRIES:
+            entries.clear()
+        _save(file, entries)
     return out
