@@ -140,14 +140,14 @@ def estimate_command(
                                   "--output-tokens": output_tokens, "--dtype": dtype, "--kv-dtype": kv_dtype,
                                   "--logits": logits, "--mla-cache": mla_cache, "--group-size": group_size,
                                   "--calibration": calibration, "--plot": plot})
-        if system is not None or nodes is not None or gpus_per_node is not None:
-            raise WorkloadInvalid("--system, --nodes and --gpus-per-node are not modelled for --mode train yet; "
-                                  "give --gpu with --tp, --pp and --dp")
-        if gpu is None:
-            raise WorkloadInvalid("--mode train needs --gpu")
-        gpu_spec = with_gpu_memory(catalog.gpus.get(gpu), gpu_memory)
-        run_training(catalog, model_spec, gpu_spec, requested_gpu=gpu, batch=batch, profile=profile, options=training,
-                     output_format=output_format.value, binary=units is Units.gib, explain=explain)
+        if system is None and (nodes is not None or gpus_per_node is not None):
+            raise WorkloadInvalid("--nodes and --gpus-per-node with --mode train need --system")
+        # training uses a server only when named: a GPU alone keeps the card's listed link for every group
+        card, chosen, node_count, _ = hardware(catalog, gpu, system, nodes, gpus_per_node, 1)
+        gpu_spec = with_gpu_memory(card, gpu_memory)
+        run_training(catalog, model_spec, gpu_spec, requested_gpu=gpu or "", batch=batch, profile=profile,
+                     options=training, output_format=output_format.value, binary=units is Units.gib, explain=explain,
+                     system=chosen if system is not None else None, nodes=node_count)
         return
     reject_training_options(training)
     report = inference_report(catalog, model_spec, gpu, requested_gpu=gpu or "", dtype=dtype, kv_dtype=kv_dtype,

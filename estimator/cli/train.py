@@ -10,6 +10,7 @@ from rich.console import Console
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.registry import Catalog, validation_message
 from estimator.catalog.specs import GpuSpec
+from estimator.catalog.systems import SystemSpec
 from estimator.errors import WorkloadInvalid
 from estimator.render.formats import write_report
 from estimator.render.training_table import render_training_table
@@ -57,10 +58,11 @@ def _count(name: str, text: str | None, default: int) -> int:
 
 
 def run_training(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_gpu: str, batch: str,
-                 profile: str, options: dict[str, Any], output_format: str, binary: bool, explain: bool) -> None:
+                 profile: str, options: dict[str, Any], output_format: str, binary: bool, explain: bool,
+                 system: SystemSpec | None = None, nodes: int = 1) -> None:
     """Build the TrainingWorkload from the CLI's options, estimate, and write the chosen format to stdout."""
     report = training_report(catalog, model, gpu, requested_gpu=requested_gpu, batch=batch, profile=profile,
-                             options=options)
+                             options=options, system=system, nodes=nodes)
     if output_format == "table":
         render_training_table(report, Console(), binary=binary, explain=explain)
     else:
@@ -68,7 +70,8 @@ def run_training(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_
 
 
 def training_report(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_gpu: str, batch: str,
-                    profile: str, options: dict[str, Any]) -> TrainingReport:
+                    profile: str, options: dict[str, Any], system: SystemSpec | None = None,
+                    nodes: int = 1) -> TrainingReport:
     """The TrainingReport for `estimate --mode train`'s options (keyed by flag, as typed on the command line)."""
     o = options
     zero = 0 if o["--zero"] is None else {"0": 0, "1": 1, "2": 2, "3": 3}.get(str(o["--zero"]).strip(), -1)
@@ -100,4 +103,4 @@ def training_report(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, request
         )
     except ValidationError as error:
         raise WorkloadInvalid(validation_message(error)) from None
-    return estimate_training(model, gpu, workload, requested_gpu=requested_gpu)
+    return estimate_training(model, gpu, workload, requested_gpu=requested_gpu, system=system, nodes=nodes)

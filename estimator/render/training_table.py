@@ -60,8 +60,15 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
     times.add_column("value", justify="right")
     times.add_row("step (expected)", format_seconds(t.step_s))
     times.add_row("  compute", format_seconds(t.compute_s))
+    split = report.gpu.system is not None  # on a system: the bubble and each parallelism's traffic
+    if split:
+        times.add_row("    of which pipeline bubble", format_seconds(t.bubble_s))
     times.add_row("  optimizer step", format_seconds(t.optimizer_s))
     times.add_row("  communication", format_seconds(t.communication_s))
+    if split:
+        times.add_row("    tensor parallel", format_seconds(t.tp_communication_s))
+        times.add_row("    pipeline parallel", format_seconds(t.pp_communication_s))
+        times.add_row("    data parallel", format_seconds(t.dp_communication_s))
     times.add_row("step bound (peak FLOP/s)", format_seconds(t.step_bound_s))
     times.add_row("tokens/s (all GPUs)", f"{t.tokens_per_s:,.0f}")
     times.add_row("MFU", f"{t.mfu:.1%}")

@@ -25,6 +25,7 @@ from fractions import Fraction
 
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.specs import GpuSpec
+from estimator.catalog.systems import SystemSpec
 from estimator.errors import WorkloadInvalid
 from estimator.inference.report import GpuInfo, ModelInfo
 from estimator.model.compute import attention_flops, linear_params_per_token
@@ -42,6 +43,7 @@ from estimator.training.activations import (
     output_stage,
     per_token_bytes,
 )
+from estimator.training.communication import Communication, step_communication
 from estimator.training.report import (
     ActivationPart,
     PeakPhase,
@@ -73,16 +75,6 @@ class _Phases:
         phases: list[tuple[PeakPhase, int]] = [("forward-backward", self.forward_backward),
                                                ("recompute", self.recompute), ("optimizer-step", self.optimizer_step)]
         return max(phases, key=lambda p: p[1])
-
-
-def _ring_s(volume_bytes: float, n: int, link_bytes_per_s: float | None, efficiency: float, factor: float) -> float:
-    """Ring collective: factor × (n − 1)/n × bytes over the per-direction link (all-reduce factor 2; ZeRO-3's
-    gather + gather + reduce-scatter 3; Rajbhandari et al. 2020 §7)."""
-    if n <= 1 or volume_bytes == 0:
-        return 0.0
-    if link_bytes_per_s is None:
-        raise WorkloadInvalid("this GPU's spec has no interconnect_gb_per_s; multi-GPU step time needs it")
-    return factor * (n - 1) / n * volume_bytes / (link_bytes_per_s / 2 * efficiency)
 
 
 @dataclass(frozen=True)
@@ -218,10 +210,11 @@ class _StepTime:
     bound_s: float
     model_flops_step: float
     mfu: float
+    communication: Communication
 
 
 def _step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, st: _States,
-               stage_layers: int) -> _StepTime:
+               stage_layers: int, system: SystemSpec | None = None) -> _StepTime:
     prof, mp, tokens = w.profile, w.tp * w.pp, w.tokens_per_micro_batch
     lora = w.lora_rank is not None
     step_tokens = tokens * w.grad_accum
@@ -237,25 +230,24 @@ def _step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: floa
     compute_s = executed_gpu / (peak * prof.train_flop_efficiency) / (1 - bubble)
     bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
     optimizer_s = 2 * (st.states.total_bytes + st.step_transient) / bandwidth
-    communication_s = _communication_s(arch, w, gpu, st, stage_layers)
+    comm = _communication(arch, w, gpu, st, stage_layers, system)
+    communication_s = comm.total_s
     step_s = compute_s + optimizer_s + communication_s
     bound_s = max(executed_gpu / peak, communication_s * prof.interconnect_efficiency)
     model_flops_step = model_flops_token * step_tokens * w.dp
     return _StepTime(step_tokens, executed_gpu, bubble, compute_s, optimizer_s, communication_s, step_s, bound_s,
-                     model_flops_step, model_flops_step / step_s / (w.gpus * peak))
+                     model_flops_step, model_flops_step / step_s / (w.gpus * peak), comm)
 
 
-def _communication_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, st: _States, stage_layers: int) -> float:
-    """Data-parallel gradient synchronisation (ZeRO-3: parameter gathers too) and tensor-parallel all-reduces."""
-    link, eff, c_bytes = gpu.interconnect_bytes_per_s, w.profile.interconnect_efficiency, st.compute_bytes
+def _communication(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, st: _States, stage_layers: int,
+                   system: SystemSpec | None) -> Communication:
+    """Data-parallel gradient synchronisation (ZeRO-3: parameter gathers too), tensor-parallel all-reduces and,
+    on a system, pipeline sends (`estimator.training.communication`)."""
     grad_wire = 2 if st.deepspeed or w.precision == "bf16" else (4 if w.compute_dtype == "fp32" or w.amp else 2)
-    shard_params = st.trainable_params / (w.tp * w.pp)
-    if w.shard_stage == 3:
-        dp_s = _ring_s(shard_params * c_bytes, w.dp, link, eff, 3)
-    else:
-        dp_s = _ring_s(shard_params * grad_wire, w.dp, link, eff, 2)
-    tp_volume = 4 * stage_layers * w.grad_accum * w.tokens_per_micro_batch * arch.hidden_size * c_bytes
-    return dp_s + _ring_s(tp_volume, w.tp, link, eff, 2)
+    comm = step_communication(w, gpu, system, hidden=arch.hidden_size, stage_layers=stage_layers,
+                              shard_params=st.trainable_params / (w.tp * w.pp), compute_bytes=st.compute_bytes,
+                              grad_wire_bytes=grad_wire)
+    return comm if system is not None else Communication(comm.tp_s, 0.0, comm.dp_s)  # no PP sends without one
 
 
 def _warnings(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, dtype: str, time: _StepTime,
@@ -343,32 +335,40 @@ def _workload_info(w: TrainingWorkload, time: _StepTime) -> TrainingWorkloadInfo
         qlora=w.qlora.name if w.qlora else None, profile=w.profile.name)
 
 
-def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload, *,
-                      requested_gpu: str = "") -> TrainingReport:
-    """Per-GPU memory and step time of ``workload`` training ``model`` on ``workload.gpus`` × ``gpu``."""
+def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload, *, requested_gpu: str = "",
+                      system: SystemSpec | None = None, nodes: int = 1) -> TrainingReport:
+    """Per-GPU memory and step time of ``workload`` training ``model`` on ``workload.gpus`` × ``gpu`` (on ``nodes``
+    × ``system`` when given: each parallel group's traffic over the link it crosses)."""
     w = workload
     arch = model.arch
     if arch is None:
         raise WorkloadInvalid(f"training estimates need an architecture; {model.name!r} is only a parameter count "
                               "(pass a catalog name or a config.json)")
     check_layout(arch, w)
+    if system is not None and w.gpus > nodes * system.gpus_per_node:
+        raise WorkloadInvalid(f"tp {w.tp} × pp {w.pp} × dp {w.dp} = {w.gpus} GPUs do not fit on {nodes} × "
+                              f"{system.name} ({nodes * system.gpus_per_node} GPUs): give --nodes "
+                              f"{-(-w.gpus // system.gpus_per_node)} or a smaller layout")
     dtype, peak_flop_per_s = peak_for(gpu, w.compute_dtype)
     states = _model_states(arch, w)
     act = _activations(arch, w, states)
     peak = _peak(states, act, gpu, w)
-    time = _step_time(arch, w, gpu, peak_flop_per_s, states, act.stage_layers)
+    time = _step_time(arch, w, gpu, peak_flop_per_s, states, act.stage_layers, system)
     return TrainingReport(
         model=ModelInfo(name=model.name, params=param_count(arch), active_params=active_param_count(arch),
                         architecture=arch.model_type, layers=arch.num_layers, hidden_size=arch.hidden_size,
                         kv_cache_kind=arch.kv_cache_kind),
         gpu=GpuInfo(name=gpu.name, requested_as=requested_gpu or gpu.name, memory_type=gpu.memory_type,
                     memory_bytes=gpu.memory_bytes, bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
-                    peak_flop_per_s=peak_flop_per_s, compute_dtype=dtype),
+                    peak_flop_per_s=peak_flop_per_s, compute_dtype=dtype,
+                    system=None if system is None else system.name, nodes=None if system is None else nodes),
         workload=_workload_info(w, time),
         memory=_memory_report(w, gpu, states, act, peak),
         time=TrainingTimeReport(
             step_s=time.step_s, step_bound_s=time.bound_s, compute_s=time.compute_s, optimizer_s=time.optimizer_s,
-            communication_s=time.communication_s, pipeline_bubble_fraction=time.bubble,
+            communication_s=time.communication_s, tp_communication_s=time.communication.tp_s,
+            pp_communication_s=time.communication.pp_s, dp_communication_s=time.communication.dp_s,
+            bubble_s=time.compute_s * time.bubble, pipeline_bubble_fraction=time.bubble,
             tokens_per_s=time.step_tokens * w.dp / time.step_s, mfu=time.mfu,
             model_flops_per_step=time.model_flops_step, executed_flops_per_gpu=time.executed_gpu),
         assumptions=tuple(_assumptions(w, states, act)),

@@ -81,6 +81,10 @@ class TrainingTimeReport(Frozen):
     compute_s: float
     optimizer_s: float
     communication_s: float
+    tp_communication_s: float  # the parts of communication_s (pp: only on a --system)
+    pp_communication_s: float
+    dp_communication_s: float
+    bubble_s: float  # of compute_s, the pipeline idling
     pipeline_bubble_fraction: float
     tokens_per_s: float
     mfu: float

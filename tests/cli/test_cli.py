@@ -248,7 +248,8 @@ def test_a_gpu_alone_says_which_server_it_assumed(cli: Callable[..., CliResult])
     (("--system", "pcie-h200-nvl", "--gpus-per-node", "6"), "domain_gpus 4 must divide gpus_per_node 6"),
     (("--system", "nope",), "unknown system 'nope'"),
     ((), "give --gpu"),
-    (("--system", "hgx-h100", "--mode", "train"), "not modelled for --mode train"),
+    (("--system", "hgx-h100", "--mode", "train", "--tp", "16"), "16 GPUs do not fit on 1 × hgx-h100"),
+    (("--gpu", "h100", "--mode", "train", "--nodes", "2"), "with --mode train need --system"),
 ])
 def test_bad_system_options(cli: Callable[..., CliResult], args: tuple[str, ...], message: str) -> None:
     done = cli("estimate", "--model", "llama-3.1-70b", *args)

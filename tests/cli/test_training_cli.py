@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.conftest import CliResult
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ["--model", "llama-3.1-8b", "--mode", "train", "--precision", "amp-bf16", "--optimizer", "adamw",
@@ -121,3 +124,35 @@ def test_train_mode_refuses_inference_options_through_params() -> None:
 
     with pytest.raises(WorkloadInvalid, match="--gpus applies to inference"):
         report_for_params(estimate_params([*BASE, "--gpus", "8"]))
+
+
+def test_training_on_two_servers_splits_the_step(cli: Callable[..., CliResult]) -> None:
+    """Acceptance 2 of issue 12: per-GPU memory, step time split into compute / TP / PP / DP / bubble, and MFU."""
+    args = ("estimate", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--mode", "train", "--tp", "8",
+            "--pp", "2", "--dp", "2", "--batch", "1", "--seq-len", "4096", "--grad-accum", "16", "--precision", "bf16",
+            "--recompute", "full", "--zero", "1")
+    done = cli(*args, "--nodes", "4", "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    report = json.loads(done.stdout)
+    t = report["time"]
+    assert (report["gpu"]["system"], report["gpu"]["nodes"]) == ("hgx-h100", 4)
+    assert t["tp_communication_s"] > 0 and t["pp_communication_s"] > 0 and t["dp_communication_s"] > 0
+    assert t["communication_s"] == pytest.approx(t["tp_communication_s"] + t["pp_communication_s"]
+                                                 + t["dp_communication_s"], rel=1e-12)
+    # 1F1B bubble: (pp − 1) / (micro-batches + pp − 1) = 1/17 of the compute time
+    assert t["pipeline_bubble_fraction"] == pytest.approx(1 / 17)
+    assert t["bubble_s"] == pytest.approx(t["compute_s"] / 17)
+    assert 0 < t["mfu"] < 1 and report["memory"]["per_gpu_bytes"] > 0
+    table = cli(*args, "--nodes", "4")
+    assert "tensor parallel" in table.stdout and "pipeline bubble" in table.stdout
+    one = cli(*args)  # 32 GPUs on one 8-GPU server
+    assert one.exit_code != 0
+    assert "32 GPUs do not fit on 1 × hgx-h100 (8 GPUs): give --nodes 4" in one.stderr
+
+
+def test_dp_across_nodes_is_slower_than_inside_one(cli: Callable[..., CliResult]) -> None:
+    base = ("estimate", "--model", "llama-3.1-8b", "--mode", "train", "--dp", "16", "--batch", "1", "--seq-len",
+            "2048", "--precision", "bf16", "--format", "json")
+    card = json.loads(cli(*base, "--gpu", "h100").stdout)["time"]  # every group on the card's NVLink
+    cluster = json.loads(cli(*base, "--system", "hgx-h100", "--nodes", "2").stdout)["time"]
+    assert cluster["dp_communication_s"] > 5 * card["dp_communication_s"]  # 50 GB/s of network vs 450 of NVLink
