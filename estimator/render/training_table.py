@@ -14,7 +14,7 @@ from estimator.units import format_bytes, format_flops, format_seconds
 def render_training_table(report: TrainingReport, console: Console, *, binary: bool = False,
                           explain: bool = False) -> None:
     """Where every byte of one GPU goes during a training step, and how long the step takes."""
-    m, g, w, mem, t = report.model, report.gpu, report.workload, report.memory, report.time
+    m, g, w, mem = report.model, report.gpu, report.workload, report.memory
     unit = "GiB (2³⁰ B)" if binary else "GB (10⁹ B)"
 
     def b(n: int) -> str:
@@ -55,6 +55,17 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
     table.add_row("headroom", f"{b(mem.headroom_bytes)}  {verdict}")
     console.print(table)
 
+    console.print(_step_table(report))
+    tensors = [f"{part.name}: {part.bytes_per_token:,.0f} B/token = {b(part.bytes)}" for part in mem.layer_tensors]
+    render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
+                                            ("Saved tensors per layer", tensors, "  "),
+                                            ("Assumptions", report.assumptions, "  - ")] if explain else [],
+                 binary=binary)
+
+
+def _step_table(report: TrainingReport) -> Table:
+    """The step time, split by term (on a system: the bubble and each parallelism's traffic too)."""
+    t = report.time
     times = Table(title="Step time", title_justify="left")
     times.add_column("term")
     times.add_column("value", justify="right")
@@ -72,9 +83,4 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
     times.add_row("step bound (peak FLOP/s)", format_seconds(t.step_bound_s))
     times.add_row("tokens/s (all GPUs)", f"{t.tokens_per_s:,.0f}")
     times.add_row("MFU", f"{t.mfu:.1%}")
-    console.print(times)
-    tensors = [f"{part.name}: {part.bytes_per_token:,.0f} B/token = {b(part.bytes)}" for part in mem.layer_tensors]
-    render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
-                                            ("Saved tensors per layer", tensors, "  "),
-                                            ("Assumptions", report.assumptions, "  - ")] if explain else [],
-                 binary=binary)
+    return times
