@@ -19,6 +19,7 @@ and driver reservation); software traits of a profile (host dispatch, KV read pa
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -166,5 +167,11 @@ def calibrated_profile(profile: EfficiencyProfile, gpu: GpuSpec, path: Path | No
     user = user_calibration_path()
     if not user.is_file():
         return profile
-    entry = entry_for(load_calibration(user), gpu)
+    try:
+        entry = entry_for(load_calibration(user), gpu)
+    except SpecInvalid as error:
+        # A file nobody named on this command line must not break every estimate on every card: say so, once, and
+        # estimate with the shipped profile (an explicit --calibration with the same file is refused instead).
+        sys.stderr.write(f"warning: ignoring the calibration file: {error}\n")
+        return profile
     return profile if entry is None else apply_calibration(profile, entry, str(user))

@@ -146,3 +146,21 @@ def test_estimate_with_calibration(cli: Callable[..., CliResult], tmp_path: Path
     other = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "a100", "--calibration", str(path))
     assert other.exit_code == 2
     assert other.stderr.startswith("error: ") and "has no calibration for" in other.stderr
+
+
+def test_a_corrupt_user_calibration_file_is_reported_once_and_ignored(catalog: Catalog, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Fuzz-campaign class 'a corrupt calibration file breaks every estimate': the file picked up automatically
+    is skipped with one warning; named with --calibration, the same file is still refused."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("ESTIMATOR_NO_CALIBRATION", raising=False)
+    user_calibration_path().parent.mkdir(parents=True)
+    user_calibration_path().write_text("gpus: [")  # a write cut short
+    profile = catalog.profiles.get("optimized")
+    assert calibrated_profile(profile, catalog.gpus.get("h200"), None) is profile
+    warning = capsys.readouterr().err
+    assert warning.count("\n") == 1
+    assert warning.startswith("warning: ignoring the calibration file:")
+    with pytest.raises(SpecInvalid, match="malformed YAML"):
+        calibrated_profile(profile, catalog.gpus.get("h200"), user_calibration_path())
