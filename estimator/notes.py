@@ -42,6 +42,7 @@ class NoteCode(str, Enum):
     UNCOUNTED_TOWERS = "uncounted-towers"
     CONTEXT_TOO_LONG = "context-too-long"
     SEQ_LEN_TOO_LONG = "seq-len-too-long"
+    CONTEXT_LIMIT = "context-limit"
     SELECTIVE_RECOMPUTE_NOOP = "selective-recompute-noop"
     PIPELINE_BUBBLE = "pipeline-bubble"
     TRAIN_DOES_NOT_FIT = "train-does-not-fit"
@@ -167,6 +168,9 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         "--gpu-memory sets another)")),
     _C.CAPACITY_OVERRIDE: ({"capacity_bytes": int}, lambda v, b: (
         f"capacity is --gpu-memory: {format_bytes(v['capacity_bytes'], binary=True)} per GPU")),
+    _C.CONTEXT_LIMIT: ({"limit": int, "tokens": int}, lambda v, b: (
+        f"max prompt + output is capped at the model's max_position_embeddings {v['limit']:,}; memory alone "
+        f"would hold {v['tokens']:,} tokens (max_context_tokens_by_memory)")),
     _C.KV_FULL_CONTEXT: ({}, lambda v, b: (
         "KV cache holds prompt + output tokens for every sequence; decode_step_s is the step at that full context "
         "(the longest); tokens/s is at the mean context of generation (prompt + output / 2)")),

@@ -20,7 +20,7 @@ from estimator.inference.report import (
     WorkloadInfo,
 )
 from estimator.inference.workload import InferenceWorkload
-from estimator.model.capacity import gpus_required, max_batch, max_context_tokens
+from estimator.model.capacity import gpus_required, max_batch, max_context_tokens, within_position_limit
 from estimator.model.collectives import gpu_in_group, group_link
 from estimator.model.compute import expected_distinct_experts
 from estimator.model.footprint import GpuMemory, memory_per_gpu, rank_kv_bytes, rank_kv_layers
@@ -127,6 +127,14 @@ def _warnings(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, dtype: str, 
     return warnings
 
 
+def _capped(model: ModelSpec, memory: MemoryReport) -> list[Note]:
+    """A note where max_context_tokens stops at the model's own limit before memory runs out."""
+    by_memory, limit = memory.max_context_tokens_by_memory, memory.max_context_tokens
+    if by_memory is None or limit is None or by_memory == limit:
+        return []
+    return [note(NoteCode.CONTEXT_LIMIT, limit=limit, tokens=by_memory)]
+
+
 def _checkpoint_note(model: ModelSpec, w: InferenceWorkload) -> list[Note]:
     """Whether the weights are the checkpoint's own format (quantization_config) or --dtype's."""
     c = model.checkpoint
@@ -156,6 +164,7 @@ def _assumptions(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> list[N
 def _memory_report(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, terms: _Terms, mem: GpuMemory,
                    required: int | None) -> MemoryReport:
     tp, capacity = w.tensor_parallel, gpu.memory_bytes
+    by_memory = max_context_tokens(model, gpu, w, tp, w.batch, w.output_tokens)
     return MemoryReport(
         weights_bytes=terms.total_weights,
         kv_cache_bytes=None if mem.kv is None else mem.kv * tp,
@@ -172,7 +181,8 @@ def _memory_report(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, terms: 
         fits=mem.per_gpu <= capacity,
         headroom_bytes=capacity - mem.per_gpu,
         max_batch=max_batch(model, gpu, w, tp, w.prompt_tokens, w.output_tokens),
-        max_context_tokens=max_context_tokens(model, gpu, w, tp, w.batch, w.output_tokens),
+        max_context_tokens=within_position_limit(model, by_memory),
+        max_context_tokens_by_memory=by_memory,
         kv_cache_per_token_bytes=terms.kv_per_token,
         weights_by_role=terms.shares,
         kv_by_window=terms.kv_parts,
@@ -270,7 +280,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         memory=memory,
         time=_time_report(terms, times, w, experts_read),
         assumptions=(*system_assumptions, *_assumptions(model, gpu, w)),
-        warnings=(*system_warnings, *_warnings(model, gpu, w, dtype, mem.per_gpu, required)),
+        warnings=(*system_warnings, *_warnings(model, gpu, w, dtype, mem.per_gpu, required), *_capped(model, memory)),
         explain=tuple(explain),
     )
 

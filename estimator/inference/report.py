@@ -92,7 +92,8 @@ class MemoryReport(Frozen):
     fits: bool
     headroom_bytes: int
     max_batch: int | None  # largest batch that fits at this prompt + output on these GPUs (0: none fits)
-    max_context_tokens: int | None  # longest prompt + output that fits at this batch, output fixed (0: none)
+    max_context_tokens: int | None  # longest prompt + output that fits at this batch, output fixed (0: none),
+    # capped at the model's max_position_embeddings; the figure memory alone allows is the field below
     kv_cache_per_token_bytes: int | None
     weights_by_role: tuple[WeightPart, ...]
     kv_by_window: tuple[KvPart, ...]
@@ -100,6 +101,7 @@ class MemoryReport(Frozen):
     state_bytes: int = 0
     state_per_gpu_bytes: int = 0
     state_by_kind: tuple[StatePart, ...] = ()
+    max_context_tokens_by_memory: int | None = None  # max_context_tokens before the model's position limit
 
 
 class TimeReport(Frozen):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
-from estimator.model.elementwise import any_true, is_array, logical_not, maximum, where
+from estimator.model.elementwise import any_true, is_array, logical_not, maximum, minimum, where
 from estimator.model.footprint import fits_per_gpu
 from estimator.model.parallel import tensor_parallel_degrees
 from estimator.model.runtime import Runtime
@@ -99,3 +99,11 @@ def max_context_tokens(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, bat
 
     prompt = largest_true(fits, 1 + 0 * batch, MAX_TOKENS - output)
     return where(prompt < 1, 0, prompt + output)
+
+
+def within_position_limit(model: ModelSpec, tokens: int | None) -> int | None:
+    """``tokens`` (a `max_context_tokens` figure, memory alone) capped at the model's own context window, its
+    config's ``max_position_embeddings``, where it has one: no engine serves past it (vLLM refuses a longer
+    max_model_len), so memory room beyond it is no context a user can use."""
+    limit = None if model.arch is None else model.arch.max_position_embeddings
+    return tokens if tokens is None or not limit else minimum(tokens, limit + 0 * tokens)

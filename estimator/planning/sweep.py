@@ -22,7 +22,7 @@ from estimator.catalog.specs import GpuSpec
 from estimator.errors import MissingDependency, WorkloadInvalid
 from estimator.inference.estimate import estimate
 from estimator.inference.workload import MAX_BATCH, MAX_TOKENS, InferenceWorkload
-from estimator.model.capacity import fewest_gpus, max_batch, max_context_tokens
+from estimator.model.capacity import fewest_gpus, max_batch, max_context_tokens, within_position_limit
 from estimator.model.compute import expected_distinct_experts
 from estimator.model.elementwise import as_float, distinct, per_distinct
 from estimator.model.footprint import (
@@ -157,8 +157,10 @@ def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, batch: Seq
     cols.update(_time_columns(np, model, gpu, w, mem, b, p, o))
     required = cols["memory.gpus_required"]
     cols["memory.gpus_required"] = np.ma.masked_equal(required, 0)  # estimate's None: no group fits
-    lazy = {"warnings": warnings_column(template.warnings, gpu, model, w, p, o, cols["memory.fits"], required)}
-    groups = {"warnings": warnings_groups(model, p, o, cols["memory.fits"], required)}
+    by_memory = cols.get("memory.max_context_tokens_by_memory")
+    lazy = {"warnings": warnings_column(template.warnings, gpu, model, w, p, o, cols["memory.fits"], required,
+                                        by_memory)}
+    groups = {"warnings": warnings_groups(model, p, o, cols["memory.fits"], required, by_memory)}
     joined = {}
     if model.arch is not None and model.arch.causal:
         joined["memory.kv_by_window"] = _kv_by_window(model, w, b, p, o)
@@ -185,7 +187,9 @@ def _memory_columns(np: Any, model: ModelSpec, gpu: GpuSpec, w: InferenceWorkloa
         (up, uo), back = _distinct(p, o)
         cols["memory.max_batch"] = np.asarray(max_batch(model, gpu, w, tp, up, uo))[back]
         (ub, uo), back = _distinct(b, o)
-        cols["memory.max_context_tokens"] = np.asarray(max_context_tokens(model, gpu, w, tp, ub, uo))[back]
+        by_memory = np.asarray(max_context_tokens(model, gpu, w, tp, ub, uo))[back]
+        cols["memory.max_context_tokens_by_memory"] = by_memory
+        cols["memory.max_context_tokens"] = np.asarray(within_position_limit(model, by_memory))
     return cols
 
 

@@ -16,11 +16,13 @@ if TYPE_CHECKING:
 
     Ints = npt.NDArray[np.int64]
 
-_PER_POINT = (NoteCode.NO_FITTING_GROUP, NoteCode.NEEDS_MORE_GPUS, NoteCode.CONTEXT_TOO_LONG)
+_PER_POINT = (NoteCode.NO_FITTING_GROUP, NoteCode.NEEDS_MORE_GPUS, NoteCode.CONTEXT_TOO_LONG,
+              NoteCode.CONTEXT_LIMIT)
 
 
 def warnings_column(template_warnings: Sequence[Note], gpu: GpuSpec, model: ModelSpec, w: InferenceWorkload,
-                    p: Ints, o: Ints, fits: Any, required: Ints) -> Callable[[int], str]:
+                    p: Ints, o: Ints, fits: Any, required: Ints, by_memory: Ints | None = None
+                    ) -> Callable[[int], str]:
     """Warnings of point i, built only when written (estimate's, in its order: the point's own warnings selected
     by code and worded as estimate's JSON words them); ``required`` is 0 where no tensor-parallel group fits."""
     tp, arch = w.tensor_parallel, model.arch
@@ -39,15 +41,25 @@ def warnings_column(template_warnings: Sequence[Note], gpu: GpuSpec, model: Mode
         context = int(p[i] + o[i])
         if limit and context > limit:
             out.append(word_values(NoteCode.CONTEXT_TOO_LONG, {"tokens": context, "limit": limit}, binary=False))
+        if limit and by_memory is not None and by_memory[i] > limit:
+            out.append(word_values(NoteCode.CONTEXT_LIMIT, {"limit": limit, "tokens": int(by_memory[i])},
+                                   binary=False))
         return "; ".join(out)
 
     return warnings
 
 
-def warnings_groups(model: ModelSpec, p: Ints, o: Ints, fits: Any, required: Ints) -> Ints:
-    """An array equal at points whose warnings are equal: `warnings_column` reads only ``required``, ``fits`` and
-    the context beyond the model's limit."""
+def warnings_groups(model: ModelSpec, p: Ints, o: Ints, fits: Any, required: Ints,
+                    by_memory: Ints | None = None) -> Ints:
+    """An array equal at points whose warnings are equal: `warnings_column` reads only ``required``, ``fits``,
+    the context beyond the model's limit and the memory-only context where the limit caps it."""
+    from estimator.model.elementwise import distinct
+
     limit = None if model.arch is None else model.arch.max_position_embeddings
     context = p + o
     beyond = context * (context > limit) if limit else 0 * context
-    return (beyond * 4096 + required) * 2 + fits  # type: ignore[no-any-return]
+    key = (beyond * 4096 + required) * 2 + fits
+    if not limit or by_memory is None:
+        return key  # type: ignore[no-any-return]
+    (_, ik), (capped, ic) = distinct(key), distinct(by_memory * (by_memory > limit))
+    return ik * len(capped) + ic  # type: ignore[no-any-return]

@@ -180,6 +180,9 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
         table.add_row("max batch (this context)", "", f"{mem.max_batch:,}")
     if mem.max_context_tokens is not None:
         table.add_row("max prompt + output (this batch)", "", f"{mem.max_context_tokens:,} tok")
+        by_memory = mem.max_context_tokens_by_memory
+        if by_memory is not None and by_memory != mem.max_context_tokens:  # capped at the model's own limit
+            table.add_row("  memory alone (past its limit)", "", f"{by_memory:,} tok")
     console.print(table)
 
     times = Table(title="Time", title_justify="left")

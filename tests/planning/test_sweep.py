@@ -87,3 +87,26 @@ def test_sweep_refuses_a_point_beyond_exact_int64_memory(shipped_catalog: Catalo
         sweep([(shipped_catalog.model("llama-3.1-405b"), shipped_catalog.gpus.get("h100"), workload(), "h100")],
               [1_000_000],
               [100_000_000], [0])
+
+
+def test_max_context_tokens_capped_at_model_limit(shipped_catalog: Catalog,
+                                                  workload: Callable[..., InferenceWorkload]) -> None:
+    """Issue 13: Llama-2-7B reported 126,943 tokens of context with a 4,096 limit. The capped figure and the
+    memory-only one travel together, with a note, in estimate and sweep alike."""
+    from estimator.notes import NoteCode
+
+    m, g = shipped_catalog.model("llama-2-7b"), shipped_catalog.gpus.get("h100")
+    w = workload(dtype="bf16", kv="bf16", tensor_parallel=1, profile="optimized")
+    point = w.model_copy(update={"batch": 1, "prompt_tokens": 2048, "output_tokens": 0})
+    report = estimate(m, g, point, requested_gpu="h100")
+    assert m.arch is not None and m.arch.max_position_embeddings == 4096
+    assert report.memory.max_context_tokens == 4096  # min(memory's 126,943, the model's 4,096)
+    assert report.memory.max_context_tokens_by_memory is not None
+    assert report.memory.max_context_tokens_by_memory > 100_000  # far past the limit: the cap binds
+    limits = [n for n in report.warnings if n.code is NoteCode.CONTEXT_LIMIT]
+    assert [n.values["limit"] for n in limits] == [4096]
+    row = next(sweep([(m, g, w, "h100")], [1], [2048], [0]).rows())
+    assert row["memory.max_context_tokens"] == 4096
+    assert row["memory.max_context_tokens_by_memory"] == report.memory.max_context_tokens_by_memory
+    assert row["warnings"] == "; ".join(n.text for n in report.warnings)
+    assert "capped at the model's max_position_embeddings 4,096" in row["warnings"]
