@@ -34,8 +34,9 @@ def test_largest_true_finds_the_boundary(answer: int, high: int) -> None:
 def test_max_batch_of_llama_70b_on_4_h100(catalog: Catalog, workload: Callable[..., InferenceWorkload]) -> None:
     report = estimate(catalog.model("llama-3.1-70b"), catalog.gpus.get("h100"),
                       workload(batch=1, prompt_tokens=2048, output_tokens=256, tensor_parallel=4))
-    b, c = report.memory.max_batch, report.memory.max_context_tokens
+    b, c = report.memory.max_batch, report.memory.max_context_tokens_by_memory
     assert b is not None and c is not None
+    assert report.memory.max_context_tokens == 131_072  # min(c, the model's max_position_embeddings 131,072)
     w = workload(batch=1, prompt_tokens=2048, output_tokens=256, tensor_parallel=4)
     assert _fits(catalog, "llama-3.1-70b", "h100", w.model_copy(update={"batch": b}), 4)
     assert not _fits(catalog, "llama-3.1-70b", "h100", w.model_copy(update={"batch": b + 1}), 4)
