@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
 from pydantic import BaseModel
 
 from estimator.errors import MissingDependency, WorkloadInvalid
-from estimator.inference.report import Report
+from estimator.inference.report import MemoryReport, Report
 from estimator.notes import Note, word
 from estimator.render.output import atomic_path, write_text_atomically
 from estimator.report import flatten
@@ -138,6 +139,17 @@ def _time(s: float | None) -> str:
     return "—" if s is None else format_seconds(s)
 
 
+def _capacity_rows(table: Table, mem: MemoryReport) -> None:
+    """The largest batch and context that fit; where the model's own limit caps the context, memory's figure too."""
+    if mem.max_batch is not None:
+        table.add_row("max batch (this context)", "", f"{mem.max_batch:,}")
+    if mem.max_context_tokens is not None:
+        table.add_row("max prompt + output (this batch)", "", f"{mem.max_context_tokens:,} tok")
+        by_memory = mem.max_context_tokens_by_memory
+        if by_memory is not None and by_memory != mem.max_context_tokens:  # capped at the model's own limit
+            table.add_row("  memory alone (past its limit)", "", f"{by_memory:,} tok")
+
+
 def render_table(report: Report, console: Console, *, binary: bool = False, explain: bool = False) -> None:
     """The human view: which card was chosen, where every byte goes, how long each phase takes and why."""
     from rich.markup import escape  # names come from config.json and spec files: shown as text, never markup
@@ -176,13 +188,7 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
     table.add_row("headroom", "", f"{_bytes(mem.headroom_bytes, binary)}  {verdict}")
     needed = "no group fits" if mem.gpus_required is None else str(mem.gpus_required)
     table.add_row("GPUs required", "", needed)
-    if mem.max_batch is not None:
-        table.add_row("max batch (this context)", "", f"{mem.max_batch:,}")
-    if mem.max_context_tokens is not None:
-        table.add_row("max prompt + output (this batch)", "", f"{mem.max_context_tokens:,} tok")
-        by_memory = mem.max_context_tokens_by_memory
-        if by_memory is not None and by_memory != mem.max_context_tokens:  # capped at the model's own limit
-            table.add_row("  memory alone (past its limit)", "", f"{by_memory:,} tok")
+    _capacity_rows(table, mem)
     console.print(table)
 
     times = Table(title="Time", title_justify="left")
