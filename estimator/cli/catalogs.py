@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from estimator.cli.options import OutputFormat, SpecsDir, catalog_for, check_format, console
 from estimator.model.inventory import active_param_count, param_count
@@ -13,6 +14,10 @@ from estimator.report import flatten
 from estimator.units import GIB, format_bytes
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rich.console import Console
+
     from estimator.catalog.specs import GpuSpec
 
 gpus_app = typer.Typer(help="The GPU catalog. Example: estimator gpus show rtx-4090", invoke_without_command=True)
@@ -89,7 +94,7 @@ def gpus_show(name: str, specs_dir: SpecsDir = None) -> None:
     """Show one card's spec with units and sources. Example: estimator gpus show rtx-4090"""
     g = catalog_for(specs_dir).gpus.get(name)
     out = console()
-    out.print(f"[bold]{g.name}[/]" + (f"  (from '{name}')" if name != g.name else ""))
+    out.print(f"[bold]{escape(g.name)}[/]" + (f"  (from '{escape(name)}')" if name != g.name else ""))
     out.print(f"  aliases: {', '.join(g.aliases)}")
     out.print(f"  memory: {g.memory_gb:g} GB marketed{' unified (CPU and GPU share it)' if g.unified_memory else ''}; "
               f"usable {format_bytes(g.memory_bytes, binary=True)} ({g.memory_bytes:,} B), "
@@ -98,12 +103,7 @@ def gpus_show(name: str, specs_dir: SpecsDir = None) -> None:
               f"{g.derived_bandwidth_gb_per_s:,.1f} GB/s; vendor {g.bandwidth_gb_per_s:,.0f} GB/s")
     out.print("  dense TFLOP/s: " + ", ".join(f"{k} {v:,.1f}" for k, v in g.dense_tflop_per_s.items()))
     out.print(f"  TDP {'not published' if g.tdp_w is None else f'{g.tdp_w:g} W'}; interconnect: {g.interconnect}")
-    if g.price_usd:
-        out.print(f"  price ≈ ${g.price_usd:,.0f} ({g.price_date}, approximate)")
-    if g.notes:
-        out.print(f"  notes: {g.notes}", highlight=False)
-    for source in g.sources:
-        out.print(f"  source: {source}", highlight=False)
+    _provenance(out, g.price_usd, g.price_date, g.notes, g.sources)
 
 
 @models_app.callback()
@@ -117,8 +117,9 @@ def models_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
     for m in sorted(catalog_for(specs_dir).models, key=lambda m: m.name):
         a = m.arch
         assert a is not None
-        table.add_row(m.name, a.model_type, f"{param_count(a) / 1e9:,.2f} B", f"{active_param_count(a) / 1e9:,.2f} B",
-                      str(a.num_layers), str(a.hidden_size), f"{a.attention.num_heads}/{a.attention.num_kv_heads}",
+        table.add_row(escape(m.name), escape(a.model_type), f"{param_count(a) / 1e9:,.2f} B",
+                      f"{active_param_count(a) / 1e9:,.2f} B", str(a.num_layers), str(a.hidden_size),
+                      f"{a.attention.num_heads}/{a.attention.num_kv_heads}",
                       f"{a.max_position_embeddings or '—'}")
     console().print(table)
 
@@ -128,7 +129,7 @@ def models_show(name: str, specs_dir: SpecsDir = None) -> None:
     """Show one model's architecture and parameter counts. Example: estimator models show mixtral-8x7b"""
     m = catalog_for(specs_dir).model(name)
     out = console()
-    out.print(f"[bold]{m.name}[/]")
+    out.print(f"[bold]{escape(m.name)}[/]")
     a = m.arch
     if a is None:
         out.print(f"  generic dense model: {m.generic_params:,} parameters, no architecture")
@@ -183,16 +184,22 @@ def systems_show(name: str, specs_dir: SpecsDir = None) -> None:
     catalog = catalog_for(specs_dir)
     s = catalog.systems.get(name)
     out = console()
-    out.print(f"[bold]{s.name}[/]: {s.description}", highlight=False)
+    out.print(f"[bold]{escape(s.name)}[/]: {escape(s.description)}", highlight=False)
     out.print(f"  GPU: {catalog.system_gpu(s).name} × {s.gpus_per_node} per node")
     out.print(f"  {s.intra_node_link} ({s.link_topology}) joins {s.domain_gpus} GPUs at {s.link_gb_per_s:g} GB/s per "
               f"GPU per direction, {s.link_latency_us:g} µs per step; PCIe {s.pcie_gb_per_s:g} GB/s between domains")
     out.print(f"  network: {s.network}, {s.nics_per_node} × {s.nic_gbit_per_s:g} Gb/s per node "
               f"({s.network_bytes_per_s_per_gpu / 1e9:g} GB/s per GPU per direction), {s.network_latency_us:g} µs")
     out.print(f"  host memory {s.host_memory_gb:,.0f} GB; server power {s.server_power_w:,.0f} W")
-    if s.price_usd:
-        out.print(f"  price ≈ ${s.price_usd:,.0f} ({s.price_date}, approximate)")
-    if s.notes:
-        out.print(f"  notes: {s.notes}", highlight=False)
-    for source in s.sources:
-        out.print(f"  source: {source}", highlight=False)
+    _provenance(out, s.price_usd, s.price_date, s.notes, s.sources)
+
+
+def _provenance(out: Console, price_usd: float | None, price_date: str | None, notes: str | None,
+                sources: Sequence[str]) -> None:
+    """The price with its date, the notes and every source of a spec, as plain text (never rich markup)."""
+    if price_usd:
+        out.print(f"  price ≈ ${price_usd:,.0f} ({price_date}, approximate)", markup=False)
+    if notes:
+        out.print(f"  notes: {notes}", highlight=False, markup=False)
+    for source in sources:
+        out.print(f"  source: {source}", highlight=False, markup=False)

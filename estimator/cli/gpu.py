@@ -30,6 +30,7 @@ from estimator.live.probe import (
 )
 from estimator.render.formats import write_report
 from estimator.render.live_tables import mib_text, optional_text, render_gpu, render_validation
+from estimator.training.options import Mode
 from estimator.units import MIB, format_bytes
 
 if TYPE_CHECKING:
@@ -40,11 +41,6 @@ if TYPE_CHECKING:
 
 
 LIVE_FORMATS = (OutputFormat.table, OutputFormat.json)  # gpu and validate
-
-
-class Mode(str, Enum):
-    infer = "infer"
-    train = "train"
 
 
 class LogitsChoice(str, Enum):

@@ -255,3 +255,15 @@ def test_bad_system_options(cli: Callable[..., CliResult], args: tuple[str, ...]
     done = cli("estimate", "--model", "llama-3.1-70b", *args)
     assert done.exit_code != 0
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_rich_markup_in_a_config_name_is_printed_as_text(tmp_path: Path, cli: Callable[..., CliResult]) -> None:
+    """Fuzz class 'markup injection': a name such as '[/bold]' raised MarkupError, and '[red]' restyled output."""
+    (tmp_path / "config.json").write_text(
+        '{"_name_or_path": "[/bold][red]evil", "model_type": "llama", "hidden_size": 64, "intermediate_size": 128, '
+        '"num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100}')
+    for args in (("estimate", "--model", str(tmp_path), "--gpu", "h100"), ("models", "show", str(tmp_path)),
+                 ("estimate", "--model", str(tmp_path), "--gpu", "h100", "--mode", "train")):
+        result = cli(*args)
+        assert result.exit_code == 0, result.stderr
+        assert "[/bold][red]evil" in result.stdout
