@@ -35,6 +35,7 @@ class NoteCode(str, Enum):
     TRAIN_COMPUTE_FALLBACK = "train-compute-fallback"
     NO_FITTING_GROUP = "no-fitting-group"
     NEEDS_MORE_GPUS = "needs-more-gpus"
+    TIME_HYPOTHETICAL = "time-hypothetical"
     SIZE_ONLY_NO_KV = "size-only-no-kv"
     SIZE_ONLY_NO_CAPACITY = "size-only-no-capacity"
     SIZE_ONLY_TIME = "size-only-time"
@@ -121,6 +122,8 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         f"does not fit on any tensor-parallel group of {v['gpu']} cards up to the model's head count")),
     _C.NEEDS_MORE_GPUS: ({"gpus": int, "gpu": str, "required": int}, lambda v, b: (
         f"does not fit on {v['gpus']} × {v['gpu']}: needs {v['required']}")),
+    _C.TIME_HYPOTHETICAL: ({}, lambda v, b: (
+        "times and tokens/s are hypothetical: this layout does not fit in memory (time.hypothetical)")),
     _C.SIZE_ONLY_NO_KV: ({}, lambda v, b: (
         "KV cache and activations not computed: a model given only by its size has no architecture "
         "(pass a catalog name or a config.json)")),

@@ -115,6 +115,8 @@ def _warnings(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, dtype: str, 
         warnings.append(note(NoteCode.NO_FITTING_GROUP, gpu=gpu.name))
     elif per_gpu > gpu.memory_bytes:
         warnings.append(note(NoteCode.NEEDS_MORE_GPUS, gpus=tp, gpu=gpu.name, required=required))
+    if per_gpu > gpu.memory_bytes:
+        warnings.append(note(NoteCode.TIME_HYPOTHETICAL))
     if arch is None:
         return [*warnings, note(NoteCode.SIZE_ONLY_NO_KV), note(NoteCode.SIZE_ONLY_NO_CAPACITY),
                 note(NoteCode.SIZE_ONLY_TIME)]
@@ -201,7 +203,8 @@ def _state_parts(model: ModelSpec, w: InferenceWorkload) -> tuple[StatePart, ...
                  for g in state_layers(model.arch, w.activation_bytes_per_element))
 
 
-def _time_report(terms: _Terms, times: _Times, w: InferenceWorkload, experts_read: float | None) -> TimeReport:
+def _time_report(terms: _Terms, times: _Times, w: InferenceWorkload, experts_read: float | None,
+                 fits: bool) -> TimeReport:
     tp, prefill, decode, step = w.tensor_parallel, times.prefill, times.decode, times.step
     tokens_per_s = None if step is None else w.batch / step.expected_s
     return TimeReport(
@@ -225,6 +228,7 @@ def _time_report(terms: _Terms, times: _Times, w: InferenceWorkload, experts_rea
         prefill_flop_per_s_per_gpu=terms.prefill.flop_per_s(prefill.expected_s),
         decode_flop_per_byte=None if decode is None else terms.decode.flop_per_byte,
         decode_flop_per_s_per_gpu=None if decode is None else terms.decode.flop_per_s(decode.expected_s),
+        hypothetical=not fits,
     )
 
 
@@ -278,7 +282,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
                               profile=w.profile.name,
                               mla_cache=w.mla_layout if arch is not None and arch.attention.latent else None),
         memory=memory,
-        time=_time_report(terms, times, w, experts_read),
+        time=_time_report(terms, times, w, experts_read, memory.fits),
         assumptions=(*system_assumptions, *_assumptions(model, gpu, w)),
         warnings=(*system_warnings, *_warnings(model, gpu, w, dtype, mem.per_gpu, required), *_capped(model, memory)),
         explain=tuple(explain),

@@ -126,6 +126,9 @@ class TimeReport(Frozen):
     prefill_flop_per_s_per_gpu: float
     decode_flop_per_byte: float | None
     decode_flop_per_s_per_gpu: float | None
+    # the layout does not fit in memory: every time and rate above is what it would take if it did (marked, not
+    # nulled, so the fields keep their types and a user sizing a larger card still reads the figures)
+    hypothetical: bool = False
 
 
 class Report(Versioned):

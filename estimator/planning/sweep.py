@@ -157,6 +157,7 @@ def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, batch: Seq
     cols.update(_time_columns(np, model, gpu, w, mem, b, p, o))
     required = cols["memory.gpus_required"]
     cols["memory.gpus_required"] = np.ma.masked_equal(required, 0)  # estimate's None: no group fits
+    cols["time.hypothetical"] = np.logical_not(cols["memory.fits"])
     by_memory = cols.get("memory.max_context_tokens_by_memory")
     lazy = {"warnings": warnings_column(template.warnings, gpu, model, w, p, o, cols["memory.fits"], required,
                                         by_memory)}

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 
     Ints = npt.NDArray[np.int64]
 
-_PER_POINT = (NoteCode.NO_FITTING_GROUP, NoteCode.NEEDS_MORE_GPUS, NoteCode.CONTEXT_TOO_LONG,
-              NoteCode.CONTEXT_LIMIT)
+_PER_POINT = (NoteCode.NO_FITTING_GROUP, NoteCode.NEEDS_MORE_GPUS, NoteCode.TIME_HYPOTHETICAL,
+              NoteCode.CONTEXT_TOO_LONG, NoteCode.CONTEXT_LIMIT)
 
 
 def warnings_column(template_warnings: Sequence[Note], gpu: GpuSpec, model: ModelSpec, w: InferenceWorkload,
@@ -37,6 +37,8 @@ def warnings_column(template_warnings: Sequence[Note], gpu: GpuSpec, model: Mode
         elif not fits[i]:
             out.append(word_values(NoteCode.NEEDS_MORE_GPUS, {"gpus": tp, "gpu": gpu.name,
                                                               "required": int(required[i])}, binary=False))
+        if not fits[i]:
+            out.append(word_values(NoteCode.TIME_HYPOTHETICAL, {}, binary=False))
         out += rest
         context = int(p[i] + o[i])
         if limit and context > limit:

@@ -191,7 +191,7 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
     _capacity_rows(table, mem)
     console.print(table)
 
-    times = Table(title="Time", title_justify="left")
+    times = Table(title="Time (hypothetical: does not fit)" if t.hypothetical else "Time", title_justify="left")
     times.add_column("phase")
     times.add_column("bound (peak)", justify="right")
     times.add_column(f"expected ({w.profile})", justify="right")

@@ -110,3 +110,25 @@ def test_max_context_tokens_capped_at_model_limit(shipped_catalog: Catalog,
     assert row["memory.max_context_tokens_by_memory"] == report.memory.max_context_tokens_by_memory
     assert row["warnings"] == "; ".join(n.text for n in report.warnings)
     assert "capped at the model's max_position_embeddings 4,096" in row["warnings"]
+
+
+def test_times_of_a_layout_that_does_not_fit_are_hypothetical(shipped_catalog: Catalog,
+                                                               workload: Callable[..., InferenceWorkload]) -> None:
+    """Issue 13: `deepseek-v3 --gpu rtx-4090` said "needs 64" then "decode step 86.8 ms" unmarked. The times
+    stay (a user sizing a bigger layout reads them) but carry time.hypothetical and a note, in sweep rows too."""
+    from estimator.notes import NoteCode
+
+    m, g = shipped_catalog.model("deepseek-v3"), shipped_catalog.gpus.get("rtx-4090")
+    w = workload(dtype="bf16", kv="bf16", tensor_parallel=1, profile="optimized")
+    report = estimate(m, g, w.model_copy(update={"batch": 1, "prompt_tokens": 2048, "output_tokens": 0}),
+                      requested_gpu="rtx-4090")
+    assert not report.memory.fits
+    assert report.time.hypothetical is True
+    assert NoteCode.TIME_HYPOTHETICAL in {n.code for n in report.warnings}
+    row = next(sweep([(m, g, w, "rtx-4090")], [1], [2048], [0]).rows())
+    assert row["time.hypothetical"] == report.time.hypothetical
+    assert row["warnings"] == "; ".join(n.text for n in report.warnings)
+    small = shipped_catalog.model("llama-3.1-8b")
+    fitting = estimate(small, shipped_catalog.gpus.get("h100"), w, requested_gpu="h100")
+    assert fitting.memory.fits and fitting.time.hypothetical is False
+    assert NoteCode.TIME_HYPOTHETICAL not in {n.code for n in fitting.warnings}
