@@ -36,6 +36,7 @@ class NoteCode(str, Enum):
     NO_FITTING_GROUP = "no-fitting-group"
     NEEDS_MORE_GPUS = "needs-more-gpus"
     TIME_HYPOTHETICAL = "time-hypothetical"
+    FLAT_FORMAT = "flat-format"
     SIZE_ONLY_NO_KV = "size-only-no-kv"
     SIZE_ONLY_NO_CAPACITY = "size-only-no-capacity"
     SIZE_ONLY_TIME = "size-only-time"
@@ -60,6 +61,7 @@ class NoteCode(str, Enum):
     KV_FULL_CONTEXT = "kv-full-context"
     LOGITS = "logits"
     TENSOR_PARALLEL = "tensor-parallel"
+    PREFILL_CHUNK = "prefill-chunk"
     SAVED_ACTIVATIONS = "saved-activations"
     LOSS_ONLY = "loss-only"
     STEADY_STATE = "steady-state"
@@ -124,6 +126,9 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         f"does not fit on {v['gpus']} × {v['gpu']}: needs {v['required']}")),
     _C.TIME_HYPOTHETICAL: ({}, lambda v, b: (
         "times and tokens/s are hypothetical: this layout does not fit in memory (time.hypothetical)")),
+    _C.FLAT_FORMAT: ({"format": str, "bits": float}, lambda v, b: (
+        f"{v['format']} is a flat {v['bits']:g} bits per weight with no scales (a lower bound): real checkpoints "
+        "carry scales; use gptq-int4 or awq-int4 (4.156 bits), nf4 or q4_k_m")),
     _C.SIZE_ONLY_NO_KV: ({}, lambda v, b: (
         "KV cache and activations not computed: a model given only by its size has no architecture "
         "(pass a catalog name or a config.json)")),
@@ -174,6 +179,9 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.CONTEXT_LIMIT: ({"limit": int, "tokens": int}, lambda v, b: (
         f"max prompt + output is capped at the model's max_position_embeddings {v['limit']:,}; memory alone "
         f"would hold {v['tokens']:,} tokens (max_context_tokens_by_memory)")),
+    _C.PREFILL_CHUNK: ({"tokens": int}, lambda v, b: (
+        f"prefill runs in chunks of at most {v['tokens']:,} tokens (the profile's prefill_chunk_tokens, a serving "
+        "engine's max_num_batched_tokens): the activation peak is one chunk's, whatever the prompt")),
     _C.KV_FULL_CONTEXT: ({}, lambda v, b: (
         "KV cache holds prompt + output tokens for every sequence; decode_step_s is the step at that full context "
         "(the longest); tokens/s is at the mean context of generation (prompt + output / 2)")),

@@ -117,6 +117,9 @@ def _warnings(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, dtype: str, 
         warnings.append(note(NoteCode.NEEDS_MORE_GPUS, gpus=tp, gpu=gpu.name, required=required))
     if per_gpu > gpu.memory_bytes:
         warnings.append(note(NoteCode.TIME_HYPOTHETICAL))
+    fmt = w.weight_format
+    if fmt.group_size is None and fmt.bits_per_weight <= 4 and fmt.scope == "linear":  # no scales: int4
+        warnings.append(note(NoteCode.FLAT_FORMAT, format=fmt.name, bits=fmt.bits_per_weight))
     if arch is None:
         return [*warnings, note(NoteCode.SIZE_ONLY_NO_KV), note(NoteCode.SIZE_ONLY_NO_CAPACITY),
                 note(NoteCode.SIZE_ONLY_TIME)]
@@ -158,6 +161,8 @@ def _assumptions(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> list[N
         note(NoteCode.KV_FULL_CONTEXT),
         note(NoteCode.LOGITS, positions=w.logits),
         *([note(NoteCode.TENSOR_PARALLEL, gpus=w.tensor_parallel)] if w.tensor_parallel > 1 else []),
+        *([note(NoteCode.PREFILL_CHUNK, tokens=w.profile.prefill_chunk_tokens)]
+          if w.profile.prefill_chunk_tokens is not None else []),
         *[note(NoteCode.STATE_PER_SEQUENCE, layers=g.layers, kind=g.kind, bytes_per_sequence=g.bytes_per_sequence)
           for g in (state_layers(arch, w.activation_bytes_per_element) if arch is not None else [])],
     ]

@@ -141,3 +141,18 @@ def test_report_carries_the_roofline_points(catalog: Catalog, make_workload: Mak
     assert t.decode_flop_per_s_per_gpu == pytest.approx(t.decode_flops / t.decode_step_s, rel=1e-12)
     encoder = estimate(catalog.models.get("bert-base"), catalog.gpus.get("t4"), make_workload(dtype="fp16", kv="fp16"))
     assert encoder.time.decode_flop_per_byte is None and encoder.time.decode_flop_per_s_per_gpu is None
+
+
+def test_flat_int4_and_prefill_chunk_are_said(shipped_catalog: Catalog, make_workload: Make) -> None:
+    """Issue 13: --dtype int4 (4 bits, no scales) was silent, and the optimized profile's 8,192-token prefill chunk
+    was only in its YAML; now a warning points to the grouped formats and the chunk is an assumption."""
+    m, g = shipped_catalog.model("llama-3.1-8b"), shipped_catalog.gpus.get("h100")
+    flat = estimate(m, g, make_workload(dtype="int4", profile="optimized"), requested_gpu="h100")
+    notes = [n for n in flat.warnings if n.code is NoteCode.FLAT_FORMAT]
+    assert [n.values for n in notes] == [{"format": "int4", "bits": 4}]
+    assert "gptq-int4" in notes[0].text
+    chunks = [n.values for n in flat.assumptions if n.code is NoteCode.PREFILL_CHUNK]
+    assert chunks == [{"tokens": 8192}]  # specs/profiles/optimized.yaml: prefill_chunk_tokens 8192
+    grouped = estimate(m, g, make_workload(dtype="gptq-int4", profile="hf"), requested_gpu="h100")
+    assert NoteCode.FLAT_FORMAT not in {n.code for n in grouped.warnings}
+    assert NoteCode.PREFILL_CHUNK not in {n.code for n in grouped.assumptions}  # hf prefills the whole prompt
