@@ -31,6 +31,7 @@ def _num(value: float | None, spec: str = ",.0f") -> str:
 
 
 def render_plan(report: PlanReport, console: Console, *, record_to: Path | None = None) -> None:
+    from rich.markup import escape  # the model's name comes from its config.json: text, never markup
     from rich.table import Table
 
     goal = report.goal
@@ -42,7 +43,8 @@ def render_plan(report: PlanReport, console: Console, *, record_to: Path | None 
         wanted = "the most concurrent requests"
     limits = ([f"TTFT ≤ {goal.max_ttft_s:g} s"] if goal.max_ttft_s else []) + (
         [f"TPOT ≤ {goal.max_tpot_s:g} s"] if goal.max_tpot_s else [])
-    console.print(f"[bold]Plan[/]  {report.model} ({report.params / 1e9:,.1f} B params), weights {report.dtype}, KV "
+    console.print(f"[bold]Plan[/]  {escape(report.model)} ({report.params / 1e9:,.1f} B params), weights "
+                  f"{report.dtype}, KV "
                   f"{report.kv_dtype}, prompt {report.prompt_tokens:,} + output {report.output_tokens:,} tokens; "
                   f"goal: {wanted}" + (f" with {', '.join(limits)}" if limits else "")
                   + f"; ranked by {report.ranking}; {report.settings.headroom:.0%} memory headroom",
@@ -57,9 +59,9 @@ def render_plan(report: PlanReport, console: Console, *, record_to: Path | None 
     for o in report.options:
         name = o.system or o.gpu
         if not o.feasible and o.cards is None:
-            table.add_row("—", name, *[""] * 13, f"[red]{o.reason}[/]")
+            table.add_row("—", escape(name), *[""] * 13, f"[red]{escape(o.reason or '')}[/]")
             continue
-        row = [str(o.rank) if o.rank else "—", name, _num(o.servers), str(o.cards),
+        row = [str(o.rank) if o.rank else "—", escape(name), _num(o.servers), str(o.cards),
                f"{o.tensor_parallel}×{o.pipeline_parallel}×{o.replicas}", _num(o.batch_per_replica),
                _num(o.tokens_per_s),
                "—" if o.time_to_first_token_s is None else format_seconds(o.time_to_first_token_s),
@@ -70,14 +72,14 @@ def render_plan(report: PlanReport, console: Console, *, record_to: Path | None 
                + ("*" if o.owned_basis and "host not priced" in o.owned_basis else ""),
                _num(o.rented_usd_per_hour, ",.2f"), _num(o.usd_per_million_tokens, ",.2f")]
         if not o.feasible:
-            row[-1] = f"[red]{o.reason}[/]"
+            row[-1] = f"[red]{escape(o.reason or '')}[/]"
         table.add_row(*row)
     console.print(table)
     console.print("Owned: server price amortised + whole-server power (* cards alone: the server has no price); "
                   "rented: --prices. Prices are approximate, with their date in the JSON/CSV (price_date, "
                   "cost_basis).", highlight=False)
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {word(warning, binary=False)}")
+        console.print(f"[yellow]warning:[/] {escape(word(warning, binary=False))}")
     if record_to is not None:
         text = console.export_text()
         write_text_atomically(record_to, lambda handle: handle.write(text))

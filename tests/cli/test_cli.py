@@ -263,7 +263,8 @@ def test_rich_markup_in_a_config_name_is_printed_as_text(tmp_path: Path, cli: Ca
         '{"_name_or_path": "[/bold][red]evil", "model_type": "llama", "hidden_size": 64, "intermediate_size": 128, '
         '"num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100}')
     for args in (("estimate", "--model", str(tmp_path), "--gpu", "h100"), ("models", "show", str(tmp_path)),
-                 ("estimate", "--model", str(tmp_path), "--gpu", "h100", "--mode", "train")):
+                 ("estimate", "--model", str(tmp_path), "--gpu", "h100", "--mode", "train"),
+                 ("plan", "--model", str(tmp_path), "--concurrency", "8", "--gpus", "h100")):
         result = cli(*args)
         assert result.exit_code == 0, result.stderr
         assert "[/bold][red]evil" in result.stdout
