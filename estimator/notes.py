@@ -37,6 +37,7 @@ class NoteCode(str, Enum):
     NEEDS_MORE_GPUS = "needs-more-gpus"
     TIME_HYPOTHETICAL = "time-hypothetical"
     FLAT_FORMAT = "flat-format"
+    LOW_HEADROOM = "low-headroom"
     SIZE_ONLY_NO_KV = "size-only-no-kv"
     SIZE_ONLY_NO_CAPACITY = "size-only-no-capacity"
     SIZE_ONLY_TIME = "size-only-time"
@@ -126,6 +127,11 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         f"does not fit on {v['gpus']} × {v['gpu']}: needs {v['required']}")),
     _C.TIME_HYPOTHETICAL: ({}, lambda v, b: (
         "times and tokens/s are hypothetical: this layout does not fit in memory (time.hypothetical)")),
+    # vLLM's default gpu_memory_utilization is 0.9: the engine leaves 10 % of the card free
+    _C.LOW_HEADROOM: ({"headroom_bytes": int, "capacity_bytes": int}, lambda v, b: (
+        f"fits with only {b(v['headroom_bytes'])} to spare ({v['headroom_bytes'] / v['capacity_bytes']:.1%} of "
+        f"{b(v['capacity_bytes'])}): serving engines keep about 10 % free (vLLM's gpu_memory_utilization 0.9), "
+        "so it may not run")),
     _C.FLAT_FORMAT: ({"format": str, "bits": float}, lambda v, b: (
         f"{v['format']} is a flat {v['bits']:g} bits per weight with no scales (a lower bound): real checkpoints "
         "carry scales; use gptq-int4 or awq-int4 (4.156 bits), nf4 or q4_k_m")),

@@ -117,6 +117,9 @@ def _warnings(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, dtype: str, 
         warnings.append(note(NoteCode.NEEDS_MORE_GPUS, gpus=tp, gpu=gpu.name, required=required))
     if per_gpu > gpu.memory_bytes:
         warnings.append(note(NoteCode.TIME_HYPOTHETICAL))
+    elif low_headroom(gpu.memory_bytes - per_gpu, gpu.memory_bytes):
+        warnings.append(note(NoteCode.LOW_HEADROOM, headroom_bytes=gpu.memory_bytes - per_gpu,
+                             capacity_bytes=gpu.memory_bytes))
     fmt = w.weight_format
     if fmt.group_size is None and fmt.bits_per_weight <= 4 and fmt.scope == "linear":  # no scales: int4
         warnings.append(note(NoteCode.FLAT_FORMAT, format=fmt.name, bits=fmt.bits_per_weight))
@@ -138,6 +141,12 @@ def _capped(model: ModelSpec, memory: MemoryReport) -> list[Note]:
     if by_memory is None or limit is None or by_memory == limit:
         return []
     return [note(NoteCode.CONTEXT_LIMIT, limit=limit, tokens=by_memory)]
+
+
+def low_headroom(headroom: int, capacity: int) -> bool:
+    """Fits, but with less than the ~10 % of the card that serving engines keep free (vLLM's default
+    gpu_memory_utilization 0.9); in integers, exactly: headroom / capacity < 1 / 10."""
+    return headroom >= 0 and 10 * headroom < capacity
 
 
 def _checkpoint_note(model: ModelSpec, w: InferenceWorkload) -> list[Note]:

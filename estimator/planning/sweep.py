@@ -159,9 +159,11 @@ def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, batch: Seq
     cols["memory.gpus_required"] = np.ma.masked_equal(required, 0)  # estimate's None: no group fits
     cols["time.hypothetical"] = np.logical_not(cols["memory.fits"])
     by_memory = cols.get("memory.max_context_tokens_by_memory")
+    headroom = cols["memory.headroom_bytes"]
     lazy = {"warnings": warnings_column(template.warnings, gpu, model, w, p, o, cols["memory.fits"], required,
-                                        by_memory)}
-    groups = {"warnings": warnings_groups(model, p, o, cols["memory.fits"], required, by_memory)}
+                                        by_memory, headroom)}
+    groups = {"warnings": warnings_groups(model, p, o, cols["memory.fits"], required, by_memory, headroom,
+                                          gpu.memory_bytes)}
     joined = {}
     if model.arch is not None and model.arch.causal:
         joined["memory.kv_by_window"] = _kv_by_window(model, w, b, p, o)

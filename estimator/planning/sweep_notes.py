@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
+from estimator.inference.estimate import low_headroom
 from estimator.inference.workload import InferenceWorkload
 from estimator.notes import Note, NoteCode, word_values
 
@@ -17,12 +18,12 @@ if TYPE_CHECKING:
     Ints = npt.NDArray[np.int64]
 
 _PER_POINT = (NoteCode.NO_FITTING_GROUP, NoteCode.NEEDS_MORE_GPUS, NoteCode.TIME_HYPOTHETICAL,
-              NoteCode.CONTEXT_TOO_LONG, NoteCode.CONTEXT_LIMIT)
+              NoteCode.LOW_HEADROOM, NoteCode.CONTEXT_TOO_LONG, NoteCode.CONTEXT_LIMIT)
 
 
 def warnings_column(template_warnings: Sequence[Note], gpu: GpuSpec, model: ModelSpec, w: InferenceWorkload,
-                    p: Ints, o: Ints, fits: Any, required: Ints, by_memory: Ints | None = None
-                    ) -> Callable[[int], str]:
+                    p: Ints, o: Ints, fits: Any, required: Ints, by_memory: Ints | None = None,
+                    headroom: Ints | None = None) -> Callable[[int], str]:
     """Warnings of point i, built only when written (estimate's, in its order: the point's own warnings selected
     by code and worded as estimate's JSON words them); ``required`` is 0 where no tensor-parallel group fits."""
     tp, arch = w.tensor_parallel, model.arch
@@ -39,6 +40,9 @@ def warnings_column(template_warnings: Sequence[Note], gpu: GpuSpec, model: Mode
                                                               "required": int(required[i])}, binary=False))
         if not fits[i]:
             out.append(word_values(NoteCode.TIME_HYPOTHETICAL, {}, binary=False))
+        elif headroom is not None and low_headroom(int(headroom[i]), gpu.memory_bytes):
+            out.append(word_values(NoteCode.LOW_HEADROOM, {"headroom_bytes": int(headroom[i]),
+                                                           "capacity_bytes": gpu.memory_bytes}, binary=False))
         out += rest
         context = int(p[i] + o[i])
         if limit and context > limit:
@@ -52,16 +56,21 @@ def warnings_column(template_warnings: Sequence[Note], gpu: GpuSpec, model: Mode
 
 
 def warnings_groups(model: ModelSpec, p: Ints, o: Ints, fits: Any, required: Ints,
-                    by_memory: Ints | None = None) -> Ints:
+                    by_memory: Ints | None = None, headroom: Ints | None = None, capacity: int = 0) -> Ints:
     """An array equal at points whose warnings are equal: `warnings_column` reads only ``required``, ``fits``,
-    the context beyond the model's limit and the memory-only context where the limit caps it."""
+    the context beyond the model's limit, the memory-only context where the limit caps it, and the headroom where
+    it is low."""
     from estimator.model.elementwise import distinct
 
     limit = None if model.arch is None else model.arch.max_position_embeddings
     context = p + o
     beyond = context * (context > limit) if limit else 0 * context
     key = (beyond * 4096 + required) * 2 + fits
-    if not limit or by_memory is None:
-        return key  # type: ignore[no-any-return]
-    (_, ik), (capped, ic) = distinct(key), distinct(by_memory * (by_memory > limit))
-    return ik * len(capped) + ic  # type: ignore[no-any-return]
+    if limit and by_memory is not None:
+        (_, ik), (capped, ic) = distinct(key), distinct(by_memory * (by_memory > limit))
+        key = ik * len(capped) + ic
+    if headroom is not None:
+        low = (headroom >= 0) & (10 * headroom < capacity)
+        (_, ik), (spare, ih) = distinct(key), distinct(headroom * low)
+        key = ik * len(spare) + ih
+    return key  # type: ignore[no-any-return]

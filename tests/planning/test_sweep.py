@@ -132,3 +132,24 @@ def test_times_of_a_layout_that_does_not_fit_are_hypothetical(shipped_catalog: C
     fitting = estimate(small, shipped_catalog.gpus.get("h100"), w, requested_gpu="h100")
     assert fitting.memory.fits and fitting.time.hypothetical is False
     assert NoteCode.TIME_HYPOTHETICAL not in {n.code for n in fitting.warnings}
+
+
+def test_fits_with_low_headroom_warns(shipped_catalog: Catalog, workload: Callable[..., InferenceWorkload]) -> None:
+    """Issue 13: "fits" with 0.9 % to spare said nothing; under 10 % of the card free (vLLM keeps 10 %) a warning
+    says so, in estimate and in the sweep row at the same point."""
+    from estimator.notes import NoteCode
+
+    m, h100 = shipped_catalog.model("llama-3.1-8b"), shipped_catalog.gpus.get("h100")
+    w = workload(dtype="bf16", kv="bf16", tensor_parallel=1, profile="optimized")
+    point = w.model_copy(update={"batch": 1, "prompt_tokens": 2048, "output_tokens": 0})
+    need = estimate(m, h100, point, requested_gpu="h100").memory.per_gpu_bytes
+    for capacity, low in ((need * 105 // 100, True), (need * 2, False)):  # ~4.8 % and 50 % free
+        g = h100.with_memory(capacity)
+        report = estimate(m, g, point, requested_gpu="h100")
+        mem = report.memory
+        assert mem.fits and (10 * mem.headroom_bytes < mem.capacity_bytes) is low
+        codes = [n for n in report.warnings if n.code is NoteCode.LOW_HEADROOM]
+        assert [n.values for n in codes] == ([{"headroom_bytes": mem.headroom_bytes,
+                                               "capacity_bytes": mem.capacity_bytes}] if low else [])
+        row = next(sweep([(m, g, w, "h100")], [1], [2048], [0]).rows())
+        assert row["warnings"] == "; ".join(n.text for n in report.warnings)
