@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from estimator.catalog.registry import Catalog
-from estimator.cli.options import OutputFormat, catalog_for, check_format
+from estimator.cli.options import OutputFormat, catalog_for, check_format, positive
 from estimator.errors import DeviceUnavailable, WorkloadInvalid
 from estimator.inference.report import Report
 from estimator.live.probe import (
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from rich.table import Table
 
+    from estimator.catalog.architecture import ModelSpec
     from estimator.catalog.specs import GpuSpec
 
 
@@ -246,9 +247,11 @@ def calibrate_command(
 # validate ---------------------------------------------------------------------------------------------------
 
 def validate_command(
-    model: Annotated[str, typer.Option("--model", "-m", help="Catalog model name.")],
-    batch: Annotated[int, typer.Option(min=1, help="Sequences.")] = 1,
-    prompt_tokens: Annotated[int, typer.Option(min=1, help="Prompt (infer) or sequence (train) length.")] = 2048,
+    model: Annotated[str, typer.Option("--model", "-m", help="Catalog model name, or a config.json path or "
+                                       "folder.")],
+    batch: Annotated[str, typer.Option(help="Sequences.")] = "1",
+    prompt_tokens: Annotated[str, typer.Option(help="Prompt (infer) or sequence (train) length (2048, 8k).")]
+    = "2048",
     mode: Annotated[Mode, typer.Option(help="infer or train.")] = Mode.infer,
     logits: Annotated[LogitsChoice, typer.Option(help="Prefill logits: last, all or both.")] = LogitsChoice.both,
     lean: Annotated[bool, typer.Option(help="Also time a lean CUDA-graph decode (optimized profile).")] = True,
@@ -268,21 +271,21 @@ def validate_command(
     from estimator.live.validation import Predictor, ValidateReport, points
 
     check_format(output_format, LIVE_FORMATS)
+    sequences, tokens = positive("--batch", batch), positive("--prompt-tokens", prompt_tokens)
     catalog = catalog_for(specs_dir)
-    spec_model = catalog.models.get(model)
+    spec_model, config = _model_and_config(catalog, model)
     if spec_model.arch is None:
         raise WorkloadInvalid(f"{model} has no architecture to build")
     measure.require_torch()
     measure.require_cuda()
     measure.require_transformers()
-    config = _catalog_config(catalog, spec_model.name)
     gpu_spec = _validation_gpu(catalog, gpu)
-    rows = _measured_rows(spec_model.name, config, mode=mode, batch=batch, tokens=prompt_tokens, logits=logits,
+    rows = _measured_rows(spec_model.name, config, mode=mode, batch=sequences, tokens=tokens, logits=logits,
                           lean=lean, train_dtype=train_dtype, checkpointing=checkpointing)
     if save is not None:
         with save.open("a", encoding="utf-8") as f:
             f.writelines(json.dumps(row) + "\n" for row in rows)
-    pts = list(points(rows, Predictor.default(catalog, gpu_spec)))
+    pts = list(points(rows, Predictor.default(catalog, gpu_spec, spec_model)))
     if output_format is OutputFormat.json:
         write_report("json", ValidateReport(model=spec_model.name, gpu=gpu_spec.name, rows=tuple(rows),
                                             points=tuple(p.record() for p in pts)))
@@ -293,7 +296,7 @@ def validate_command(
     render_validation(console, f"{spec_model.name} on {gpu_spec.name}", pts)
     if mode is Mode.train:
         row = rows[0]
-        console.print(f"train {train_dtype.value} b{batch} s{prompt_tokens} checkpointing={checkpointing}: steady "
+        console.print(f"train {train_dtype.value} b{sequences} s{tokens} checkpointing={checkpointing}: steady "
                       f"peak {format_bytes(row['steady_peak'], binary=True)}, first step peak "
                       f"{format_bytes(row['first_step_peak'], binary=True)}, step {row['latency']['median_s']:.3f} s",
                       highlight=False)
@@ -324,6 +327,18 @@ def _validation_gpu(catalog: Catalog, gpu: str | None) -> GpuSpec:
     if found is None:
         raise DeviceUnavailable(f"{live.name} is not in the catalog: give --gpu for the predictions")
     return found
+
+
+def _model_and_config(catalog: Catalog, text: str) -> tuple[ModelSpec, dict[str, Any]]:
+    """The model to build and its config.json: a catalog name's YAML ``config:``, or a local config.json (a path
+    ending in .json, or a folder holding config.json) read as the estimate reads it."""
+    path = Path(text).expanduser()
+    if path.suffix == ".json" or path.is_dir():
+        spec = catalog.model(text)  # validates the file: a bad one is one line
+        file = path / "config.json" if path.is_dir() else path
+        return spec, dict(json.loads(file.read_text(encoding="utf-8")))
+    spec = catalog.models.get(text)
+    return spec, _catalog_config(catalog, spec.name)
 
 
 def _catalog_config(catalog: Catalog, name: str) -> dict[str, Any]:

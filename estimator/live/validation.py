@@ -116,10 +116,15 @@ class Predictor:
     gpu: GpuSpec
     hf: EfficiencyProfile
     optimized: EfficiencyProfile
+    extra: ModelSpec | None = None  # a model the catalog does not hold (validate --model config.json)
 
     @classmethod
-    def default(cls, catalog: Catalog, gpu: GpuSpec) -> Predictor:
-        return cls(catalog, gpu, catalog.profiles.get("hf"), catalog.profiles.get("optimized"))
+    def default(cls, catalog: Catalog, gpu: GpuSpec, extra: ModelSpec | None = None) -> Predictor:
+        return cls(catalog, gpu, catalog.profiles.get("hf"), catalog.profiles.get("optimized"), extra)
+
+    def model(self, name: str) -> ModelSpec:
+        """The model a measured row names: the extra one, else the catalog's."""
+        return self.extra if self.extra is not None and self.extra.name == name else self.catalog.models.get(name)
 
     def report(self, model: ModelSpec, profile: EfficiencyProfile, batch: int, prompt: int, output: int,
                logits: str = "last") -> Report:
@@ -137,7 +142,7 @@ def points(rows: Iterable[Mapping[str, Any]], predictor: Predictor) -> Iterator[
 
 
 def _row_points(row: Mapping[str, Any], p: Predictor) -> Iterator[Point]:
-    model = p.catalog.models.get(row["model"])
+    model = p.model(row["model"])
     arch = model.arch
     assert arch is not None
     bf16 = p.catalog.formats.get("bf16")

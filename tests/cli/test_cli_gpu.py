@@ -242,3 +242,29 @@ def test_live_commands_refuse_formats_they_do_not_write(cli: Cli, command: list[
     assert result.exit_code == 2
     chosen = command[-1]
     assert result.stderr == f"error: --format {chosen} is not available for this command; use table, json\n"
+
+
+def test_validate_takes_8k_and_a_config_json(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 13: `validate` took only catalog names and plain integers; now `8k` parses as estimate parses it
+    (8 × 1000 = 8,000; 8Ki is 8,192) and a config.json is built and predicted as `estimate --model path` reads it."""
+    from estimator.catalog.files import read_yaml
+
+    rows = recorded_validate(monkeypatch)
+    config = read_yaml(Path(__file__).resolve().parents[2] / "specs" / "models" / "llama-3.2-1b.yaml")["config"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    seen: list[tuple[str, dict[str, object], object]] = []
+
+    def fake_rows(name: str, cfg: dict[str, object], **kwargs: object) -> list[dict[str, object]]:
+        seen.append((name, cfg, kwargs["prefill"]))
+        return [{**r, "model": name} for r in rows]
+
+    monkeypatch.setattr(measure, "inference_rows", fake_rows)
+    result = cli("validate", "--model", str(tmp_path / "config.json"), "--prompt-tokens", "8k", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    (name, cfg, prefill), = seen
+    assert cfg == config
+    assert prefill == [(1, 8000)]
+    data = json.loads(result.stdout)
+    assert data["model"] == name and data["points"]
+    bad = cli("validate", "--model", "llama-3.2-1b", "--prompt-tokens", "lots")
+    assert bad.exit_code != 0 and len(bad.stderr.strip().splitlines()) == 1
