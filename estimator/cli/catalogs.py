@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
+    from estimator.catalog.architecture import ModelSpec
     from estimator.catalog.specs import GpuSpec
 
 gpus_app = typer.Typer(help="The GPU catalog. Example: estimator gpus show rtx-4090", invoke_without_command=True)
@@ -106,15 +107,33 @@ def gpus_show(name: str, specs_dir: SpecsDir = None) -> None:
     _provenance(out, g.price_usd, g.price_date, g.notes, g.sources)
 
 
+def model_row(m: ModelSpec) -> dict[str, Any]:
+    """One model as `models --format json` lists it: the table's figures, counts exact (parameters, not billions)."""
+    a = m.arch
+    assert a is not None  # catalog models carry an architecture
+    return {"name": m.name, "aliases": list(m.aliases), "model_type": a.model_type, "params": param_count(a),
+            "active_params": active_param_count(a), "num_layers": a.num_layers, "hidden_size": a.hidden_size,
+            "num_heads": a.attention.num_heads, "num_kv_heads": a.attention.num_kv_heads,
+            "max_position_embeddings": a.max_position_embeddings}
+
+
 @models_app.callback()
-def models_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
-    """List the model catalog."""
+def models_list(ctx: typer.Context, specs_dir: SpecsDir = None,
+                output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
+                = OutputFormat.table) -> None:
+    """List the model catalog. Example: estimator models --format csv > models.csv"""
     if ctx.invoked_subcommand is not None:
+        return
+    check_format(output_format, GPUS_FORMATS)
+    models = sorted(catalog_for(specs_dir).models, key=lambda m: m.name)
+    if output_format is not OutputFormat.table:
+        rows = [model_row(m) for m in models]
+        write_report(output_format.value, rows, table=gpu_table_rows(rows))
         return
     from rich.table import Table
 
     table = Table("name", "type", "params", "active", "layers", "hidden", "heads/kv", "context")
-    for m in sorted(catalog_for(specs_dir).models, key=lambda m: m.name):
+    for m in models:
         a = m.arch
         assert a is not None
         table.add_row(escape(m.name), escape(a.model_type), f"{param_count(a) / 1e9:,.2f} B",

@@ -72,3 +72,24 @@ def test_bad_gpu_memory_is_one_line(cli: Cli, value: str, message: str) -> None:
     done = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "m4-max", "--gpu-memory", value)
     assert done.exit_code != 0 and done.stdout == ""
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_models_format_json_and_csv(cli: Cli) -> None:
+    """Issue 13: `models` had no --format; it takes json and csv as `gpus` does, through the same writer."""
+    from estimator.catalog.registry import default_catalog
+
+    done = cli("models", "--format", "json")
+    assert done.exit_code == 0, done.stderr
+    rows = {r["name"]: r for r in json.loads(done.stdout)}
+    assert set(rows) == {m.name for m in default_catalog().models}
+    bert = rows["bert-base"]
+    # 109,482,240: Hugging Face's count for bert-base-uncased (embeddings, 12 layers, pooler)
+    assert (bert["params"], bert["num_layers"], bert["hidden_size"], bert["max_position_embeddings"]) == (
+        109_482_240, 12, 768, 512)
+    table = cli("models", "--format", "csv")
+    assert table.exit_code == 0, table.stderr
+    parsed = list(csv.DictReader(io.StringIO(table.stdout)))
+    assert [r["name"] for r in parsed] == list(rows)
+    assert parsed[0]["params"] == str(rows[parsed[0]["name"]]["params"])
+    refused = cli("models", "--format", "xlsx")
+    assert refused.exit_code != 0 and "table, json, csv" in refused.stderr
