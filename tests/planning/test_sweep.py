@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
+from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.registry import Catalog
+from estimator.catalog.specs import GpuSpec
 from estimator.errors import WorkloadInvalid
 from estimator.inference.estimate import estimate
 from estimator.inference.workload import InferenceWorkload
@@ -30,6 +33,20 @@ COMBOS = [("llama-3.1-70b", "h100", "bf16", 4, "optimized"), ("gemma-2-9b", "l4"
           ("bert-large", "a100", "fp32", 1, "hf"), ("llama-3.1-405b", "l4", "gptq-int4", 8, "optimized")]
 
 
+def _assert_row_is_estimate(row: dict[str, Any], m: ModelSpec, g: GpuSpec, w: InferenceWorkload, gpu: str) -> None:
+    """A sweep row equals estimate's flattened JSON at its point: integers exactly, floats to rounding."""
+    point = w.model_copy(update={"batch": row["workload.batch"], "prompt_tokens": row["workload.prompt_tokens"],
+                                 "output_tokens": row["workload.output_tokens"]})
+    expected = flatten(estimate(m, g, point, requested_gpu=gpu).model_dump(mode="json"))
+    expected.pop("explain")
+    assert list(row) == list(expected)
+    for key, value in expected.items():
+        if isinstance(value, float) and isinstance(row[key], float):
+            assert math.isclose(row[key], value, rel_tol=1e-12), key
+        else:
+            assert row[key] == value, key
+
+
 @pytest.mark.parametrize(("model", "gpu", "dtype", "tp", "profile"), COMBOS)
 def test_sweep_rows_equal_estimate(shipped_catalog: Catalog, workload: Callable[..., InferenceWorkload], model: str,
                                    gpu: str, dtype: str, tp: int, profile: str) -> None:
@@ -39,16 +56,7 @@ def test_sweep_rows_equal_estimate(shipped_catalog: Catalog, workload: Callable[
     result = sweep([(m, g, w, gpu)], [1, 7, 64], [1, 1000, 32_768], [0, 256])
     assert result.size == 18
     for row in result.rows():
-        point = w.model_copy(update={"batch": row["workload.batch"], "prompt_tokens": row["workload.prompt_tokens"],
-                                     "output_tokens": row["workload.output_tokens"]})
-        expected = flatten(estimate(m, g, point, requested_gpu=gpu).model_dump(mode="json"))
-        expected.pop("explain")
-        assert list(row) == list(expected)
-        for key, value in expected.items():
-            if isinstance(value, float) and isinstance(row[key], float):
-                assert math.isclose(row[key], value, rel_tol=1e-12), key
-            else:
-                assert row[key] == value, key
+        _assert_row_is_estimate(row, m, g, w, gpu)
 
 
 def test_sweep_grid_is_the_cartesian_product(catalog: Catalog, workload: Callable[..., InferenceWorkload]) -> None:
@@ -66,17 +74,7 @@ def test_sweep_rows_equal_estimate_with_runtime_choices(shipped_catalog: Catalog
     for model, gpu in (("deepseek-v2-lite", "h200"), ("gemma-2-9b", "a100")):
         m, g = shipped_catalog.model(model), shipped_catalog.gpus.get(gpu)
         for row in sweep([(m, g, w, gpu)], [1, 33], [1, 4097, 100_000], [0, 5000]).rows():
-            point = w.model_copy(update={"batch": row["workload.batch"],
-                                         "prompt_tokens": row["workload.prompt_tokens"],
-                                         "output_tokens": row["workload.output_tokens"]})
-            expected = flatten(estimate(m, g, point, requested_gpu=gpu).model_dump(mode="json"))
-            expected.pop("explain")
-            assert list(row) == list(expected)
-            for key, value in expected.items():
-                if isinstance(value, float) and isinstance(row[key], float):
-                    assert math.isclose(row[key], value, rel_tol=1e-12), key
-                else:
-                    assert row[key] == value, key
+            _assert_row_is_estimate(row, m, g, w, gpu)
 
 
 def test_sweep_refuses_a_point_beyond_exact_int64_memory(shipped_catalog: Catalog,
