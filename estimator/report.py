@@ -18,7 +18,7 @@ from typing import Any, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "2.0"  # 2.0: warnings, assumptions and explain became typed notes (objects, were strings)
 
 
 class Frozen(BaseModel):

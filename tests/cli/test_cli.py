@@ -16,6 +16,7 @@ from estimator import estimate
 from estimator.catalog.files import default_specs_dir
 from estimator.catalog.registry import Catalog
 from estimator.render.formats import render_table
+from estimator.report import SCHEMA_VERSION
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
@@ -34,7 +35,7 @@ def test_acceptance_generic_70b_table(cli: Cli) -> None:
 def test_acceptance_generic_70b_json(cli: Cli) -> None:
     result = cli("estimate", "--model", "70b", "--dtype", "fp16", "--gpu", "a100", "--format", "json")
     data = json.loads(result.stdout)
-    assert data["schema_version"] == "1.0"
+    assert data["schema_version"] == SCHEMA_VERSION == "2.0"
     assert data["memory"]["weights_bytes"] == 140_000_000_000
     assert data["memory"]["gpus_required"] == 2
     assert data["time"]["decode_step_bound_s"] == pytest.approx(0.0687, abs=5e-5)

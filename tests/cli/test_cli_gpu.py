@@ -12,6 +12,7 @@ from estimator.cli import gpu as cli_gpu
 from estimator.errors import DeviceUnavailable, MissingDependency
 from estimator.live import measure
 from estimator.live.probe import FakeProbe, GpuProcess, LiveGpu, NvmlProbe, Snapshot
+from estimator.report import SCHEMA_VERSION
 from tests.conftest import CliResult
 from tests.fake_nvml import DRIVER_NOT_LOADED, LIBRARY_NOT_FOUND, FakeNvml
 
@@ -217,7 +218,7 @@ def test_validate_json_is_the_validate_report(cli: Cli, monkeypatch: pytest.Monk
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert list(data) == ["schema_version", "model", "gpu", "rows", "points"]
-    assert data["schema_version"] == "1.0"
+    assert data["schema_version"] == SCHEMA_VERSION == "2.0"
     assert (data["model"], data["gpu"]) == ("llama-3.2-1b", "NVIDIA H200 SXM 141GB")
     assert data["rows"] == rows
     weights = next(p for p in data["points"] if p["term"] == "weights_bytes")
@@ -233,7 +234,8 @@ def test_gpu_json_reproduces_the_recorded_h200_output(cli: Cli, monkeypatch: pyt
                                                cuda_driver_version=recorded["cuda_driver_version"], gpus=(gpu,))]))
     result = cli("gpu", "--format", "json")
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout) == recorded
+    # Recorded at schema 1.0; 2.0 changed only notes, which this report has none of.
+    assert json.loads(result.stdout) == {**recorded, "schema_version": SCHEMA_VERSION}
 
 
 @pytest.mark.parametrize("command", [["gpu", "--format", "csv"], ["validate", "--model", "llama-3.2-1b", "-f", "xlsx"]])
