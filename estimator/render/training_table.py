@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -31,36 +33,54 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
                   f"{w.precision}, {w.optimizer}, recompute {w.recompute}, {w.attention}, {shard}{lora}, "
                   f"profile {w.profile}", highlight=False)
 
-    table = Table(title=f"Memory per GPU ({unit}), peak in {mem.peak_phase}", title_justify="left")
-    table.add_column("term")
-    table.add_column("per GPU", justify="right")
-    rows = [
-        ("weights", mem.weights_bytes), ("gradients", mem.gradient_bytes),
-        ("fp32 master weights", mem.master_weights_bytes), ("optimizer states", mem.optimizer_bytes),
-        ("  model states", mem.model_states_bytes), ("autocast 16-bit weight copies", mem.autocast_copy_bytes),
-        ("gathered parameters (ZeRO-3/FSDP)", mem.gathered_params_bytes),
-        ("DDP gradient buckets", mem.ddp_bucket_bytes),
-        (f"activations ({mem.in_flight_micro_batches} micro-batch in flight)", mem.activation_bytes),
-        ("  of which output layer + loss", mem.output_layer_bytes),
-        ("loss gradients at backward start", mem.loss_backward_bytes),
-        ("one layer recomputed", mem.recompute_bytes), ("optimizer step temporaries", mem.optimizer_step_bytes),
-        ("peak of tensors", mem.peak_tensor_bytes), ("runtime overhead", mem.overhead_bytes),
-    ]
-    for name, value in rows:
-        if value or name in ("weights", "activations"):
-            table.add_row(name, b(value))
-    table.add_row("[bold]total per GPU[/]", f"[bold]{b(mem.per_gpu_bytes)}[/]")
-    table.add_row("capacity", b(mem.capacity_bytes))
-    verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"
-    table.add_row("headroom", f"{b(mem.headroom_bytes)}  {verdict}")
-    console.print(table)
-
+    console.print(_memory_table(report, b, unit))
     console.print(_step_table(report))
     tensors = [f"{part.name}: {part.bytes_per_token:,.0f} B/token = {b(part.bytes)}" for part in mem.layer_tensors]
     render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
                                             ("Saved tensors per layer", tensors, "  "),
                                             ("Assumptions", report.assumptions, "  - ")] if explain else [],
                  binary=binary)
+
+
+# Each phase's terms (TrainingMemoryReport fields), in the order the table lists them.
+_LABELS = {
+    "weights_bytes": "weights", "gradient_bytes": "gradients", "master_weights_bytes": "fp32 master weights",
+    "optimizer_bytes": "optimizer states", "ddp_bucket_bytes": "DDP gradient buckets",
+    "autocast_copy_bytes": "autocast 16-bit weight copies",
+    "gathered_params_bytes": "gathered parameters (ZeRO-3/FSDP)", "activation_bytes": "activations",
+    "loss_backward_bytes": "loss gradients at backward start", "recompute_bytes": "one layer recomputed",
+    "optimizer_step_bytes": "optimizer step temporaries",
+}
+
+
+def _memory_table(report: TrainingReport, b: Callable[[int], str], unit: str) -> Table:
+    """One column per phase of the step: the terms it holds, summed to its tensors; the largest sets the peak.
+    Model states (weights, gradients, master weights, optimizer states) are named in the caption."""
+    mem = report.memory
+    table = Table(title=f"Memory per GPU ({unit}), peak in {mem.peak_phase}", title_justify="left",
+                  caption=f"Each column sums to the tensors its phase of the step holds; the largest "
+                          f"({mem.peak_phase}) sets the peak. Model states (weights, gradients, master weights, "
+                          f"optimizer states): {b(mem.model_states_bytes)}.", caption_justify="left")
+    table.add_column("term")
+    for phase in mem.phases:
+        table.add_column(phase.phase, justify="right")
+    held = [{t.term: t.bytes for t in phase.terms} for phase in mem.phases]
+    labels = {**_LABELS, "activation_bytes": f"activations ({mem.in_flight_micro_batches} micro-batch in flight)"}
+    for term, label in labels.items():
+        if any(term in h for h in held):
+            table.add_row(label, *(b(h[term]) if term in h else "" for h in held))
+        if term == "activation_bytes" and mem.output_layer_bytes:
+            table.add_row("  of which output layer + loss",
+                          *(f"({b(mem.output_layer_bytes)})" if h.get(term) == mem.activation_bytes else ""
+                            for h in held))
+    table.add_row("tensors", *(b(phase.tensor_bytes) for phase in mem.phases))
+    peak = [p.phase == mem.peak_phase for p in mem.phases]
+    verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"
+    for label, value in [("runtime overhead", b(mem.overhead_bytes)),
+                         ("[bold]total per GPU[/]", f"[bold]{b(mem.per_gpu_bytes)}[/]"),
+                         ("capacity", b(mem.capacity_bytes)), ("headroom", f"{b(mem.headroom_bytes)}  {verdict}")]:
+        table.add_row(label, *(value if at_peak else "" for at_peak in peak))
+    return table
 
 
 def _step_table(report: TrainingReport) -> Table:

@@ -47,6 +47,8 @@ from estimator.training.communication import Communication, step_communication
 from estimator.training.report import (
     ActivationPart,
     PeakPhase,
+    PhaseMemory,
+    PhaseTerm,
     TrainingMemoryReport,
     TrainingReport,
     TrainingTimeReport,
@@ -64,17 +66,23 @@ from estimator.training.states import (
 )
 from estimator.training.workload import ALL_LORA_TARGETS, TrainingWorkload, check_layout
 
+Term = tuple[str, int]  # a TrainingMemoryReport field held in a phase and its bytes in that phase
+
 
 @dataclass(frozen=True)
 class _Phases:
-    forward_backward: int
-    recompute: int
-    optimizer_step: int
+    forward_backward: tuple[Term, ...]
+    recompute: tuple[Term, ...]  # empty without full recomputation
+    optimizer_step: tuple[Term, ...]
+
+    def all(self) -> list[tuple[PeakPhase, tuple[Term, ...]]]:
+        phases: list[tuple[PeakPhase, tuple[Term, ...]]] = [
+            ("forward-backward", self.forward_backward), ("recompute", self.recompute),
+            ("optimizer-step", self.optimizer_step)]
+        return [(name, terms) for name, terms in phases if terms]
 
     def peak(self) -> tuple[PeakPhase, int]:
-        phases: list[tuple[PeakPhase, int]] = [("forward-backward", self.forward_backward),
-                                               ("recompute", self.recompute), ("optimizer-step", self.optimizer_step)]
-        return max(phases, key=lambda p: p[1])
+        return max(((name, sum(b for _, b in terms)) for name, terms in self.all()), key=lambda p: p[1])
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,6 @@ class _States:
     autocast: int  # 16-bit weight copies autocast keeps from forward to backward
     gathered: int  # ZeRO-3/FSDP parameters gathered for the unit in use and the one prefetched
     ddp_buckets: int
-    resident: int  # what stays allocated through forward and backward
     step_transient: int  # the optimizer step's temporaries
     compute_bytes: int  # bytes per element of the 16- or 32-bit compute dtype
     deepspeed: bool
@@ -115,14 +122,11 @@ def _model_states(arch: Architecture, w: TrainingWorkload) -> _States:
         if w.fsdp == "grad-op":  # SHARD_GRAD_OP keeps unsharded parameters from forward to backward
             gathered = math.ceil(trainable_params * c_bytes / mp)
     ddp_buckets = states.gradient_bytes if w.dp > 1 and stage == 0 else 0
-    resident = states.weights_bytes + states.master_bytes + states.optimizer_bytes + ddp_buckets
-    if w.grad_accum > 1:  # gradients persist between micro-batches
-        resident += states.gradient_bytes
     largest = max(g.numel for g in tensor_inventory(arch))
     opt_params = math.ceil(trainable_params / mp / (w.dp if stage >= 1 else 1))
     step_transient = optimizer_step_transient_bytes(w.optimizer, optimizer_params=opt_params, state_bytes=s_bytes,
                                                     largest_tensor=largest, foreach=not deepspeed)
-    return _States(trainable_params, states, autocast, gathered, ddp_buckets, resident, step_transient, c_bytes,
+    return _States(trainable_params, states, autocast, gathered, ddp_buckets, step_transient, c_bytes,
                    deepspeed)
 
 
@@ -179,23 +183,36 @@ class _Peak:
     tensors: int
     overhead: int
     per_gpu: int
+    phases: _Phases
+
+
+def _phases(st: _States, act: _Activations, w: TrainingWorkload) -> _Phases:
+    """Each phase's tensors, term by term (the sums the module docstring gives); zero terms left out."""
+    s = st.states
+    loss_now = act.loss_backward if act.on_last_stage else 0
+    base: list[Term] = [("weights_bytes", s.weights_bytes), ("master_weights_bytes", s.master_bytes),
+                        ("optimizer_bytes", s.optimizer_bytes), ("ddp_bucket_bytes", st.ddp_buckets)]
+    if w.grad_accum > 1:  # gradients persist between micro-batches
+        base.insert(1, ("gradient_bytes", s.gradient_bytes))
+    base += [("autocast_copy_bytes", st.autocast), ("gathered_params_bytes", st.gathered)]
+    forward = [*base, ("activation_bytes", act.activation), ("loss_backward_bytes", loss_now)]
+    recompute = [*base, ("activation_bytes", act.activation - (act.output_bytes if act.on_last_stage else 0)),
+                 ("recompute_bytes", act.recompute)] if act.recompute else []
+    step = [("weights_bytes", s.weights_bytes), ("gradient_bytes", s.gradient_bytes),
+            ("master_weights_bytes", s.master_bytes), ("optimizer_bytes", s.optimizer_bytes),
+            ("ddp_bucket_bytes", st.ddp_buckets), ("optimizer_step_bytes", st.step_transient)]
+    return _Phases(*(tuple((k, v) for k, v in terms if v) for terms in (forward, recompute, step)))
 
 
 def _peak(st: _States, act: _Activations, gpu: GpuSpec, w: TrainingWorkload) -> _Peak:
     """The largest of the three phases of a steady-state step, plus the runtime overhead."""
     loss_now = act.loss_backward if act.on_last_stage else 0
-    base = st.resident + st.autocast + st.gathered
-    phases = _Phases(
-        forward_backward=base + act.activation + loss_now,
-        recompute=(base + act.activation - (act.output_bytes if act.on_last_stage else 0) + act.recompute)
-        if act.recompute else 0,
-        optimizer_step=st.states.total_bytes + st.ddp_buckets + st.step_transient,
-    )
+    phases = _phases(st, act, w)
     phase, tensors = phases.peak()
     # allocator slack applies to what is allocated and freed every step, not to the long-lived states
     dynamic = st.autocast + st.gathered + max(act.activation + loss_now + act.recompute, st.step_transient)
     overhead = runtime_overhead_bytes(gpu.memory_bytes, w.profile, tensor_parallel=w.gpus, dynamic_bytes=dynamic)
-    return _Peak(phase, tensors, overhead, tensors + overhead)
+    return _Peak(phase, tensors, overhead, tensors + overhead, phases)
 
 
 @dataclass(frozen=True)
@@ -323,6 +340,8 @@ def _memory_report(w: TrainingWorkload, gpu: GpuSpec, st: _States, act: _Activat
         peak_phase=peak.phase, peak_tensor_bytes=peak.tensors, overhead_bytes=peak.overhead,
         per_gpu_bytes=peak.per_gpu, total_bytes=peak.per_gpu * w.gpus, capacity_bytes=capacity,
         fits=peak.per_gpu <= capacity, headroom_bytes=capacity - peak.per_gpu, layer_tensors=parts,
+        phases=tuple(PhaseMemory(phase=name, terms=tuple(PhaseTerm(term=k, bytes=v) for k, v in terms),
+                                 tensor_bytes=sum(v for _, v in terms)) for name, terms in peak.phases.all()),
     )
 
 

@@ -47,6 +47,23 @@ class ActivationPart(Frozen):
     bytes: int
 
 
+class PhaseTerm(Frozen):
+    """One term held during a phase: a TrainingMemoryReport field's name and its bytes in that phase (the
+    recompute phase holds the activations less the output layer's)."""
+
+    term: str
+    bytes: int
+
+
+class PhaseMemory(Frozen):
+    """The tensors one phase of a step holds on one GPU, term by term; ``tensor_bytes`` is their sum, and the
+    largest phase's sum is ``peak_tensor_bytes``."""
+
+    phase: PeakPhase
+    terms: tuple[PhaseTerm, ...]
+    tensor_bytes: int
+
+
 class TrainingMemoryReport(Frozen):
     weights_bytes: int
     gradient_bytes: int
@@ -73,6 +90,7 @@ class TrainingMemoryReport(Frozen):
     fits: bool
     headroom_bytes: int
     layer_tensors: tuple[ActivationPart, ...]
+    phases: tuple[PhaseMemory, ...]  # forward-backward, recompute (full recomputation only), optimizer-step
 
 
 class TrainingTimeReport(Frozen):

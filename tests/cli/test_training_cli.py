@@ -156,3 +156,18 @@ def test_dp_across_nodes_is_slower_than_inside_one(cli: Callable[..., CliResult]
     card = json.loads(cli(*base, "--gpu", "h100").stdout)["time"]  # every group on the card's NVLink
     cluster = json.loads(cli(*base, "--system", "hgx-h100", "--nodes", "2").stdout)["time"]
     assert cluster["dp_communication_s"] > 5 * card["dp_communication_s"]  # 50 GB/s of network vs 450 of NVLink
+
+
+def test_memory_table_has_a_column_per_phase_that_sums_to_its_tensors(cli: Callable[..., CliResult]) -> None:
+    """Issue 13: no "model states" row indented under the optimizer states, and the peak is the sum of its column:
+    32.1 + 64.2 + 15.0 + 135.9 + 16.8 = 264.0 GB (weights, AdamW states, autocast copies, activations, loss
+    gradients) in forward-backward; 32.1 + 32.1 + 64.2 + 32.1 = 160.6 GB in the optimizer step."""
+    result = cli(*BASE, entry="estimate", columns=200)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert not any("  model states" in line for line in lines)
+    header = next(line for line in lines if "forward-backward" in line and "optimizer-step" in line)
+    assert header.index("forward-backward") < header.index("optimizer-step")
+    tensors = next(line for line in lines if line.startswith("│ tensors"))
+    assert [cell.strip() for cell in tensors.split("│")[2:4]] == ["264.0 GB", "160.6 GB"]
+    assert "the largest (forward-backward) sets the peak" in " ".join(result.stdout.split())  # caption wraps

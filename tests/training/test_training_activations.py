@@ -119,6 +119,40 @@ def test_reference_training_step_byte_by_byte() -> None:
     assert abs(m.peak_tensor_bytes / REFERENCE_STEADY_PEAK - 1) < 0.0014
 
 
+def test_phases_sum_to_their_tensors_and_the_largest_is_the_peak() -> None:
+    """The reference step's phases, term by term (issue 13: the table's rows add up to each phase's total)."""
+    catalog = default_catalog()
+    w = TrainingWorkload(batch=4, seq_len=2048, precision="amp-bf16", optimizer="adamw",
+                         profile=catalog.profiles.get("hf"))
+    m = estimate_training(catalog.models.get("llama-3.2-1b"), catalog.gpus.get("h200"), w).memory
+    phases = {p.phase: {t.term: t.bytes for t in p.terms} for p in m.phases}
+    assert list(phases) == ["forward-backward", "optimizer-step"]  # no recompute phase without full recompute
+    # forward-backward: the weights, AdamW's m and v, the autocast copies, the activations and the loss gradients;
+    # gradients were set to None before forward (accumulation 1), so they are not held
+    assert phases["forward-backward"] == {
+        "weights_bytes": m.weights_bytes, "optimizer_bytes": m.optimizer_bytes,
+        "autocast_copy_bytes": m.autocast_copy_bytes, "activation_bytes": m.activation_bytes,
+        "loss_backward_bytes": m.loss_backward_bytes}
+    # the optimizer step: every model state plus the step's temporaries
+    assert phases["optimizer-step"] == {
+        "weights_bytes": m.weights_bytes, "gradient_bytes": m.gradient_bytes, "optimizer_bytes": m.optimizer_bytes,
+        "optimizer_step_bytes": m.optimizer_step_bytes}
+    for p in m.phases:
+        assert p.tensor_bytes == sum(t.bytes for t in p.terms)
+    assert max(p.tensor_bytes for p in m.phases) == m.peak_tensor_bytes == 47_010_668_544
+    assert m.per_gpu_bytes == m.peak_tensor_bytes + m.overhead_bytes
+
+
+def test_recompute_phase_holds_checkpoints_and_one_layer() -> None:
+    catalog = default_catalog()
+    w = TrainingWorkload(batch=4, seq_len=2048, recompute="full", profile=catalog.profiles.get("hf"))
+    m = estimate_training(catalog.models.get("llama-3.2-1b"), catalog.gpus.get("h200"), w).memory
+    recompute = {t.term: t.bytes for t in next(p for p in m.phases if p.phase == "recompute").terms}
+    # the checkpoints without the output layer's tensors (freed before backward reaches the layers), one layer
+    assert recompute["activation_bytes"] == m.activation_bytes - m.output_layer_bytes == 16 * 4 * 2048 * 8192
+    assert recompute["recompute_bytes"] == m.recompute_bytes
+
+
 def test_recompute_full_keeps_checkpoints_and_one_layer() -> None:
     catalog = default_catalog()
     w = TrainingWorkload(batch=4, seq_len=2048, recompute="full", profile=catalog.profiles.get("hf"))
