@@ -28,6 +28,7 @@ from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
 from estimator.errors import EstimatorError, WorkloadInvalid
 from estimator.inference.workload import MAX_BATCH, InferenceWorkload
+from estimator.model.capacity import within_position_limit
 from estimator.notes import Note, NoteCode, note
 from estimator.planning.costs import HOURS_PER_YEAR, CardPrice, Prices, load_prices, option_cost, per_million_tokens
 from estimator.planning.layouts import experts_per_gpu, max_replica_context, servers_for, stage_memory
@@ -78,7 +79,8 @@ class PlanOption(Frozen):
     batch_per_replica: int | None
     concurrency: int | None  # sequences served at once over all replicas
     max_batch: int | None  # per replica, at this prompt + output, within the headroom
-    max_context_tokens: int | None  # per sequence, at this batch, within the headroom
+    max_context_tokens: int | None  # per sequence, at this batch, within the headroom and the model's own limit
+    max_context_tokens_by_memory: int | None  # the same within the headroom alone (past the limit where it is)
     tokens_per_s: float | None  # generated tokens/s, all replicas
     tokens_per_s_per_user: float | None
     time_to_first_token_s: float | None
@@ -156,13 +158,14 @@ def _option(search: Search, point: Point, prices: Prices, wanted: int | None) ->
     rented = cost.rented_usd_per_hour is not None
     moe = search.model.arch is not None and search.model.arch.moe is not None
     decode = point.decode
+    by_memory = max_replica_context(search.model, gpu, w, layout, point.batch, w.output_tokens,
+                                    search.settings.headroom)
     return PlanOption(
         rank=None, system=system.name, gpu=gpu.name, feasible=True, reason=None, servers=servers, cards=gpus,
         tensor_parallel=layout.tp, pipeline_parallel=layout.pp, expert_parallel=layout.tp if moe else None,
         experts_per_gpu=experts_per_gpu(search.model, layout), replicas=point.replicas,
         batch_per_replica=point.batch, concurrency=concurrency, max_batch=point.max_batch,
-        max_context_tokens=max_replica_context(search.model, gpu, w, layout, point.batch, w.output_tokens,
-                                               search.settings.headroom),
+        max_context_tokens=within_position_limit(search.model, by_memory), max_context_tokens_by_memory=by_memory,
         tokens_per_s=tokens_per_s, tokens_per_s_per_user=None if tpot is None else 1 / tpot,
         time_to_first_token_s=serving.time_to_first_token_s, time_per_output_token_s=tpot,
         prefill_busy_fraction=serving.prefill_busy_fraction, step_tokens=search.settings.step_tokens,

@@ -14,7 +14,7 @@ from estimator.catalog.systems import SystemSpec
 from estimator.errors import SpecInvalid, WorkloadInvalid
 from estimator.inference.workload import InferenceWorkload
 from estimator.planning.costs import option_cost
-from estimator.planning.layouts import Layout, layouts, replicas_filling, stage_memory
+from estimator.planning.layouts import Layout, layouts, max_replica_context, replicas_filling, stage_memory
 from estimator.planning.plan import HOURS_PER_YEAR, Goal, Prices, Settings, load_prices, plan
 
 
@@ -184,3 +184,20 @@ def test_bad_prices_file(catalog: Catalog) -> None:
         load_prices(defaults, {"gpus": {"h100": {"usd": -1}}}, resolve=catalog.gpus.get)
     with pytest.raises(SpecInvalid, match="'systems' must map"):
         load_prices(defaults, {"systems": [1]})
+
+
+def test_max_context_is_capped_at_the_model_limit_like_estimate(shipped_catalog: Catalog) -> None:
+    """Issue 13: a plan's max_context_tokens stops at the model's 4,096-token window (Llama-2-7B), as estimate's
+    does; max_context_tokens_by_memory is memory's figure, the search within the headroom alone."""
+    c = shipped_catalog
+    w = InferenceWorkload(weight_format=c.formats.get("bf16"), kv_format=c.formats.get("bf16"),
+                          profile=c.profiles.get("optimized"), prompt_tokens=1024, output_tokens=256)
+    model = c.model("llama-2-7b")
+    assert model.arch is not None and model.arch.max_position_embeddings == 4096
+    report = plan(model, _pairs(c, "hgx-h200"), w, Goal(concurrency=1), _prices(c))
+    o = report.options[0]
+    assert o.max_context_tokens == 4096
+    assert o.max_context_tokens_by_memory is not None and o.max_context_tokens_by_memory > 4096
+    layout = Layout(tp=o.tensor_parallel or 0, pp=o.pipeline_parallel or 0)
+    assert o.max_context_tokens_by_memory == max_replica_context(model, c.gpus.get("h200"), w, layout,
+                                                                 o.batch_per_replica or 0, 256, 0.10)
