@@ -216,6 +216,10 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
     Logits stage: the final hidden states and rotary tables, plus b × positions × vocab logits in the activation
     dtype (and their fp32 upcast where the runtime does it). positions = all tokens, or 1 with ``logits_to_keep=1``.
     Final-logit soft-capping (Gemma 2) keeps a second logits tensor live (measured: −50% without it).
+    Under tensor parallelism the vocab-parallel head does not split the logits: each rank computes its
+    ⌈vocab / tp⌉ columns, then the gather that sampling needs materialises all of them beside that shard
+    (transformers' ``lm_head: colwise_rep`` all-gathers its output; vLLM's LogitsProcessor gathers to the sampling
+    rank), so the rank that samples holds the full logits + its shard.
     ``eager_activations``: activations written as elementwise chains add `EAGER_ACTIVATION_TEMPORARIES`.
     ``explicit_mask``: a boolean b × s × s attention mask is alive through the layers (transformers builds one for
     sliding windows; measured: gemma-3-1b 2,048 B per token at s = 2,048, mistral-7b-v0.1 −6.4% at 8k without it).
@@ -247,6 +251,8 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
     logits_elements = batch * positions * arch.vocab_size if arch.lm_head else 0
     copies = 2 if arch.final_logit_softcapping else 1
     logits = logits_elements * (copies * element_bytes + (4 if logits_fp32 else 0))
+    if tensor_parallel > 1 and arch.lm_head:  # the rank's vocab shard, alive while the gather fills the whole
+        logits += batch * positions * -(-arch.vocab_size // tensor_parallel) * element_bytes
     logits_stage = tokens_total * (h + rope) * element_bytes + logits
     return ActivationPeak(layer, logits_stage)
 

@@ -61,6 +61,7 @@ def _suggestions(report: OomReport, console: Console, b: Callable[[int | None], 
         after = "" if s.per_gpu_bytes is None else f" → {b(s.per_gpu_bytes)} per GPU"
         time = "" if s.time_factor is None else f", time ×{s.time_factor:.2f}"
         source = "measured" if s.source == "measured" else "estimate re-run"
-        console.print(f"  {i}. {escape(s.change)}: frees {b(s.frees_bytes)}{after}, "
+        freed = f"frees {b(s.frees_bytes)}" if s.frees_bytes >= 0 else f"adds {b(-s.frees_bytes)}"
+        console.print(f"  {i}. {escape(s.change)}: {freed}{after}, "
                       f"{'[green]fits[/]' if s.fits else '[red]does not fit[/]'}; cost {s.cost}: "
                       f"{escape(s.cost_detail)}{time} ({source})", highlight=False)

@@ -77,3 +77,22 @@ def test_bad_inputs_are_one_line(cli: Cli, tmp_path: Path) -> None:
     _one_line(cli("oom", "--from", str(DATA / "batch.message.txt"), "--model", "nope", "--gpu", "h200"),
               "unknown model")
     _one_line(cli("oom", "--from", str(DATA / "batch.message.txt"), "--format", "csv"), "not available")
+
+
+def test_tensor_parallel_does_not_split_the_logits(cli: Cli) -> None:
+    """Under TP the vocab-parallel head computes a ⌈vocab / tp⌉ shard, then gathers the whole logits for sampling
+    (transformers' colwise_rep, vLLM's LogitsProcessor): the logits stage grows by the shard, so `oom` no longer
+    offers --gpus as a fix for all-position logits (the README's example once showed --gpus 4 "fitting" 5 MB under
+    the capacity with the full logits counted once)."""
+    args = ("estimate", "--model", "llama-3.2-1b", "--gpu", "h200", "--profile", "hf", "--batch", "256",
+            "--prompt-tokens", "2048", "--logits", "all", "--format", "json", "--gpus", "4")
+    memory = json.loads(cli(*args).stdout)["memory"]
+    # 256 × 2,048 = 524,288 tokens × (hidden states 2 × (2,048 + 128 rotary) + full logits 2 × 128,256 + the
+    # rank's shard 2 × ⌈128,256 / 4⌉ = 2 × 32,064) B
+    assert memory["activation_per_gpu_bytes"] == 524_288 * (2 * 2176 + 2 * 128_256 + 2 * 32_064) == 170_389_405_696
+    assert memory["fits"] is False
+    result = cli("oom", "--from", str(DATA / "logits.message.txt"), "--format", "json", *WORKLOAD)
+    gpus = [s for s in json.loads(result.stdout)["suggestions"] if s["change"].startswith("--gpus")]
+    assert gpus and not any(s["fits"] for s in gpus)
+    table = cli("oom", "--from", str(DATA / "logits.message.txt"), *WORKLOAD, columns=200).stdout
+    assert "--gpus 8: adds 128.0 MiB" in table  # a change that grows the footprint says so, not "frees -128 MiB"
