@@ -46,7 +46,8 @@ class EfficiencyProfile(BaseModel):
     decompressed_mla_cache: bool = False
     allreduce_latency_s: float = Field(ge=0)
     interconnect_efficiency: float = Field(gt=0, le=1)
-    train_flop_efficiency: float = Field(gt=0, le=1)  # step FLOPs ÷ (peak × this): estimator.training.estimate
+    # step FLOPs ÷ (peak × this); None: the step is timed kernel by kernel (estimator.training.step_time)
+    train_flop_efficiency: float | None = Field(gt=0, le=1)
     fitted_on: tuple[str, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
 

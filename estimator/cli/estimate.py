@@ -89,8 +89,9 @@ def estimate_command(
     gpus_per_node: Annotated[str | None, typer.Option(help="GPUs per server, overriding the system's.")] = None,
     logits: Annotated[Logits, typer.Option(help="Compute logits for the last position only, or all positions.")]
     = Logits.last,
-    profile: Annotated[str, typer.Option(help="Efficiency profile: optimized (serving engine, CUDA graphs) or hf "
-                                         "(Hugging Face transformers eager).")] = "optimized",
+    profile: Annotated[str, typer.Option(help="Efficiency profile: optimized (serving engine, CUDA graphs), hf "
+                                         "(Hugging Face transformers eager) or megatron (training, kernel by "
+                                         "kernel).")] = "optimized",
     mla_cache: Annotated[MlaCache | None, typer.Option(help="MLA models: cache the compressed latent (serving "
                                                        "engines; the optimized profile's default) or decompressed "
                                                        "K/V (transformers; the hf profile's).")] = None,

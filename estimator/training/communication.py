@@ -6,7 +6,11 @@ data-parallel replicas the outermost, so a DP group spans every GPU of the job a
 the job spans nodes. Per step, on one GPU:
 
 - TP: 4 all-reduces of the micro-batch's activations per layer (2 forward, 2 backward), for every micro-batch;
-- PP: each micro-batch's activation is sent forward and its gradient back across each stage boundary;
+  full recompute runs the forward again, its 2 all-reduces with it (Korthikanti et al. 2022 §4);
+- PP: each micro-batch's activation is sent forward and its gradient back across each stage boundary, split
+  over the TP ranks (Narayanan et al. 2021 §4.1, scatter/gather: each of the t ranks sends 1/t of it to its
+  counterpart, and the next stage all-gathers it over the TP group's link; with sequence parallelism the
+  activation is already split and stays so);
 - DP: one all-reduce of the stage's gradients (ZeRO-3 / FSDP: two parameter gathers and a reduce-scatter).
 
 Time = the collective's steps × the link's latency + its bytes on the wire ÷ (bandwidth × the profile's
@@ -60,8 +64,12 @@ def step_communication(w: TrainingWorkload, gpu: GpuSpec, system: SystemSpec | N
         pp_link = _scaled(group_link(system, w.tp * w.pp), eff)
         dp_link = _scaled(group_link(system, w.gpus), eff)
     activation = w.tokens_per_micro_batch * hidden * compute_bytes
-    tp_s = 4 * stage_layers * w.grad_accum * ring_allreduce_s(activation, w.tp, tp_link) if w.tp > 1 else 0.0
-    pp_s = 2 * w.grad_accum * p2p_s(activation, pp_link) if w.pp > 1 else 0.0
+    per_layer = 6 if w.recompute == "full" else 4
+    tp_s = per_layer * stage_layers * w.grad_accum * ring_allreduce_s(activation, w.tp, tp_link) if w.tp > 1 else 0.0
+    pp_s = 0.0
+    if w.pp > 1:
+        gather = allgather_s(activation, w.tp, tp_link) if not w.sequence_parallel else 0.0
+        pp_s = 2 * w.grad_accum * (p2p_s(activation / w.tp, pp_link) + gather)
     if w.dp <= 1:
         dp_s = 0.0
     elif w.shard_stage == 3:

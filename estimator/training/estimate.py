@@ -10,11 +10,12 @@ Gradients are resident during forward only when they persist between micro-batch
 otherwise ``zero_grad(set_to_none=True)`` (PyTorch ≥ 2.0 default; DeepSpeed and FSDP free reduced gradients
 likewise) frees them before forward.
 
-Step time = executed FLOPs / (peak × profile.train_flop_efficiency) / (1 − pipeline bubble) + optimizer step
-(memory bound: every state read and written once) + data-parallel gradient synchronisation and tensor-parallel
-all-reduces over the interconnect (not overlapped: conservative). Model FLOPs per token 6N + 3 × attention
-forward (Kaplan et al. 2020; PaLM, Chowdhery et al. 2022, appendix B for MFU); full recompute adds one forward
-(2N + attention); LoRA skips the frozen weights' gradients (4N + 6 N_adapter).
+Step time (`estimator.training.step_time`) = compute (executed FLOPs ÷ (peak × profile.train_flop_efficiency),
+or kernel by kernel where the profile gives none) ÷ (1 − pipeline bubble) + optimizer step (memory bound: every
+state read and written once) + data-parallel, tensor-parallel and pipeline traffic (not overlapped:
+conservative). Model FLOPs per token 6N + 3 × attention forward (Kaplan et al. 2020; PaLM, Chowdhery et al.
+2022, appendix B for MFU); full recompute adds one forward (2N + attention); LoRA skips the frozen weights'
+gradients (4N + 6 N_adapter).
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
 from estimator.errors import WorkloadInvalid
 from estimator.inference.report import GpuInfo, ModelInfo
-from estimator.model.compute import attention_flops, linear_params_per_token
-from estimator.model.inventory import active_param_count, lm_head_numel, param_count, tensor_inventory
+from estimator.model.inventory import active_param_count, param_count, tensor_inventory
 from estimator.model.memory import runtime_overhead_bytes
 from estimator.model.timing import peak_for
 from estimator.notes import Note, NoteCode, note
@@ -43,7 +43,6 @@ from estimator.training.activations import (
     output_stage,
     per_token_bytes,
 )
-from estimator.training.communication import Communication, step_communication
 from estimator.training.report import (
     ActivationPart,
     PeakPhase,
@@ -64,6 +63,7 @@ from estimator.training.states import (
     optimizer_step_transient_bytes,
     state_dtype_bytes,
 )
+from estimator.training.step_time import StepInputs, StepTime, step_time
 from estimator.training.workload import ALL_LORA_TARGETS, TrainingWorkload, check_layout
 
 Term = tuple[str, int]  # a TrainingMemoryReport field held in a phase and its bytes in that phase
@@ -215,59 +215,7 @@ def _peak(st: _States, act: _Activations, gpu: GpuSpec, w: TrainingWorkload) -> 
     return _Peak(phase, tensors, overhead, tensors + overhead, phases)
 
 
-@dataclass(frozen=True)
-class _StepTime:
-    step_tokens: int  # per data-parallel replica
-    executed_gpu: float
-    bubble: float
-    compute_s: float
-    optimizer_s: float
-    communication_s: float
-    step_s: float
-    bound_s: float
-    model_flops_step: float
-    mfu: float
-    communication: Communication
-
-
-def _step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, st: _States,
-               stage_layers: int, system: SystemSpec | None = None) -> _StepTime:
-    prof, mp, tokens = w.profile, w.tp * w.pp, w.tokens_per_micro_batch
-    lora = w.lora_rank is not None
-    step_tokens = tokens * w.grad_accum
-    linear = linear_params_per_token(arch) + lm_head_numel(arch)
-    attn_fwd = attention_flops(arch, w.batch, w.seq_len) / tokens
-    adapters = st.trainable_params if lora else 0
-    base_train = 4 * linear if lora else 6 * linear
-    model_flops_token = base_train + 6 * adapters + 3 * attn_fwd
-    extra = (2 * linear + attn_fwd) if w.recompute == "full" else (
-        attn_fwd if w.recompute == "selective" and w.attention == "eager" else 0)
-    executed_gpu = (model_flops_token + extra) * step_tokens / mp
-    bubble = (w.pp - 1) / (w.grad_accum + w.pp - 1)
-    compute_s = executed_gpu / (peak * prof.train_flop_efficiency) / (1 - bubble)
-    bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
-    optimizer_s = 2 * (st.states.total_bytes + st.step_transient) / bandwidth
-    comm = _communication(arch, w, gpu, st, stage_layers, system)
-    communication_s = comm.total_s
-    step_s = compute_s + optimizer_s + communication_s
-    bound_s = max(executed_gpu / peak, communication_s * prof.interconnect_efficiency)
-    model_flops_step = model_flops_token * step_tokens * w.dp
-    return _StepTime(step_tokens, executed_gpu, bubble, compute_s, optimizer_s, communication_s, step_s, bound_s,
-                     model_flops_step, model_flops_step / step_s / (w.gpus * peak), comm)
-
-
-def _communication(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, st: _States, stage_layers: int,
-                   system: SystemSpec | None) -> Communication:
-    """Data-parallel gradient synchronisation (ZeRO-3: parameter gathers too), tensor-parallel all-reduces and,
-    on a system, pipeline sends (`estimator.training.communication`)."""
-    grad_wire = 2 if st.deepspeed or w.precision == "bf16" else (4 if w.compute_dtype == "fp32" or w.amp else 2)
-    comm = step_communication(w, gpu, system, hidden=arch.hidden_size, stage_layers=stage_layers,
-                              shard_params=st.trainable_params / (w.tp * w.pp), compute_bytes=st.compute_bytes,
-                              grad_wire_bytes=grad_wire)
-    return comm if system is not None else Communication(comm.tp_s, 0.0, comm.dp_s)  # no PP sends without one
-
-
-def _warnings(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, dtype: str, time: _StepTime,
+def _warnings(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, dtype: str, time: StepTime,
               peak: _Peak) -> list[Note]:
     warnings = []
     if dtype != w.compute_dtype:
@@ -304,7 +252,7 @@ def _assumptions(w: TrainingWorkload, st: _States, act: _Activations) -> list[No
     return assumptions
 
 
-def _explain(w: TrainingWorkload, st: _States, act: _Activations, peak: _Peak, time: _StepTime,
+def _explain(w: TrainingWorkload, st: _States, act: _Activations, peak: _Peak, time: StepTime,
              peak_flop_per_s: float) -> list[Note]:
     s = st.states
     return [
@@ -318,7 +266,7 @@ def _explain(w: TrainingWorkload, st: _States, act: _Activations, peak: _Peak, t
         note(NoteCode.PEAK_PHASE, phase=peak.phase, tensor_bytes=peak.tensors, overhead_bytes=peak.overhead,
              per_gpu_bytes=peak.per_gpu),
         note(NoteCode.STEP_TIME, flops_per_gpu=time.executed_gpu, peak_flop_per_s=peak_flop_per_s,
-             efficiency=w.profile.train_flop_efficiency, compute_s=time.compute_s, optimizer_s=time.optimizer_s,
+             efficiency=time.efficiency, compute_s=time.compute_s, optimizer_s=time.optimizer_s,
              communication_s=time.communication_s),
     ]
 
@@ -345,7 +293,7 @@ def _memory_report(w: TrainingWorkload, gpu: GpuSpec, st: _States, act: _Activat
     )
 
 
-def _workload_info(w: TrainingWorkload, time: _StepTime) -> TrainingWorkloadInfo:
+def _workload_info(w: TrainingWorkload, time: StepTime) -> TrainingWorkloadInfo:
     return TrainingWorkloadInfo(
         batch=w.batch, seq_len=w.seq_len, grad_accum=w.grad_accum, tokens_per_step=time.step_tokens * w.dp,
         precision=w.precision, optimizer=w.optimizer, recompute=w.recompute, attention=w.attention,
@@ -372,7 +320,9 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
     states = _model_states(arch, w)
     act = _activations(arch, w, states)
     peak = _peak(states, act, gpu, w)
-    time = _step_time(arch, w, gpu, peak_flop_per_s, states, act.stage_layers, system)
+    time = step_time(arch, w, gpu, peak_flop_per_s,
+                     StepInputs(states.trainable_params, states.states, states.step_transient, states.compute_bytes,
+                                states.deepspeed, act.stage_layers), system)
     return TrainingReport(
         model=ModelInfo(name=model.name, params=param_count(arch), active_params=active_param_count(arch),
                         architecture=arch.model_type, layers=arch.num_layers, hidden_size=arch.hidden_size,

@@ -1,0 +1,124 @@
+"""Predicted vs published multi-node training throughput (tokens/s/GPU), every case of
+tests/data/published/training.yaml.
+
+    python benchmarks/published_training.py [--profile megatron] [--data tests/data/published/training.yaml]
+
+Each case is a GPT model of the source's shape (GPT-2 layout: LayerNorm, GeLU 4h MLP, learned positions, tied
+embeddings, vocabulary 51,200) on DGX A100 nodes (`hgx-a100`), its published TP × PP layout and batch, data
+parallel over the rest, mixed precision with 16-bit gradients (`bf16`), full recompute, eager attention (scores
+materialised), estimated by `estimate_training` — the code behind `estimate --mode train`. The published
+teraFLOP/s per GPU becomes tokens/s/GPU by the sources' own FLOP count (the data file's header).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from estimator import default_catalog
+from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.registry import Catalog, model_from_mapping
+from estimator.training.estimate import estimate_training
+from estimator.training.report import TrainingReport
+from estimator.training.workload import TrainingWorkload
+
+DATA = Path(__file__).resolve().parent.parent / "tests/data/published/training.yaml"
+SYSTEM = "hgx-a100"
+VOCAB, SEQ = 51_200, 2_048
+
+
+@dataclass(frozen=True)
+class Comparison:
+    name: str
+    where: str
+    source: str
+    gpus: int
+    layout: str
+    predicted: float  # tokens/s/GPU
+    published: float  # tokens/s/GPU, from the published TFLOP/s per GPU
+    published_tflops: float
+    reproduced: bool
+    why: str
+    report: TrainingReport
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.published - 1
+
+
+def megatron_flops_per_token(hidden: int, layers: int, seq: int = SEQ, vocab: int = VOCAB) -> float:
+    """Narayanan et al. 2021's count per token: 96 l h² (1 + s / (6h) + V / (16 l h))."""
+    return 96 * layers * hidden**2 * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
+
+
+def gpt_model(name: str, hidden: int, heads: int, layers: int) -> ModelSpec:
+    config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "activation_function": "gelu_new",
+              "n_embd": hidden, "n_head": heads, "n_layer": layers, "n_positions": SEQ, "vocab_size": VOCAB,
+              "tie_word_embeddings": True}
+    return model_from_mapping({"name": name, "config": config, "sources": ["tests/data/published/training.yaml"]},
+                              Path(f"{name}.yaml"))
+
+
+def predict(case: dict[str, Any], catalog: Catalog, profile: str) -> TrainingReport:
+    m, lay = case["model"], case["layout"]
+    tp, pp, gpus = lay["tp"], lay["pp"], lay["gpus"]
+    dp = gpus // (tp * pp)
+    micro_batches = lay["global_batch"] // (dp * lay["micro_batch"])
+    system = catalog.systems.get(SYSTEM)
+    workload = TrainingWorkload(batch=lay["micro_batch"], seq_len=SEQ, grad_accum=micro_batches, precision="bf16",
+                                recompute="full", attention="eager", dp=dp, tp=tp, pp=pp,
+                                profile=catalog.profiles.get(profile))
+    model = gpt_model(case["name"], m["hidden"], m["heads"], m["layers"])
+    return estimate_training(model, catalog.gpus.get(system.gpu), workload, system=system,
+                             nodes=-(-gpus // system.gpus_per_node))
+
+
+def compare(catalog: Catalog, profile: str = "megatron", data: Path = DATA) -> list[Comparison]:
+    spec = yaml.safe_load(data.read_text())
+    out = []
+    for case in spec["cases"]:
+        report = predict(case, catalog, profile)
+        m, lay = case["model"], case["layout"]
+        tflops = float(case["published_tflops_per_gpu"])
+        published = tflops * 1e12 / megatron_flops_per_token(m["hidden"], m["layers"])
+        out.append(Comparison(case["name"], case["where"], case["source"], lay["gpus"],
+                              f"TP {lay['tp']} × PP {lay['pp']} × DP {lay['gpus'] // (lay['tp'] * lay['pp'])}",
+                              report.time.tokens_per_s / lay["gpus"], published, tflops, bool(case["reproduced"]),
+                              case.get("why", ""), report))
+    return out
+
+
+def table(rows: list[Comparison]) -> list[str]:
+    """Markdown rows: case, layout, published, predicted, error, and the predicted step split."""
+    lines = ["| case | GPUs | layout | published TFLOP/s/GPU | published tokens/s/GPU | predicted tokens/s/GPU | "
+             "error | within 15 % | predicted step: compute (bubble) / TP / PP / DP |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        t = r.report.time
+        within = ("✓" if abs(r.error) <= 0.15 else "✗") if r.reproduced else "not asserted"
+        lines.append(f"| {r.name} | {r.gpus:,} | {r.layout} | {r.published_tflops:.0f} | {r.published:,.1f} | "
+                     f"{r.predicted:,.1f} | {r.error:+.1%} | {within} | {t.compute_s:.2f} s ({t.bubble_s:.2f}) / "
+                     f"{t.tp_communication_s:.2f} / {t.pp_communication_s:.2f} / {t.dp_communication_s:.2f} s |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="megatron")
+    parser.add_argument("--data", type=Path, default=DATA)
+    args = parser.parse_args(argv)
+    rows = compare(default_catalog(), args.profile, args.data)
+    print("\n".join(table(rows)))
+    for r in rows:
+        if not r.reproduced:
+            print(f"\n{r.name}: not asserted — {r.why}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""A training step's time on one GPU: compute (two ways, by profile), optimizer step, communication, bubble.
+
+Compute, as the profile says:
+
+- ``train_flop_efficiency`` given (a step-level figure, fitted on a whole measured step): executed FLOPs ÷
+  (peak × that fraction).
+- ``train_flop_efficiency: null`` (kernel by kernel, as a framework that runs fused kernels does — Megatron-LM,
+  NeMo): every pass runs the same kernels as a prefill, timed with the profile's kernel figures — linear layers
+  at ``matmul_flop_efficiency``, attention at ``attention_flop_efficiency``, the elementwise passes (norms,
+  activations, residual adds, dropout; ``elementwise_hidden_passes`` × h + ``elementwise_ffn_passes`` × ffn
+  per token per layer) at the profile's bandwidth. Backward costs twice the forward of each (Kaplan et al.
+  2020's 2 + 4 accounting), full recompute adds one forward. Eager attention (scores materialised, as
+  Megatron-LM before FlashAttention) also moves each layer's score matrix: written by QKᵀ, read and written by
+  the softmax and by dropout, read by the PV product (6 passes of 16-bit scores per forward).
+
+Either way the pipeline bubble stretches compute by 1 / (1 − (pp − 1) / (m + pp − 1)) (1F1B, Narayanan et al.
+2021), the optimizer step reads and writes every state once at the profile's bandwidth, and communication
+(`estimator.training.communication`) adds to it, not overlapped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from estimator.catalog.architecture import Architecture
+from estimator.catalog.specs import GpuSpec
+from estimator.catalog.systems import SystemSpec
+from estimator.model.compute import attention_flops, linear_params_per_token
+from estimator.model.inventory import lm_head_numel
+from estimator.training.communication import Communication, step_communication
+from estimator.training.states import ModelStates
+from estimator.training.workload import TrainingWorkload
+
+EAGER_SCORE_PASSES = 6  # QKᵀ writes; softmax reads, writes; dropout reads, writes; PV reads (module docstring)
+
+
+@dataclass(frozen=True)
+class StepTime:
+    step_tokens: int  # per data-parallel replica
+    executed_gpu: float
+    bubble: float
+    compute_s: float
+    optimizer_s: float
+    communication_s: float
+    step_s: float
+    bound_s: float
+    model_flops_step: float
+    mfu: float
+    efficiency: float  # executed FLOPs ÷ (peak × compute time without the bubble): the profile's, or the kernels'
+    communication: Communication
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    """What the step-time model needs from the memory model: trainable parameters and the states' bytes."""
+
+    trainable_params: int
+    states: ModelStates
+    step_transient: int
+    compute_bytes: int
+    deepspeed: bool
+    stage_layers: int
+
+
+def _elementwise_bytes_per_token(arch: Architecture, w: TrainingWorkload, compute_bytes: int) -> float:
+    """Forward bytes of the elementwise passes and (eager) attention scores per token, all layers, one GPU."""
+    prof, tp = w.profile, w.tp
+    ffn = arch.mlp.intermediate_size
+    if arch.moe is not None and arch.num_moe_layers:
+        ffn = arch.moe.experts_per_token * arch.moe.expert_intermediate_size + arch.moe.shared_intermediate_size
+    hidden = arch.hidden_size / (tp if w.sequence_parallel else 1)  # norms are replicated over TP without SP
+    passes = prof.elementwise_hidden_passes * hidden + prof.elementwise_ffn_passes * ffn / tp
+    scores = EAGER_SCORE_PASSES * arch.attention.num_heads / tp * w.seq_len if w.attention == "eager" else 0.0
+    return (passes + scores) * compute_bytes * arch.num_layers
+
+
+def _kernel_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, linear_flops: float,
+                      attention_fwd: float, passes: int, compute_bytes: int) -> float:
+    """Seconds of one replica's step on one GPU, kernel by kernel (module docstring), without the bubble."""
+    prof, mp, tokens = w.profile, w.tp * w.pp, w.tokens_per_micro_batch * w.grad_accum
+    bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
+    linear_s = linear_flops * tokens / mp / (peak * prof.matmul_flop_efficiency)
+    attention_s = passes * attention_fwd * tokens / mp / (peak * prof.attention_flop_efficiency)
+    elementwise_s = passes * _elementwise_bytes_per_token(arch, w, compute_bytes) * tokens / w.pp / bandwidth
+    return linear_s + attention_s + elementwise_s
+
+
+def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, inputs: StepInputs,
+              system: SystemSpec | None = None) -> StepTime:
+    prof, mp, tokens = w.profile, w.tp * w.pp, w.tokens_per_micro_batch
+    lora = w.lora_rank is not None
+    step_tokens = tokens * w.grad_accum
+    linear = linear_params_per_token(arch) + lm_head_numel(arch)
+    attn_fwd = attention_flops(arch, w.batch, w.seq_len) / tokens
+    adapters = inputs.trainable_params if lora else 0
+    base_train = 4 * linear if lora else 6 * linear
+    model_flops_token = base_train + 6 * adapters + 3 * attn_fwd
+    full = w.recompute == "full"
+    extra_attention = 1 if full or (w.recompute == "selective" and w.attention == "eager") else 0
+    linear_executed = base_train + 6 * adapters + (2 * linear if full else 0)
+    executed_gpu = (linear_executed + (3 + extra_attention) * attn_fwd) * step_tokens / mp
+    bubble = (w.pp - 1) / (w.grad_accum + w.pp - 1)
+    if prof.train_flop_efficiency is not None:
+        efficiency = prof.train_flop_efficiency
+    else:
+        kernels_s = _kernel_compute_s(arch, w, gpu, peak, linear_executed, attn_fwd, 3 + extra_attention,
+                                      inputs.compute_bytes)
+        efficiency = executed_gpu / (peak * kernels_s)
+    compute_s = executed_gpu / (peak * efficiency) / (1 - bubble)
+    bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
+    optimizer_s = 2 * (inputs.states.total_bytes + inputs.step_transient) / bandwidth
+    comm = _communication(arch, w, gpu, inputs, system)
+    communication_s = comm.total_s
+    step_s = compute_s + optimizer_s + communication_s
+    bound_s = max(executed_gpu / peak, communication_s * prof.interconnect_efficiency)
+    model_flops_step = model_flops_token * step_tokens * w.dp
+    return StepTime(step_tokens, executed_gpu, bubble, compute_s, optimizer_s, communication_s, step_s, bound_s,
+                    model_flops_step, model_flops_step / step_s / (w.gpus * peak), efficiency, comm)
+
+
+def _communication(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, inputs: StepInputs,
+                   system: SystemSpec | None) -> Communication:
+    """Data-parallel gradient synchronisation (ZeRO-3: parameter gathers too), tensor-parallel all-reduces and,
+    on a system, pipeline sends (`estimator.training.communication`)."""
+    deepspeed = inputs.deepspeed
+    grad_wire = 2 if deepspeed or w.precision == "bf16" else (4 if w.compute_dtype == "fp32" or w.amp else 2)
+    comm = step_communication(w, gpu, system, hidden=arch.hidden_size, stage_layers=inputs.stage_layers,
+                              shard_params=inputs.trainable_params / (w.tp * w.pp),
+                              compute_bytes=inputs.compute_bytes, grad_wire_bytes=grad_wire)
+    return comm if system is not None else Communication(comm.tp_s, 0.0, comm.dp_s)  # no PP sends without one
