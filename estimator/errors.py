@@ -29,7 +29,9 @@ class SpecNotFound(EstimatorError, LookupError):
         message = f"unknown {self.kind} {self.name!r}"
         if self.suggestions:
             message += "; did you mean " + ", ".join(repr(s) for s in self.suggestions) + "?"
-        return f"{message}; {self.hint}" if self.hint else message
+        if not self.hint:
+            return message
+        return f"{message} Otherwise {self.hint}" if self.suggestions else f"{message}; {self.hint}"
 
 
 class SpecInvalid(EstimatorError, ValueError):

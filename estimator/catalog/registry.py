@@ -24,6 +24,7 @@ from estimator.catalog.hf_config import architecture_from_config
 from estimator.catalog.parse_cache import parse_all
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec, NumberFormat
+from estimator.catalog.suggest import model_hint, model_suggestions
 from estimator.catalog.systems import SystemSpec
 from estimator.errors import SpecInvalid, SpecNotFound
 from estimator.units import parse_count
@@ -99,6 +100,7 @@ class Registry(Generic[T]):
     kind: str
     entries: tuple[tuple[Path, Mapping[str, Any]], ...]
     build: Callable[[Mapping[str, Any], Path], T]
+    listing: str = ""  # where the user sees every name (a command), said when no name is close
     _index: dict[str, int] = field(default_factory=dict, compare=False)
     _spelled: dict[str, str] = field(default_factory=dict, compare=False)
     _built: dict[int, T] = field(default_factory=dict, compare=False)
@@ -121,7 +123,9 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         position = self._index.get(normalize(name))
         if position is None:
-            raise SpecNotFound(self.kind, name, self.suggest(name))
+            close = self.suggest(name)
+            raise SpecNotFound(self.kind, name, close, hint="" if close or not self.listing else
+                               f"nothing in the catalog is spelled close to it; {self.listing}")
         return self._at(position)
 
     def suggest(self, name: str) -> list[str]:
@@ -182,12 +186,13 @@ class Catalog:
             return tuple(_checked(p, data) for p, data in zip(paths, parse_all(paths, read_yaml), strict=True))
 
         return cls(
-            gpus=Registry("GPU", entries("gpus"), _builder(GpuSpec)),
+            gpus=Registry("GPU", entries("gpus"), _builder(GpuSpec), listing="`estimator gpus` lists every card"),
             models=Registry("model", entries("models"), model_from_mapping),
             formats=Registry("dtype", entries("quant"), _builder(NumberFormat)),
             profiles=Registry("profile", entries("profiles"), _builder(EfficiencyProfile)),
             root=root,
-            systems=Registry("system", entries("systems"), _builder(SystemSpec)),
+            systems=Registry("system", entries("systems"), _builder(SystemSpec),
+                             listing="`estimator systems` lists every server"),
         )
 
     def system_gpu(self, system: SystemSpec) -> GpuSpec:
@@ -215,13 +220,9 @@ class Catalog:
                              notes="generic dense model given by its parameter count alone")
         try:
             return self.models.get(text)
-        except SpecNotFound as error:
-            if "/" not in text:
-                raise
-            # a Hugging Face id the catalog does not hold: the tool never downloads, so say how to give its config
-            raise SpecNotFound("model", text, error.suggestions, hint=(
-                f"the catalog does not hold this Hugging Face id; download its config.json (https://huggingface.co/"
-                f"{text}/blob/main/config.json) and pass --model path/to/config.json or the folder")) from None
+        except SpecNotFound:
+            close = model_suggestions(text, ((_names(data, path)[0], data) for path, data in self.models.entries))
+            raise SpecNotFound("model", text, close, hint=model_hint(text)) from None
 
 
 def _local_path(text: str) -> Path | None:
