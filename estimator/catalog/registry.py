@@ -212,6 +212,10 @@ class Catalog:
         path = _local_path(text)
         if path is not None:
             return model_from_config_file(path)
+        return self.named_model(text)
+
+    def named_model(self, text: str) -> ModelSpec:
+        """A catalog name or alias, or a size such as ``70b``; never a file (`estimator serve` reads no path)."""
         if _GENERIC_SIZE.match(text):
             params = parse_count(text)
             if params <= 0:
@@ -268,14 +272,21 @@ def model_from_config_file(path: Path) -> ModelSpec:
         raise SpecInvalid(f"{file}: JSON nested too deeply to be a model config") from None
     except ValueError as error:  # an integer of more digits than Python converts (4,300)
         raise SpecInvalid(f"{file}: {error}") from None
+    default = file.resolve().parent.name if file.name == "config.json" else file.stem
+    return model_from_config(config, source=str(file), default_name=default or file.stem)
+
+
+def model_from_config(config: Any, *, source: str, default_name: str) -> ModelSpec:
+    """A model from a Hugging Face config.json already parsed (a file's, or one sent to `estimator serve`);
+    ``source`` names it in errors and in the model's sources."""
     checkpoint, checkpoint_error = _checkpoint(config)
     try:
         arch = architecture_from_config(config)
     except SpecInvalid as error:
-        raise SpecInvalid(f"{file}: {error}") from None
-    name = config.get("_name_or_path") or (file.resolve().parent.name if file.name == "config.json" else file.stem)
+        raise SpecInvalid(f"{source}: {error}") from None
+    name = config.get("_name_or_path") or default_name
     towers = tuple(key for key in _TOWER_KEYS if isinstance(config.get(key), Mapping))
-    return ModelSpec(name=str(name) or file.stem, arch=arch, sources=(str(file),), checkpoint=checkpoint,
+    return ModelSpec(name=str(name) or default_name, arch=arch, sources=(source,), checkpoint=checkpoint,
                      checkpoint_error=checkpoint_error, uncounted_towers=towers)
 
 

@@ -127,36 +127,15 @@ def estimate_command(
                                                      "the user config dir's, when it has this card).")] = None,
 ) -> None:
     """Estimate memory and speed. Example: estimate --model 70b --dtype fp16 --gpu a100"""
+    params = dict(locals())  # every option by parameter name, as `estimate_params` gives them
     check_format(output_format, ESTIMATE_FORMATS)
     catalog = catalog_for(specs_dir)
-    model_spec = catalog.model(model)
-    training = {"--seq-len": seq_len, "--grad-accum": grad_accum, "--precision": precision, "--optimizer": optimizer,
-                "--recompute": recompute, "--attention": attention, "--zero": zero, "--fsdp": fsdp, "--dp": dp,
-                "--tp": tp, "--pp": pp, "--sequence-parallel": sequence_parallel, "--lora-rank": lora_rank,
-                "--lora-targets": lora_targets, "--qlora": qlora}
-    if mode is Mode.train:
-        from estimator.cli.train import reject_inference_options, run_training
+    report = estimate_report(catalog, catalog.model(model), params)
+    if not isinstance(report, Report):
+        from estimator.cli.train import show_training
 
-        reject_inference_options({"--gpus": gpus, "--prompt-tokens": prompt_tokens,
-                                  "--output-tokens": output_tokens, "--dtype": dtype, "--kv-dtype": kv_dtype,
-                                  "--logits": logits, "--mla-cache": mla_cache, "--group-size": group_size,
-                                  "--calibration": calibration, "--plot": plot})
-        if system is None and (nodes is not None or gpus_per_node is not None):
-            raise WorkloadInvalid("--nodes and --gpus-per-node with --mode train need --system")
-        # training uses a server only when named: a GPU alone keeps the card's listed link for every group
-        card, chosen, node_count, _ = hardware(catalog, gpu, system, nodes, gpus_per_node, 1)
-        gpu_spec = with_gpu_memory(card, gpu_memory)
-        run_training(catalog, model_spec, gpu_spec, requested_gpu=gpu or "", batch=batch, profile=profile,
-                     options=training, output_format=output_format.value, binary=units is Units.gib, explain=explain,
-                     system=chosen if system is not None else None, nodes=node_count)
+        show_training(report, output_format=output_format.value, binary=units is Units.gib, explain=explain)
         return
-    reject_training_options(training)
-    report = inference_report(catalog, model_spec, gpu, requested_gpu=gpu or "", dtype=dtype, kv_dtype=kv_dtype,
-                              batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens, gpus=gpus,
-                              logits=logits.value, profile=profile,
-                              mla_cache=None if mla_cache is None else mla_cache.value, group_size=group_size,
-                              calibration=calibration, system=system, nodes=nodes, gpus_per_node=gpus_per_node,
-                              gpu_memory=gpu_memory)
     if plot is not None:
         from estimator.render.plot import estimate_chart  # matplotlib loads only when asked
 
@@ -165,6 +144,34 @@ def estimate_command(
         render_table(report, console(), binary=units is Units.gib, explain=explain)
     else:
         write_report(output_format.value, report)
+
+
+def estimate_report(catalog: Catalog, model_spec: ModelSpec, p: dict[str, Any]) -> Report | TrainingReport:
+    """The Report (or, with ``mode`` train, the TrainingReport) that `estimate` prints for its parameters ``p``
+    (parameter name → value, as typed): the one conversion of its options into a workload, which the command,
+    `oom` and `estimator serve` share."""
+    training = {flag: p[flag.lstrip("-").replace("-", "_")] for flag in TRAINING_FLAGS}
+    if str(_value(p["mode"])) == Mode.train.value:
+        from estimator.cli.train import INFERENCE_ONLY, reject_inference_options, training_report
+
+        reject_inference_options({flag: p[flag.lstrip("-").replace("-", "_")] for flag in INFERENCE_ONLY})
+        if p["system"] is None and (p["nodes"] is not None or p["gpus_per_node"] is not None):
+            raise WorkloadInvalid("--nodes and --gpus-per-node with --mode train need --system")
+        # training uses a server only when named: a GPU alone keeps the card's listed link for every group
+        card, chosen, node_count, _ = hardware(catalog, p["gpu"], p["system"], p["nodes"], p["gpus_per_node"], 1)
+        return training_report(catalog, model_spec, with_gpu_memory(card, p["gpu_memory"]),
+                               requested_gpu=p["gpu"] or "", batch=p["batch"], profile=p["profile"],
+                               options=training, system=chosen if p["system"] is not None else None,
+                               nodes=node_count)
+    reject_training_options(training)
+    calibration = None if p["calibration"] is None else Path(p["calibration"])
+    return inference_report(catalog, model_spec, p["gpu"], requested_gpu=p["gpu"] or "",
+                            dtype=p["dtype"], kv_dtype=p["kv_dtype"], batch=p["batch"],
+                            prompt_tokens=p["prompt_tokens"], output_tokens=p["output_tokens"], gpus=p["gpus"],
+                            logits=str(_value(p["logits"])), profile=p["profile"],
+                            mla_cache=None if p["mla_cache"] is None else str(_value(p["mla_cache"])),
+                            group_size=p["group_size"], calibration=calibration, system=p["system"],
+                            nodes=p["nodes"], gpus_per_node=p["gpus_per_node"], gpu_memory=p["gpu_memory"])
 
 
 def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu: str | None, *, requested_gpu: str,
@@ -216,28 +223,7 @@ def _value(x: Any) -> Any:
 def report_for_params(p: dict[str, Any]) -> Report | TrainingReport:
     """The Report (or, with ``mode`` train, the TrainingReport) that `estimate` prints for parameters ``p``."""
     catalog = catalog_for(None if p["specs_dir"] is None else Path(p["specs_dir"]))
-    training = {flag: p[flag.lstrip("-").replace("-", "_")] for flag in TRAINING_FLAGS}
-    if str(_value(p["mode"])) == Mode.train.value:
-        from estimator.cli.train import INFERENCE_ONLY, reject_inference_options, training_report
-
-        reject_inference_options({flag: p[flag.lstrip("-").replace("-", "_")] for flag in INFERENCE_ONLY})
-        if p["system"] is not None or p["nodes"] is not None or p["gpus_per_node"] is not None:
-            raise WorkloadInvalid("--system, --nodes and --gpus-per-node are not modelled for --mode train yet; "
-                                  "give --gpu with --tp, --pp and --dp")
-        if p["gpu"] is None:
-            raise WorkloadInvalid("--mode train needs --gpu")
-        return training_report(catalog, catalog.model(p["model"]), with_gpu_memory(catalog.gpus.get(p["gpu"]),
-                                                                                     p["gpu_memory"]),
-                               requested_gpu=p["gpu"], batch=p["batch"], profile=p["profile"], options=training)
-    reject_training_options(training)
-    calibration = None if p["calibration"] is None else Path(p["calibration"])
-    return inference_report(catalog, catalog.model(p["model"]), p["gpu"], requested_gpu=p["gpu"] or "",
-                            dtype=p["dtype"], kv_dtype=p["kv_dtype"], batch=p["batch"],
-                            prompt_tokens=p["prompt_tokens"], output_tokens=p["output_tokens"], gpus=p["gpus"],
-                            logits=str(_value(p["logits"])), profile=p["profile"],
-                            mla_cache=None if p["mla_cache"] is None else str(_value(p["mla_cache"])),
-                            group_size=p["group_size"], calibration=calibration, system=p["system"],
-                            nodes=p["nodes"], gpus_per_node=p["gpus_per_node"], gpu_memory=p["gpu_memory"])
+    return estimate_report(catalog, catalog.model(p["model"]), p)
 
 
 def with_gpu_memory(gpu: GpuSpec, text: str | None) -> GpuSpec:

@@ -8,9 +8,10 @@ happen inside the commands, so `estimate`'s cold start does not pay for them.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -27,6 +28,7 @@ from estimator.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from estimator.catalog.architecture import ModelSpec
     from estimator.catalog.registry import Catalog
     from estimator.catalog.specs import GpuSpec, NumberFormat
     from estimator.catalog.systems import SystemSpec
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from estimator.inference.workload import InferenceWorkload
     from estimator.planning.costs import Prices
     from estimator.planning.plan import PlanReport
+    from estimator.planning.sweep import SweepResult
 
 app = typer.Typer()
 
@@ -168,11 +171,24 @@ def plan_command(
 ) -> None:
     """Rank servers and layouts for a serving workload. Example: estimator plan --model llama-3.1-70b
     --prompt-tokens 4096 --output-tokens 512 --concurrency 32"""
+    check_format(output_format, list(OutputFormat), output)
+    params = dict(locals())  # every option by parameter name, as `command_params` gives them
+    catalog = catalog_for(specs_dir)
+    report = plan_report(catalog, catalog.model(model), params)
+    _show_plan(report, output_format, output, plot)
+
+
+def plan_report(catalog: Catalog, model_spec: ModelSpec, p: dict[str, Any]) -> PlanReport:
+    """The PlanReport that `plan` prints for its parameters ``p`` (parameter name → value, as typed): the one
+    conversion of its options, which the command and `estimator serve` share."""
     from estimator.planning.plan import Goal, Settings, plan
 
-    check_format(output_format, list(OutputFormat), output)
-    catalog = catalog_for(specs_dir)
-    model_spec = catalog.model(model)
+    gpus, systems, concurrency = p["gpus"], p["systems"], p["concurrency"]
+    target_tokens_per_s, max_ttft_s, max_tpot_s = p["target_tokens_per_s"], p["max_ttft_s"], p["max_tpot_s"]
+    headroom, step_tokens, max_nodes = p["headroom"], p["step_tokens"], p["max_nodes"]
+    allow_tp_across_domains, dtype, kv_dtype, profile = (p["allow_tp_across_domains"], p["dtype"], p["kv_dtype"],
+                                                         p["profile"])
+    prompt_tokens, output_tokens, prices, sort = p["prompt_tokens"], p["output_tokens"], p["prices"], p["sort"]
     candidates, unplaced = _candidates(catalog, gpus, systems)
     fraction = _fraction("--headroom", headroom)
     settings = Settings(headroom=fraction, step_tokens=positive("--step-tokens", step_tokens),
@@ -183,9 +199,8 @@ def plan_command(
     goal.check()
     workload = _workload(catalog, dtype, kv_dtype, profile, prompt_tokens=positive("--prompt-tokens", prompt_tokens),
                          output_tokens=positive("--output-tokens", output_tokens, allow_zero=True))
-    report = plan(model_spec, candidates, workload, goal, _price_book(catalog, prices), sort=sort.value,
-                  settings=settings, unplaced=unplaced)
-    _show_plan(report, output_format, output, plot)
+    return plan(model_spec, candidates, workload, goal, _price_book(catalog, prices), sort=SortBy(sort).value,
+                settings=settings, unplaced=unplaced)
 
 
 def _price_book(catalog: Catalog, prices: Path | None) -> Prices:
@@ -239,40 +254,69 @@ def sweep_command(
 ) -> None:
     """Evaluate a grid; one row per point with estimate's JSON fields flattened. Example: estimator sweep
     --model llama-3.1-8b,llama-3.1-70b --gpu h100 --gpus 1,4 --batch 1,8,64 --prompt-tokens 1k,8k,32k -o grid.csv"""
-    from estimator.errors import WorkloadInvalid
-    from estimator.model.parallel import valid_tensor_parallel
-    from estimator.planning.sweep import sweep
     from estimator.render.formats import write_report
 
     check_format(output_format, list(OutputFormat), output)
     catalog = catalog_for(specs_dir)
-    batches = _counts("--batch", batch)
-    prompts = _counts("--prompt-tokens", prompt_tokens)
-    outputs = _counts("--output-tokens", output_tokens, allow_zero=True)
-    items = []
-    for model_name in _split(model):
-        model_spec = catalog.model(model_name)
-        for gpu_name in _split(gpu):
-            gpu_spec = catalog.gpus.get(gpu_name)
-            for fmt in _split(dtype):
-                for tp in _counts("--gpus", gpus):
-                    if valid_tensor_parallel(model_spec.arch, tp):
-                        raise WorkloadInvalid(f"{model_spec.name}: {valid_tensor_parallel(model_spec.arch, tp)}")
-                    w = _workload(catalog, fmt, kv_dtype, profile, tensor_parallel=tp)
-                    items.append((model_spec, gpu_spec, w, gpu_name))
-    total = len(items) * len(batches) * len(prompts) * len(outputs)
-    show = progress and sys.stderr.isatty() and total >= 100_000
-    if show:
+    params = {"model": model, "gpu": gpu, "dtype": dtype, "kv_dtype": kv_dtype, "batch": batch,
+              "prompt_tokens": prompt_tokens, "output_tokens": output_tokens, "gpus": gpus, "profile": profile}
+    grid = sweep_grid(catalog, catalog.model, params)
+    if progress and sys.stderr.isatty() and grid.total >= 100_000:
         from rich.progress import Progress
 
         with Progress(transient=True) as bar:
-            task = bar.add_task("sweep", total=total)
-            result = sweep(items, batches, prompts, outputs, progress=lambda n: bar.advance(task, n))
+            task = bar.add_task("sweep", total=grid.total)
+            result = sweep_result(grid, progress=lambda n: bar.advance(task, n))
     else:
-        result = sweep(items, batches, prompts, outputs)
+        result = sweep_result(grid)
     if plot is not None:
         from estimator.render.plot import sweep_chart
 
         sweep_chart(result, plot)
     chosen = "csv" if output_format is OutputFormat.table else output_format.value  # sweep has no table: CSV
     write_report(chosen, result.rows(), output, table=(result.keys, result), sheet="sweep")
+
+
+class SweepGrid(NamedTuple):
+    """A sweep's grid as parsed: (model, GPU, workload, name asked) per combination, and the axes."""
+
+    items: list[tuple[ModelSpec, GpuSpec, InferenceWorkload, str]]
+    batches: list[int]
+    prompts: list[int]
+    outputs: list[int]
+
+    @property
+    def total(self) -> int:
+        """Points in the grid."""
+        return len(self.items) * len(self.batches) * len(self.prompts) * len(self.outputs)
+
+
+def sweep_grid(catalog: Catalog, model_for: Callable[[str], ModelSpec], p: dict[str, Any]) -> SweepGrid:
+    """The grid that `sweep` evaluates for its parameters ``p`` (as typed), every value checked, nothing computed
+    yet: the one conversion of its options, which the command and `estimator serve` share (``model_for`` reads a
+    model name: the catalog's, or the server's, which reads no path)."""
+    from estimator.errors import WorkloadInvalid
+    from estimator.model.parallel import valid_tensor_parallel
+
+    batches = _counts("--batch", p["batch"])
+    prompts = _counts("--prompt-tokens", p["prompt_tokens"])
+    outputs = _counts("--output-tokens", p["output_tokens"], allow_zero=True)
+    items = []
+    for model_name in _split(p["model"]):
+        model_spec = model_for(model_name)
+        for gpu_name in _split(p["gpu"]):
+            gpu_spec = catalog.gpus.get(gpu_name)
+            for fmt in _split(p["dtype"]):
+                for tp in _counts("--gpus", p["gpus"]):
+                    if valid_tensor_parallel(model_spec.arch, tp):
+                        raise WorkloadInvalid(f"{model_spec.name}: {valid_tensor_parallel(model_spec.arch, tp)}")
+                    w = _workload(catalog, fmt, p["kv_dtype"], p["profile"], tensor_parallel=tp)
+                    items.append((model_spec, gpu_spec, w, gpu_name))
+    return SweepGrid(items, batches, prompts, outputs)
+
+
+def sweep_result(grid: SweepGrid, progress: Callable[[int], None] | None = None) -> SweepResult:
+    """Evaluate a parsed grid (numpy loads here)."""
+    from estimator.planning.sweep import sweep
+
+    return sweep(grid.items, grid.batches, grid.prompts, grid.outputs, progress=progress)

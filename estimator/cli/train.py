@@ -57,12 +57,8 @@ def _count(name: str, text: str | None, default: int) -> int:
     return value
 
 
-def run_training(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_gpu: str, batch: str,
-                 profile: str, options: dict[str, Any], output_format: str, binary: bool, explain: bool,
-                 system: SystemSpec | None = None, nodes: int = 1) -> None:
-    """Build the TrainingWorkload from the CLI's options, estimate, and write the chosen format to stdout."""
-    report = training_report(catalog, model, gpu, requested_gpu=requested_gpu, batch=batch, profile=profile,
-                             options=options, system=system, nodes=nodes)
+def show_training(report: TrainingReport, *, output_format: str, binary: bool, explain: bool) -> None:
+    """Write the training report to stdout: the table, or the chosen file format."""
     if output_format == "table":
         render_training_table(report, Console(), binary=binary, explain=explain)
     else:
