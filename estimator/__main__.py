@@ -1,3 +1,17 @@
-from estimator.cli.main import main
+"""The `estimator` program (and ``python -m estimator``): the CLI's commands, and `serve`, the front end that sits
+above the CLI (it reads requests with the CLI's own option definitions, so the CLI cannot import it)."""
 
-main()
+from estimator.cli.main import app
+from estimator.cli.main import main as _cli_main
+from estimator.serve.command import serve_command
+
+app.command("serve")(serve_command)
+
+
+def main() -> None:
+    """`estimator` console script."""
+    _cli_main()
+
+
+if __name__ == "__main__":
+    main()

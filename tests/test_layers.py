@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("planning", "live"),
     ("render",),
     ("cli",),
+    ("serve",),  # a front end like cli, above it: it reads requests with the CLI's own option definitions
     ("__init__", "__main__"),
 )
 

@@ -1,0 +1,61 @@
+"""The `estimator serve` command: check the extra is installed, bind, print the URL, serve until Ctrl-C."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import sys
+from typing import Annotated
+
+import typer
+
+from estimator.cli.options import SpecsDir, catalog_for
+from estimator.errors import MissingDependency, WorkloadInvalid
+
+INSTALL_HINT = "estimator serve needs FastAPI and uvicorn: pip install 'estimator[serve]'"
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host``:``port`` (0: a free port), so the URL printed is the one served."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except (OSError, OverflowError) as error:
+        raise WorkloadInvalid(f"cannot listen on {host}:{port}: {getattr(error, 'strerror', None) or error}") from None
+    sock.listen(128)
+    return sock
+
+
+def serve_command(
+    host: Annotated[str, typer.Option(help="Address to listen on. The default answers this machine only; another "
+                                      "address lets anyone who can reach it use the server.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0: any free port).")] = 8000,
+    specs_dir: SpecsDir = None,
+) -> None:
+    """Serve the HTTP API (/v1/...) and the web page on this machine. Example: estimator serve --port 8000"""
+    try:
+        import uvicorn
+
+        from estimator.serve.app import create_app
+    except ImportError:
+        raise MissingDependency(INSTALL_HINT) from None
+    if not 0 <= port <= 65535:
+        raise WorkloadInvalid(f"--port must be 0-65535, got {port}")
+    app = create_app(catalog_for(specs_dir))
+    sock = bound_socket(host, port)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{sock.getsockname()[1]}/"
+    if not _loopback(host):
+        sys.stderr.write(f"warning: listening on {host}: anyone who can reach this machine can use the server\n")
+    print(f"estimator serve: {url}  (API {url}v1/, docs {url}docs; Ctrl-C stops)", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server.run(sockets=[sock])

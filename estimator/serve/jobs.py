@@ -1,0 +1,135 @@
+"""Each endpoint's work, without HTTP: fields → the CLI's parameters → the report the command prints.
+
+The conversions are the commands' own (`estimate_report`, `plan_report`, `sweep_grid`); a model is read by name
+only (`Catalog.named_model`: a request never names a file), or from a config.json sent as the request body,
+through the same reader as ``--model path/config.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from estimator.catalog.registry import model_from_config
+from estimator.cli.catalogs import gpu_row, gpu_table_rows, model_row
+from estimator.cli.estimate import estimate_command, estimate_report
+from estimator.cli.plan import plan_command, plan_report, sweep_command, sweep_grid, sweep_result
+from estimator.errors import SpecInvalid, SpecNotFound, WorkloadInvalid
+from estimator.serve.documents import Table
+from estimator.serve.fields import Command, RequestInvalid, command_fields, parse
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from estimator.catalog.architecture import ModelSpec
+    from estimator.catalog.registry import Catalog
+
+Query = Iterable[tuple[str, str]]
+UPLOADED = "uploaded-config"  # the model name a config.json body stands for, when it names none
+MAX_BODY_BYTES = 1 << 20  # a config.json is a few KiB; the largest in specs/ is under 20 KiB
+MAX_SWEEP_POINTS = 20_000  # a grid past this is for `estimator sweep -o grid.csv`, not a request
+
+
+@cache
+def commands() -> dict[str, Command]:
+    """The CLI commands whose options are the API's fields."""
+    return {"estimate": command_fields("estimate", estimate_command), "plan": command_fields("plan", plan_command),
+            "sweep": command_fields("sweep", sweep_command)}
+
+
+def uploaded_model(body: bytes) -> ModelSpec:
+    """A config.json sent as a request body, read as ``--model path/config.json`` reads a file."""
+    if len(body) > MAX_BODY_BYTES:
+        raise RequestInvalid([("body", f"a config.json body holds at most {MAX_BODY_BYTES:,} bytes")])
+    try:
+        config = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise RequestInvalid([("body", "config.json: not UTF-8 text")]) from None
+    except json.JSONDecodeError as error:
+        raise RequestInvalid([("body", f"config.json: malformed JSON: {error}")]) from None
+    except RecursionError:
+        raise RequestInvalid([("body", "config.json: JSON nested too deeply to be a model config")]) from None
+    except ValueError as error:  # an integer of more digits than Python converts
+        raise RequestInvalid([("body", f"config.json: {error}")]) from None
+    try:
+        return model_from_config(config, source="config.json", default_name=UPLOADED)
+    except SpecInvalid as error:
+        raise RequestInvalid([("body", str(error))]) from None
+
+
+def _model(catalog: Catalog, p: dict[str, Any], uploaded: ModelSpec | None) -> ModelSpec:
+    return uploaded if uploaded is not None else named_model(catalog, p["model"])
+
+
+def named_model(catalog: Catalog, text: str) -> ModelSpec:
+    """A model by catalog name or size; a path is refused, never read (the server reads no file a request names)."""
+    try:
+        return catalog.named_model(text)
+    except SpecNotFound:
+        if text.endswith(".json") or any(c in text for c in "\\~") or text.startswith((".", "/")):
+            raise RequestInvalid([("model", f"--model {text!r} is not a catalog model; the server reads no file: "
+                                            "POST the config.json as the request body")]) from None
+        raise
+
+
+def _fixed(uploaded: ModelSpec | None, **fields: str) -> dict[str, str]:
+    """Fields the endpoint sets: the model, when a config.json body gives it."""
+    return {**fields, **({"model": uploaded.name} if uploaded is not None else {})}
+
+
+def estimate_job(catalog: Catalog, query: Query, uploaded: ModelSpec | None = None, *,
+                 train: bool = False) -> BaseModel:
+    """/v1/estimate (any mode, as `estimate`) and /v1/train (``--mode train``)."""
+    fixed = _fixed(uploaded, **({"mode": "train"} if train else {}))
+    p = parse(commands()["estimate"], query, fixed)
+    return estimate_report(catalog, _model(catalog, p, uploaded), p)
+
+
+def plan_job(catalog: Catalog, query: Query, uploaded: ModelSpec | None = None) -> tuple[BaseModel, Table]:
+    """/v1/plan: the PlanReport and its rows (`plan_rows`, as `plan --format csv` writes them)."""
+    from estimator.render.plan_table import plan_rows
+
+    p = parse(commands()["plan"], query, _fixed(uploaded))
+    report = plan_report(catalog, _model(catalog, p, uploaded), p)
+    return report, plan_rows(report)
+
+
+def _axis(p: dict[str, Any], name: str) -> int:
+    return max(1, len([t for t in str(p[name]).split(",") if t.strip()]))
+
+
+def sweep_job(catalog: Catalog, query: Query) -> tuple[Iterable[dict[str, Any]], Table]:
+    """/v1/sweep: its rows; the grid's size is checked from the fields before anything is built."""
+    p = parse(commands()["sweep"], query)
+    points = 1
+    for name in ("model", "gpu", "dtype", "gpus", "batch", "prompt_tokens", "output_tokens"):
+        points *= _axis(p, name)
+    if points > MAX_SWEEP_POINTS:
+        raise RequestInvalid([("query", f"the grid has {points:,} points; a request holds at most "
+                                        f"{MAX_SWEEP_POINTS:,} (use `estimator sweep -o grid.csv` for more)")])
+    result = sweep_result(sweep_grid(catalog, lambda name: named_model(catalog, name), p))
+    return result.rows(), (result.keys, result)
+
+
+def catalog_rows(catalog: Catalog, kind: str) -> tuple[list[dict[str, Any]], Table]:
+    """/v1/gpus, /v1/models (the rows of `gpus`/`models --format json`), /v1/systems and /v1/formats."""
+    if kind == "gpus":
+        rows = [gpu_row(g) for g in sorted(catalog.gpus, key=lambda g: (g.vendor, g.name))]
+    elif kind == "models":
+        rows = [model_row(m) for m in sorted(catalog.models, key=lambda m: m.name)]
+    elif kind == "systems":
+        rows = [{**s.model_dump(mode="json"), "gpu_name": catalog.system_gpu(s).name}
+                for s in sorted(catalog.systems, key=lambda s: s.name)]
+    elif kind == "formats":
+        rows = [f.model_dump(mode="json") for f in sorted(catalog.formats, key=lambda f: f.name)]
+    else:
+        raise WorkloadInvalid(f"no catalog {kind!r}")  # a caller's bug: the routes name each
+    return rows, gpu_table_rows(rows)
+
+
+def described(model: ModelSpec) -> tuple[list[dict[str, Any]], Table]:
+    """/v1/models/config: an uploaded config.json read, as the one row of `models --format json` it would be."""
+    rows = [model_row(model)]
+    return rows, gpu_table_rows(rows)
