@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from estimator.cli.options import OutputFormat, SpecsDir, catalog_for, check_format, console
 from estimator.model.inventory import active_param_count, param_count
+from estimator.render.fit import Column, print_table
 from estimator.render.formats import write_report
 from estimator.report import flatten
 from estimator.units import GIB, format_bytes
@@ -63,20 +64,19 @@ def gpus_list(ctx: typer.Context, specs_dir: SpecsDir = None,
         rows = [gpu_row(g) for g in gpus]
         write_report(output_format.value, rows, table=gpu_table_rows(rows))
         return
-    from rich.table import Table
-
-    table = Table("name", "alias", "usable", "marketed", "type", "GB/s", "16-bit", "fp8", "fp4", "W",
-                  caption=_CAPACITY_NOTE)
+    cells: list[list[str]] = []
     for g in gpus:
         flops = g.dense_tflop_per_s
         sixteen = flops.get("bf16") or flops.get("fp16")
-        table.add_row(g.name, g.aliases[0] if g.aliases else "",
-                      f"{g.memory_bytes / GIB:,.1f} GiB{_CAPACITY_MARK[g.capacity_source]}",
-                      f"{g.memory_gb:g} GB", g.memory_type + (" unified" if g.unified_memory else ""),
-                      f"{g.bandwidth_gb_per_s:,.0f}",
-                      *(_tflops(v) for v in (sixteen, flops.get("fp8"), flops.get("fp4"))),
-                      "—" if g.tdp_w is None else f"{g.tdp_w:g}")
-    console().print(table)
+        cells.append([escape(g.name), escape(g.aliases[0]) if g.aliases else "",
+                     f"{g.memory_bytes / GIB:,.1f} GiB{_CAPACITY_MARK[g.capacity_source]}",
+                     f"{g.memory_gb:g} GB", g.memory_type + (" unified" if g.unified_memory else ""),
+                     f"{g.bandwidth_gb_per_s:,.0f}",
+                     *(_tflops(v) for v in (sixteen, flops.get("fp8"), flops.get("fp4"))),
+                     "—" if g.tdp_w is None else f"{g.tdp_w:g}"])
+    columns = [Column("name", wrap=True), Column("alias"), Column("usable"), Column("marketed"),
+               Column("type", wrap=True), *(Column(h) for h in ("GB/s", "16-bit", "fp8", "fp4", "W"))]
+    print_table(console(), columns, cells, caption=_CAPACITY_NOTE)
 
 
 def _tflops(value: float | None) -> str:
@@ -130,17 +130,15 @@ def models_list(ctx: typer.Context, specs_dir: SpecsDir = None,
         rows = [model_row(m) for m in models]
         write_report(output_format.value, rows, table=gpu_table_rows(rows))
         return
-    from rich.table import Table
-
-    table = Table("name", "type", "params", "active", "layers", "hidden", "heads/kv", "context")
+    cells: list[list[str]] = []
     for m in models:
         a = m.arch
         assert a is not None
-        table.add_row(escape(m.name), escape(a.model_type), f"{param_count(a) / 1e9:,.2f} B",
-                      f"{active_param_count(a) / 1e9:,.2f} B", str(a.num_layers), str(a.hidden_size),
-                      f"{a.attention.num_heads}/{a.attention.num_kv_heads}",
-                      f"{a.max_position_embeddings or '—'}")
-    console().print(table)
+        cells.append([escape(m.name), escape(a.model_type), f"{param_count(a) / 1e9:,.2f} B",
+                     f"{active_param_count(a) / 1e9:,.2f} B", str(a.num_layers), str(a.hidden_size),
+                     f"{a.attention.num_heads}/{a.attention.num_kv_heads}", f"{a.max_position_embeddings or '—'}"])
+    columns = [Column(h) for h in ("name", "type", "params", "active", "layers", "hidden", "heads/kv", "context")]
+    print_table(console(), columns, cells)
 
 
 @models_app.command("show")
@@ -186,15 +184,14 @@ def systems_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
     """List the system catalog."""
     if ctx.invoked_subcommand is not None:
         return
-    from rich.table import Table
-
     catalog = catalog_for(specs_dir)
-    table = Table("name", "GPU", "GPUs/node", "link", "domain", "GB/s/dir", "network", "W", "price")
-    for s in sorted(catalog.systems, key=lambda s: s.name):
-        table.add_row(s.name, catalog.system_gpu(s).name, str(s.gpus_per_node), s.intra_node_link,
-                      str(s.domain_gpus), f"{s.link_gb_per_s:g}", f"{s.nics_per_node} × {s.nic_gbit_per_s:g} Gb/s",
-                      f"{s.server_power_w:,.0f}", "—" if s.price_usd is None else f"${s.price_usd:,.0f}")
-    console().print(table)
+    rows = [[escape(s.name), escape(catalog.system_gpu(s).name), str(s.gpus_per_node), escape(s.intra_node_link),
+             str(s.domain_gpus), f"{s.link_gb_per_s:g}", f"{s.nics_per_node} × {s.nic_gbit_per_s:g} Gb/s",
+             f"{s.server_power_w:,.0f}", "—" if s.price_usd is None else f"${s.price_usd:,.0f}"]
+            for s in sorted(catalog.systems, key=lambda s: s.name)]
+    columns = [Column("name"), Column("GPU", wrap=True), Column("GPUs/node"), Column("link"), Column("domain"),
+               Column("GB/s/dir"), Column("network", wrap=True), Column("W"), Column("price")]
+    print_table(console(), columns, rows)
 
 
 @systems_app.command("show")

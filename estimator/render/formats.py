@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.table import Table
 
 from pydantic import BaseModel
 
@@ -139,21 +138,22 @@ def _time(s: float | None) -> str:
     return "—" if s is None else format_seconds(s)
 
 
-def _capacity_rows(table: Table, mem: MemoryReport) -> None:
+def _capacity_rows(rows: list[list[str]], mem: MemoryReport) -> None:
     """The largest batch and context that fit; where the model's own limit caps the context, memory's figure too."""
     if mem.max_batch is not None:
-        table.add_row("max batch (this context)", "", f"{mem.max_batch:,}")
+        rows.append(["max batch (this context)", "", f"{mem.max_batch:,}"])
     if mem.max_context_tokens is not None:
-        table.add_row("max prompt + output (this batch)", "", f"{mem.max_context_tokens:,} tok")
+        rows.append(["max prompt + output (this batch)", "", f"{mem.max_context_tokens:,} tok"])
         by_memory = mem.max_context_tokens_by_memory
         if by_memory is not None and by_memory != mem.max_context_tokens:  # capped at the model's own limit
-            table.add_row("  memory alone (past its limit)", "", f"{by_memory:,} tok")
+            rows.append(["  memory alone (past its limit)", "", f"{by_memory:,} tok"])
 
 
 def render_table(report: Report, console: Console, *, binary: bool = False, explain: bool = False) -> None:
     """The human view: which card was chosen, where every byte goes, how long each phase takes and why."""
     from rich.markup import escape  # names come from config.json and spec files: shown as text, never markup
-    from rich.table import Table  # rich loads only for tables: JSON and CSV start faster
+
+    from estimator.render.fit import Column, print_table  # rich loads only for tables: JSON and CSV start faster
     m, g, w, mem, t = report.model, report.gpu, report.workload, report.memory, report.time
     unit = "GiB (2³⁰ B)" if binary else "GB (10⁹ B)"
     chosen = escape(g.name) + (f"  (from '{escape(g.requested_as)}')" if g.requested_as != g.name else "")
@@ -167,42 +167,34 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
                   f"weights {w.dtype}, KV {w.kv_dtype}, profile {w.profile}"
                   + (f", MLA cache {w.mla_cache}" if w.mla_cache else ""))
 
-    table = Table(title=f"Memory per GPU ({unit})", title_justify="left")
-    table.add_column("term")
-    table.add_column("total", justify="right")
-    table.add_column("per GPU", justify="right")
-
-    table.add_row("weights", _bytes(mem.weights_bytes, binary), "")
+    rows = [["weights", _bytes(mem.weights_bytes, binary), ""]]
     for part in mem.weights_by_role:
-        table.add_row(f"  {part.role} @ {part.bits_per_weight:g} bit", _bytes(part.bytes, binary), "")
-    table.add_row("KV cache", _bytes(mem.kv_cache_bytes, binary), _bytes(mem.kv_cache_per_gpu_bytes, binary))
+        rows.append([f"  {part.role} @ {part.bits_per_weight:g} bit", _bytes(part.bytes, binary), ""])
+    rows.append(["KV cache", _bytes(mem.kv_cache_bytes, binary), _bytes(mem.kv_cache_per_gpu_bytes, binary)])
     for kv in mem.kv_by_window:
         span = "global" if kv.window is None else f"window {kv.window:,}"
-        table.add_row(f"  {kv.layers} layers {span} × {kv.tokens:,} tok", _bytes(kv.total_bytes, binary), "")
-    table.add_row("activations (prefill peak)", _bytes(mem.activation_bytes, binary),
-                  _bytes(mem.activation_per_gpu_bytes, binary))
-    table.add_row("runtime overhead", _bytes(mem.overhead_bytes, binary), _bytes(mem.overhead_per_gpu_bytes, binary))
-    table.add_row("[bold]total[/]", _bytes(mem.total_bytes, binary), f"[bold]{_bytes(mem.per_gpu_bytes, binary)}[/]")
-    table.add_row("capacity", "", _bytes(mem.capacity_bytes, binary))
+        rows.append([f"  {kv.layers} layers {span} × {kv.tokens:,} tok", _bytes(kv.total_bytes, binary), ""])
     verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"
-    table.add_row("headroom", "", f"{_bytes(mem.headroom_bytes, binary)}  {verdict}")
-    needed = "no group fits" if mem.gpus_required is None else str(mem.gpus_required)
-    table.add_row("GPUs required", "", needed)
-    _capacity_rows(table, mem)
-    console.print(table)
+    rows += [["activations (prefill peak)", _bytes(mem.activation_bytes, binary),
+              _bytes(mem.activation_per_gpu_bytes, binary)],
+             ["runtime overhead", _bytes(mem.overhead_bytes, binary), _bytes(mem.overhead_per_gpu_bytes, binary)],
+             ["[bold]total[/]", _bytes(mem.total_bytes, binary), f"[bold]{_bytes(mem.per_gpu_bytes, binary)}[/]"],
+             ["capacity", "", _bytes(mem.capacity_bytes, binary)],
+             ["headroom", "", f"{_bytes(mem.headroom_bytes, binary)}  {verdict}"],
+             ["GPUs required", "", "no group fits" if mem.gpus_required is None else str(mem.gpus_required)]]
+    _capacity_rows(rows, mem)
+    print_table(console, [Column("term", wrap=True), Column("total", "right"), Column("per GPU", "right")], rows,
+                title=f"Memory per GPU ({unit})", title_justify="left")
 
-    times = Table(title="Time (hypothetical: does not fit)" if t.hypothetical else "Time", title_justify="left")
-    times.add_column("phase")
-    times.add_column("bound (peak)", justify="right")
-    times.add_column(f"expected ({w.profile})", justify="right")
-    times.add_column("limited by")
-    times.add_row("prefill / first token", _time(t.prefill_bound_s), _time(t.prefill_s), t.prefill_bound)
-    times.add_row("decode step", _time(t.decode_step_bound_s), _time(t.decode_step_s), t.bound or "—")
+    times = [["prefill / first token", _time(t.prefill_bound_s), _time(t.prefill_s), t.prefill_bound],
+             ["decode step", _time(t.decode_step_bound_s), _time(t.decode_step_s), t.bound or "—"]]
     if t.tokens_per_s is not None:
         bound = "" if t.tokens_per_s_bound is None else f"{t.tokens_per_s_bound:,.1f}"
-        times.add_row("tokens/s (all sequences)", bound, f"{t.tokens_per_s:,.1f}", "")
-        times.add_row("tokens/s per sequence", "", f"{t.tokens_per_s_per_sequence:,.1f}", "")
-    console.print(times)
+        times.append(["tokens/s (all sequences)", bound, f"{t.tokens_per_s:,.1f}", ""])
+        times.append(["tokens/s per sequence", "", f"{t.tokens_per_s_per_sequence:,.1f}", ""])
+    print_table(console, [Column("phase", wrap=True), Column("bound (peak)", "right"),
+                          Column(f"expected ({w.profile})", "right"), Column("limited by")], times,
+                title="Time (hypothetical: does not fit)" if t.hypothetical else "Time", title_justify="left")
 
     render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
                                             ("Assumptions", report.assumptions, "  - ")] if explain else [],

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from estimator.live.probe import LiveGpu, Snapshot, compare_with_spec, match_catalog
+from estimator.render.fit import Column, print_table
 from estimator.units import MIB, format_bytes
 
 if TYPE_CHECKING:
@@ -50,30 +53,29 @@ def render_gpu(gpu: LiveGpu, snapshot: Snapshot, catalog: Catalog, console: Cons
     if spec is None:
         console.print("  catalog: no match (name and memory size); estimates need --gpu", highlight=False)
         return
-    table = Table("quantity", "spec", "live", "difference", title=f"catalog match: {spec.name}")
-    for c in compare_with_spec(gpu, spec):
-        diff = c.difference
-        table.add_row(f"{c.quantity} ({c.unit})", "—" if c.spec is None else f"{c.spec:,.0f}",
-                      "—" if c.live is None else f"{c.live:,.0f}", "—" if diff is None else f"{diff:+.1%}")
-    console.print(table)
+    rows = [[f"{c.quantity} ({c.unit})", "—" if c.spec is None else f"{c.spec:,.0f}",
+             "—" if c.live is None else f"{c.live:,.0f}", "—" if c.difference is None else f"{c.difference:+.1%}"]
+            for c in compare_with_spec(gpu, spec)]
+    print_table(console, [Column("quantity", wrap=True), Column("spec"), Column("live"), Column("difference")], rows,
+                title=f"catalog match: {escape(spec.name)}")
 
 
 def render_validation(console: Console, title: str, pts: Sequence[Point]) -> None:
     """Predicted against measured, one row per compared term, with the verdict against its target."""
-    from rich.table import Table
-
-    table = Table("case", "term", "predicted", "measured", "error", "target",
-                  title=f"{title}: predicted vs measured")
+    rows = []
     for p in pts:
         verdict = "" if p.ok is None else " ✓" if p.ok else " ✗"
         if p.kind == "bound":
-            table.add_row(p.case, p.term, _value(p.term, p.predicted), _value(p.term, p.measured),
-                          f"{p.fraction_of_measured:.0%} of measured", "≤ measured" + verdict)
+            rows.append([p.case, p.term, _value(p.term, p.predicted), _value(p.term, p.measured),
+                         f"{p.fraction_of_measured:.0%} of measured", "≤ measured" + verdict])
         else:
             target = "" if p.target is None else f"±{p.target:.1%}"
-            table.add_row(p.case, p.term, _value(p.term, p.predicted), _value(p.term, p.measured),
-                          f"{p.error:+.1%}", target + verdict)
-    console.print(table)
+            rows.append([p.case, p.term, _value(p.term, p.predicted), _value(p.term, p.measured),
+                         f"{p.error:+.1%}", target + verdict])
+    columns = [Column("case", wrap=True), Column("term", wrap=True), Column("predicted"), Column("measured"),
+               Column("error", wrap=True), Column("target", wrap=True)]
+    print_table(console, columns, [[escape(cell) for cell in row] for row in rows], key=2,
+                title=f"{escape(title)}: predicted vs measured")
 
 
 def _value(term: str, value: float) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from estimator.notes import word
+from estimator.render.fit import Column, print_table
 from estimator.render.output import write_text_atomically
 from estimator.report import flatten
 from estimator.units import format_bytes, format_seconds
@@ -32,7 +33,6 @@ def _num(value: float | None, spec: str = ",.0f") -> str:
 
 def render_plan(report: PlanReport, console: Console, *, record_to: Path | None = None) -> None:
     from rich.markup import escape  # the model's name comes from its config.json: text, never markup
-    from rich.table import Table
 
     goal = report.goal
     if goal.concurrency is not None:
@@ -49,17 +49,14 @@ def render_plan(report: PlanReport, console: Console, *, record_to: Path | None 
                   f"goal: {wanted}" + (f" with {', '.join(limits)}" if limits else "")
                   + f"; ranked by {report.ranking}; {report.settings.headroom:.0%} memory headroom",
                   highlight=False)
-    table = Table(title_justify="left", show_lines=False)
-    for name, justify in [("#", "right"), ("system", "left"), ("servers", "right"), ("GPUs", "right"),
-                          ("TP×PP×rep", "right"), ("batch", "right"), ("tok/s", "right"), ("TTFT", "right"),
-                          ("TPOT", "right"), ("mem/GPU", "right"), ("free", "right"), ("GPU W", "right"),
-                          ("server W", "right"), ("owned $/h", "right"), ("rented $/h", "right"),
-                          ("$/Mtok", "right")]:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    columns = [Column("#", "right"), Column("system"), *(Column(name, "right") for name in (
+        "servers", "GPUs", "TP×PP×rep", "batch", "tok/s", "TTFT", "TPOT", "mem/GPU", "free", "GPU W", "server W",
+        "owned $/h", "rented $/h")), Column("$/Mtok", "right", wrap=True)]  # the last holds a reason where no fit
+    rows: list[list[str]] = []
     for o in report.options:
         name = o.system or o.gpu
         if not o.feasible and o.cards is None:
-            table.add_row("—", escape(name), *[""] * 13, f"[red]{escape(o.reason or '')}[/]")
+            rows.append(["—", escape(name), *[""] * 13, f"[red]{escape(o.reason or '')}[/]"])
             continue
         row = [str(o.rank) if o.rank else "—", escape(name), _num(o.servers), str(o.cards),
                f"{o.tensor_parallel}×{o.pipeline_parallel}×{o.replicas}", _num(o.batch_per_replica),
@@ -73,8 +70,8 @@ def render_plan(report: PlanReport, console: Console, *, record_to: Path | None 
                _num(o.rented_usd_per_hour, ",.2f"), _num(o.usd_per_million_tokens, ",.2f")]
         if not o.feasible:
             row[-1] = f"[red]{escape(o.reason or '')}[/]"
-        table.add_row(*row)
-    console.print(table)
+        rows.append(row)
+    print_table(console, columns, rows, key=2, title_justify="left", show_lines=False)
     console.print("Owned: server price amortised + whole-server power (* cards alone: the server has no price); "
                   "rented: --prices. Prices are approximate, with their date in the JSON/CSV (price_date, "
                   "cost_basis).", highlight=False)

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from estimator.render.fit import Column, print_table
 from estimator.render.formats import render_notes
 from estimator.training.report import TrainingReport
 from estimator.units import format_bytes, format_flops, format_seconds
@@ -33,8 +33,8 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
                   f"{w.precision}, {w.optimizer}, recompute {w.recompute}, {w.attention}, {shard}{lora}, "
                   f"profile {w.profile}", highlight=False)
 
-    console.print(_memory_table(report, b, unit))
-    console.print(_step_table(report))
+    _memory_table(report, console, b, unit)
+    _step_table(report, console)
     tensors = [f"{part.name}: {part.bytes_per_token:,.0f} B/token = {b(part.bytes)}" for part in mem.layer_tensors]
     render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
                                             ("Saved tensors per layer", tensors, "  "),
@@ -53,54 +53,50 @@ _LABELS = {
 }
 
 
-def _memory_table(report: TrainingReport, b: Callable[[int], str], unit: str) -> Table:
+def _memory_table(report: TrainingReport, console: Console, b: Callable[[int], str], unit: str) -> None:
     """One column per phase of the step: the terms it holds, summed to its tensors; the largest sets the peak.
     Model states (weights, gradients, master weights, optimizer states) are named in the caption."""
     mem = report.memory
-    table = Table(title=f"Memory per GPU ({unit}), peak in {mem.peak_phase}", title_justify="left",
-                  caption=f"Each column sums to the tensors its phase of the step holds; the largest "
-                          f"({mem.peak_phase}) sets the peak. Model states (weights, gradients, master weights, "
-                          f"optimizer states): {b(mem.model_states_bytes)}.", caption_justify="left")
-    table.add_column("term")
-    for phase in mem.phases:
-        table.add_column(phase.phase, justify="right")
     held = [{t.term: t.bytes for t in phase.terms} for phase in mem.phases]
+    rows: list[list[str]] = []
     labels = {**_LABELS, "activation_bytes": f"activations ({mem.in_flight_micro_batches} micro-batch in flight)"}
     for term, label in labels.items():
         if any(term in h for h in held):
-            table.add_row(label, *(b(h[term]) if term in h else "" for h in held))
+            rows.append([label, *(b(h[term]) if term in h else "" for h in held)])
         if term == "activation_bytes" and mem.output_layer_bytes:
-            table.add_row("  of which output layer + loss",
-                          *(f"({b(mem.output_layer_bytes)})" if h.get(term) == mem.activation_bytes else ""
-                            for h in held))
-    table.add_row("tensors", *(b(phase.tensor_bytes) for phase in mem.phases))
+            rows.append(["  of which output layer + loss",
+                         *(f"({b(mem.output_layer_bytes)})" if h.get(term) == mem.activation_bytes else ""
+                           for h in held)])
+    rows.append(["tensors", *(b(phase.tensor_bytes) for phase in mem.phases)])
     peak = [p.phase == mem.peak_phase for p in mem.phases]
     verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"
     for label, value in [("runtime overhead", b(mem.overhead_bytes)),
                          ("[bold]total per GPU[/]", f"[bold]{b(mem.per_gpu_bytes)}[/]"),
                          ("capacity", b(mem.capacity_bytes)), ("headroom", f"{b(mem.headroom_bytes)}  {verdict}")]:
-        table.add_row(label, *(value if at_peak else "" for at_peak in peak))
-    return table
+        rows.append([label, *(value if at_peak else "" for at_peak in peak)])
+    columns = [Column("term", wrap=True), *(Column(phase.phase, "right") for phase in mem.phases)]
+    print_table(console, columns, rows, title=f"Memory per GPU ({unit}), peak in {mem.peak_phase}",
+                title_justify="left", caption_justify="left",
+                caption=f"Each column sums to the tensors its phase of the step holds; the largest "
+                        f"({mem.peak_phase}) sets the peak. Model states (weights, gradients, master weights, "
+                        f"optimizer states): {b(mem.model_states_bytes)}.")
 
 
-def _step_table(report: TrainingReport) -> Table:
+def _step_table(report: TrainingReport, console: Console) -> None:
     """The step time, split by term (on a system: the bubble and each parallelism's traffic too)."""
     t = report.time
-    times = Table(title="Step time", title_justify="left")
-    times.add_column("term")
-    times.add_column("value", justify="right")
-    times.add_row("step (expected)", format_seconds(t.step_s))
-    times.add_row("  compute", format_seconds(t.compute_s))
+    rows = [["step (expected)", format_seconds(t.step_s)], ["  compute", format_seconds(t.compute_s)]]
     split = report.gpu.system is not None  # on a system: the bubble and each parallelism's traffic
     if split:
-        times.add_row("    of which pipeline bubble", format_seconds(t.bubble_s))
-    times.add_row("  optimizer step", format_seconds(t.optimizer_s))
-    times.add_row("  communication", format_seconds(t.communication_s))
+        rows.append(["    of which pipeline bubble", format_seconds(t.bubble_s)])
+    rows.append(["  optimizer step", format_seconds(t.optimizer_s)])
+    rows.append(["  communication", format_seconds(t.communication_s)])
     if split:
-        times.add_row("    tensor parallel", format_seconds(t.tp_communication_s))
-        times.add_row("    pipeline parallel", format_seconds(t.pp_communication_s))
-        times.add_row("    data parallel", format_seconds(t.dp_communication_s))
-    times.add_row("step bound (peak FLOP/s)", format_seconds(t.step_bound_s))
-    times.add_row("tokens/s (all GPUs)", f"{t.tokens_per_s:,.0f}")
-    times.add_row("MFU", f"{t.mfu:.1%}")
-    return times
+        rows.append(["    tensor parallel", format_seconds(t.tp_communication_s)])
+        rows.append(["    pipeline parallel", format_seconds(t.pp_communication_s)])
+        rows.append(["    data parallel", format_seconds(t.dp_communication_s)])
+    rows.append(["step bound (peak FLOP/s)", format_seconds(t.step_bound_s)])
+    rows.append(["tokens/s (all GPUs)", f"{t.tokens_per_s:,.0f}"])
+    rows.append(["MFU", f"{t.mfu:.1%}"])
+    print_table(console, [Column("term", wrap=True), Column("value", "right")], rows, title="Step time",
+                title_justify="left")

@@ -183,7 +183,7 @@ def test_duplicate_alias_is_rejected(cli: Cli, tmp_path: Path) -> None:
         ("generic-70b-a100", "70b", "a100", {}),
     ],
 )
-@pytest.mark.parametrize("width", [110, 200])  # 110: the original files (NAME.txt); 200: NAME-200.txt
+@pytest.mark.parametrize("width", [80, 110, 200])  # 110: the original files (NAME.txt); else NAME-WIDTH.txt
 def test_golden_tables(catalog: Catalog, make_workload: Callable[..., object], golden: Callable[[str, str], None],
                        name: str, model: str, gpu: str, fields: dict[str, int], width: int) -> None:
     report = estimate(catalog.model(model), catalog.gpus.get(gpu), make_workload(**fields),  # type: ignore[arg-type]

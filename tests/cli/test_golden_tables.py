@@ -1,4 +1,5 @@
-"""Golden tables of `estimate --mode train`, `plan` and `validate`, each at 80 and 200 columns.
+"""Golden tables of `estimate --mode train`, `plan`, `validate`, `gpus` and `models`, each at 80 and 200 columns
+(`estimate`'s own: tests/cli/test_cli.py); and no table of any command cut with an ellipsis at 80 columns.
 
 The tables are what a user reads; a change to any of them shows up here as a diff of the file in tests/data/golden
 (rewrite them with ``pytest --update-golden`` when the change is meant, and review the diff).
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from estimator.live import measure
-from tests.conftest import DATA, CliResult
+from tests.conftest import DATA, TEST_CATALOG, CliResult
 
 Cli = Callable[..., CliResult]
 WIDTHS = [80, 200]
@@ -69,3 +70,36 @@ def test_validate_table(cli: Cli, monkeypatch: pytest.MonkeyPatch, golden: Calla
                  columns=width)
     assert result.exit_code == 0, result.stderr
     golden(f"validate-llama-3.1-8b-h200-{width}", result.stdout)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("command", ["gpus", "models"])
+def test_catalog_tables(cli: Cli, golden: Callable[[str, str], None], command: str, width: int) -> None:
+    """The lists over the test catalog (tests/data/catalog: it changes only with the tests)."""
+    result = cli(command, "--specs-dir", str(TEST_CATALOG), columns=width)
+    assert result.exit_code == 0, result.stderr
+    golden(f"{command}-{width}", result.stdout)
+
+
+NARROW = {  # every command that prints a table, over the shipped catalog (its longest names)
+    "estimate": ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "4", "--batch", "16",
+                 "--prompt-tokens", "8k", "--output-tokens", "1k", "--explain"],
+    "estimate does not fit": ["estimate", "--model", "deepseek-v3", "--gpu", "rtx-4090"],
+    "gemma windows": ["estimate", "--model", "gemma-3-27b", "--gpu", "h200", "--prompt-tokens", "128k"],
+    "train": ["estimate", *TRAIN["train-llama-3.1-8b-h100"]],
+    "train qlora": ["estimate", *TRAIN["train-qlora-llama-3.1-8b-rtx-4090"]],
+    "plan": PLAN,
+    "plan every system": ["plan", "--model", "llama-3.1-8b", "--concurrency", "16"],
+    "gpus": ["gpus"], "models": ["models"], "systems": ["systems"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(NARROW))
+def test_no_table_is_cut_at_80_columns(cli: Cli, name: str) -> None:
+    """Issue 13: at 80 columns a table is laid out for the width (text broken between words, or its columns
+    over several tables with the row's name repeated), never a name or figure cut with an ellipsis."""
+    result = cli(*NARROW[name], columns=80)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines and all(len(line) <= 80 for line in lines)
+    assert "…" not in result.stdout
