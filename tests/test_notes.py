@@ -26,7 +26,7 @@ def test_values_must_match_the_code() -> None:
     with pytest.raises(ValidationError, match="wrong type for required"):
         note(NoteCode.NEEDS_MORE_GPUS, gpus=1, gpu="A100", required="2")
     with pytest.raises(ValidationError, match="wrong type for fits"):
-        note(NoteCode.PER_GPU_TOTAL, per_gpu_bytes=1, capacity_bytes=2, fits=1)
+        note(NoteCode.OOM_ESTIMATE, per_gpu_bytes=1, capacity_bytes=2, fits=1, largest_term="kv", largest_term_bytes=1)
 
 
 def test_bytes_are_worded_in_the_chosen_units() -> None:

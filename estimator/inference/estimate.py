@@ -8,6 +8,7 @@ from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
 from estimator.errors import WorkloadInvalid
+from estimator.inference.explain import explain as explain_lines
 from estimator.inference.report import (
     GpuInfo,
     KvPart,
@@ -281,7 +282,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         experts_read = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token, w.batch)
     times = _times(terms, arch, gpu, w, peak)
     memory = _memory_report(model, gpu, w, terms, mem, required)
-    explain = _explain(memory, terms.prefill, terms.decode, times.hw, times.decode, times.prefill, w, gpu)
+    explain = explain_lines(arch, memory, terms.prefill, terms.decode, times.hw, times.decode, times.prefill, w, gpu)
     if experts_read is not None and arch is not None and arch.moe is not None:
         e, k = arch.moe.num_experts, arch.moe.experts_per_token
         explain.append(note(NoteCode.MOE_DECODE, experts=e, per_token=k, sequences=w.batch, experts_read=experts_read))
@@ -315,25 +316,3 @@ def _capacity_note(gpu: GpuSpec) -> Note:
     if gpu.capacity_source == "unified-share":
         return note(NoteCode.CAPACITY_UNIFIED, capacity_bytes=gpu.memory_bytes, pool_bytes=round(gpu.memory_gb * 1e9))
     return note(_CAPACITY_NOTES[gpu.capacity_source], capacity_bytes=gpu.memory_bytes)
-
-
-def _explain(memory: MemoryReport, prefill_cost: PhaseCost, decode_cost: PhaseCost, hw: Hardware,
-             decode: PhaseTime | None, prefill: PhaseTime, w: InferenceWorkload, gpu: GpuSpec) -> list[Note]:
-    """The arithmetic behind the headline numbers, with the numbers in it."""
-    tp = w.tensor_parallel
-    lines = [note(NoteCode.WEIGHTS_PART, role=part.role, params=part.params, bits=part.bits_per_weight,
-                  bytes=part.bytes) for part in memory.weights_by_role]
-    lines += [note(NoteCode.KV_PART, window=kv.window, layers=kv.layers, tokens=kv.tokens, sequences=w.batch,
-                   kv_dtype=w.kv_format.name, bytes=kv.bytes) for kv in memory.kv_by_window]
-    lines.append(note(NoteCode.PER_GPU_TOTAL, per_gpu_bytes=memory.per_gpu_bytes,
-                      capacity_bytes=memory.capacity_bytes, fits=memory.fits))
-    lines.append(note(NoteCode.PREFILL_BOUND, flops=prefill_cost.flops * tp, gpus=tp,
-                      peak_flop_per_s=hw.peak_flop_per_s, seconds=prefill.bound_s, bound=prefill.bound))
-    if decode is not None:
-        lines.append(note(NoteCode.DECODE_BOUND, bytes=decode_cost.bytes,
-                          bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
-                          seconds=decode_cost.bytes / hw.bandwidth_bytes_per_s, gpus=tp))
-        lines.append(note(NoteCode.DECODE_EXPECTED, profile=w.profile.name, seconds=decode.expected_s,
-                          memory_s=decode.memory_s, compute_s=decode.compute_s,
-                          communication_s=decode.communication_s))
-    return lines

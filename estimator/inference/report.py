@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from estimator.notes import Note
 from estimator.report import Frozen, Versioned
 
@@ -119,7 +121,10 @@ class TimeReport(Frozen):
     prefill_bytes: float
     decode_bytes: float | None
     decode_flops: float | None
-    communication_s: float
+    communication_s: float = Field(description=(
+        "Seconds of tensor-parallel all-reduces (2 of the activations per layer, ring over the link the group "
+        "crosses) in the prefill plus one decode step at the full context: already inside prefill_s and "
+        "decode_step_s, not added to them; 0 on one GPU."))
     experts_read_per_layer: float | None = None  # MoE: expected distinct experts one decode step reads
     # where each phase sits on the roofline: FLOPs per byte moved, and FLOP/s one GPU executes at the expected time
     prefill_flop_per_byte: float

@@ -281,3 +281,9 @@ def sharded_weights_bytes(arch: Architecture, fmt: NumberFormat, tensor_parallel
 
 def _is_sharded(group: TensorGroup) -> bool:
     return group.role.is_linear or group.role in (Role.EMBEDDING, Role.LM_HEAD)
+
+
+def replicated_weights_bytes(arch: Architecture, fmt: NumberFormat) -> int:
+    """The weights every tensor-parallel rank holds whole (norms, biases, routers, position tables): what
+    `sharded_weights_bytes` does not divide."""
+    return sum(bytes_of(g.total, tensor_bits(g.role, fmt)) for g in tensor_inventory(arch) if not _is_sharded(g))

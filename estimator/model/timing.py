@@ -95,6 +95,13 @@ class PhaseTime:
     compute_s: float
     memory_s: float
     communication_s: float
+    # the parts `phase_time` combines (memory_s = weights_s + elementwise_s + kv_s), for --explain:
+    # expected = max(max(max(compute_s, weights_s) + elementwise_s + kv_s + fixed_s, host_s) + communication_s, bound)
+    weights_s: float = 0.0
+    elementwise_s: float = 0.0
+    kv_s: float = 0.0
+    fixed_s: float = 0.0  # layers × the profile's per_layer_step_s
+    host_s: float = 0.0  # layers × the profile's host_per_layer_s (host dispatch, overlapped with the GPU)
 
 
 def roofline_s(cost: PhaseCost, hw: Hardware) -> tuple[float, Bound]:
@@ -145,12 +152,13 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     attention_efficiency = attention_flop_fraction(profile, masked=cost.masked_attention)
     compute_s = (cost.matmul_flops / (hw.peak_flop_per_s * profile.matmul_flop_efficiency)
                  + cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency))
-    memory_s = (cost.weight_bytes + cost.elementwise_bytes) / bandwidth + cost.kv_bytes / kv_bandwidth
+    weights_s, elementwise_s = cost.weight_bytes / bandwidth, cost.elementwise_bytes / bandwidth
+    kv_s, fixed_s = cost.kv_bytes / kv_bandwidth, cost.layers * profile.per_layer_step_s
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.
-    gpu_s = maximum(compute_s, cost.weight_bytes / bandwidth) + cost.elementwise_bytes / bandwidth
-    gpu_s += cost.kv_bytes / kv_bandwidth + cost.layers * profile.per_layer_step_s
+    gpu_s = maximum(compute_s, weights_s) + elementwise_s + kv_s + fixed_s
     host_s = cost.layers * profile.host_per_layer_s
     communication_s = allreduce_s(cost, hw, profile)
     expected = maximum(gpu_s, host_s) + communication_s
-    return PhaseTime(bound_s, bound, maximum(expected, bound_s), compute_s, memory_s, communication_s)
+    return PhaseTime(bound_s, bound, maximum(expected, bound_s), compute_s, weights_s + elementwise_s + kv_s,
+                     communication_s, weights_s, elementwise_s, kv_s, fixed_s, host_s)

@@ -20,11 +20,12 @@ from typing import Any
 
 from pydantic import computed_field, model_validator
 
+from estimator.notes.arithmetic import EXPECTED as _EXPECTED
+from estimator.notes.arithmetic import Bytes, divided, expected, kv_split, weights_split
 from estimator.report import Frozen
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
 
 NoteValue = bool | int | float | str | None
-Bytes = Callable[[float], str]  # a byte count → "140.0 GB" or "130.4 GiB"
 
 
 class NoteCode(str, Enum):
@@ -96,9 +97,11 @@ class NoteCode(str, Enum):
     # explain: the arithmetic behind the headline numbers
     WEIGHTS_PART = "weights-part"
     KV_PART = "kv-part"
+    KV_PREFILL_FULL = "kv-prefill-full"
     PER_GPU_TOTAL = "per-gpu-total"
     PREFILL_BOUND = "prefill-bound"
     DECODE_BOUND = "decode-bound"
+    PREFILL_EXPECTED = "prefill-expected"
     DECODE_EXPECTED = "decode-expected"
     MOE_DECODE = "moe-decode"
     MODEL_STATES = "model-states"
@@ -286,12 +289,27 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         f"no system in specs/systems holds {v['gpu']}: GPUs talk over the card's listed interconnect")),
     _C.WEIGHTS_PART: ({"role": str, "params": int, "bits": float, "bytes": int}, lambda v, b: (
         f"weights[{v['role']}]: {v['params']:,} params × {v['bits']:g} bits ÷ 8 = {b(v['bytes'])}")),
-    _C.KV_PART: ({"window": _OPT_INT, "layers": int, "tokens": int, "sequences": int, "kv_dtype": str, "bytes": int},
+    _C.KV_PART: ({"window": _OPT_INT, "layers": int, "tokens": int, "sequences": int, "bytes_per_token_layer": int,
+                 "elements": str, "kv_dtype": str, "total_bytes": int, "gpus": int, "split": int, "bytes": int},
                 lambda v, b: (
-        f"KV cache[{_span(v['window'])}]: {v['layers']} layers × "
-        f"{v['tokens']:,} tokens × {v['sequences']} sequences ({v['kv_dtype']}) = {b(v['bytes'])}")),
-    _C.PER_GPU_TOTAL: ({"per_gpu_bytes": int, "capacity_bytes": int, "fits": bool}, lambda v, b: (
-        f"per GPU: weights + KV + activations + overhead = {b(v['per_gpu_bytes'])} of {b(v['capacity_bytes'])} "
+        f"KV cache[{_span(v['window'])}]: {v['layers']} layers × {v['tokens']:,} tokens × {v['sequences']} sequences × "
+        f"{v['bytes_per_token_layer']:,} B/token/layer ({v['elements']} elements, {v['kv_dtype']}) = "
+        f"{b(v['total_bytes'])}" + kv_split(v, b))),
+    _C.KV_PREFILL_FULL: ({"layers": int, "tokens": int, "sequences": int, "bytes_per_token_layer": int, "split": int,
+                         "bytes": int, "windowed_bytes": int}, lambda v, b: (
+        f"KV cache per GPU: {b(v['bytes'])}, not the windowed {b(v['windowed_bytes'])}: right after the prefill every "
+        f"layer holds the whole prompt ({v['layers']} layers × {v['tokens']:,} tokens × {v['sequences']} sequences × "
+        f"{v['bytes_per_token_layer']:,} B/token/layer{divided(v['split'])}), as transformers' DynamicCache does "
+        "before its next update crops the windows")),
+    _C.PER_GPU_TOTAL: ({"gpus": int, "weights_bytes": int, "weights_total_bytes": int, "replicated_bytes": int,
+                       "kv_bytes": _OPT_INT, "state_bytes": int, "activation_bytes": _OPT_INT, "overhead_bytes": int,
+                       "per_gpu_bytes": int, "capacity_bytes": int, "fits": bool}, lambda v, b: (
+        f"per GPU: weights {b(v['weights_bytes'])}{weights_split(v, b)} + "
+        + ("KV not computed" if v["kv_bytes"] is None else f"KV {b(v['kv_bytes'])}")
+        + (f" + recurrent state {b(v['state_bytes'])}" if v["state_bytes"] else "")
+        + (" + activations not computed" if v["activation_bytes"] is None else
+           f" + activations {b(v['activation_bytes'])}")
+        + f" + overhead {b(v['overhead_bytes'])} = {b(v['per_gpu_bytes'])} of {b(v['capacity_bytes'])} "
         f"({'fits' if v['fits'] else 'does not fit'})")),
     _C.PREFILL_BOUND: ({"flops": float, "gpus": int, "peak_flop_per_s": float, "seconds": float, "bound": str},
                       lambda v, b: (
@@ -300,11 +318,8 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.DECODE_BOUND: ({"bytes": float, "bandwidth_bytes_per_s": float, "seconds": float, "gpus": int}, lambda v, b: (
         f"decode bound: {b(v['bytes'])} ÷ {format_rate_bytes(v['bandwidth_bytes_per_s'])} = "
         f"{format_seconds(v['seconds'])} per token" + (" (per GPU)" if v["gpus"] > 1 else ""))),
-    _C.DECODE_EXPECTED: ({"profile": str, "seconds": float, "memory_s": float, "compute_s": float,
-                         "communication_s": float}, lambda v, b: (
-        f"decode expected ({v['profile']}): {format_seconds(v['seconds'])} per step "
-        f"(memory {format_seconds(v['memory_s'])}, compute {format_seconds(v['compute_s'])}, "
-        f"communication {format_seconds(v['communication_s'])})")),
+    _C.PREFILL_EXPECTED: (_EXPECTED, lambda v, b: expected("prefill", v, b)),
+    _C.DECODE_EXPECTED: (_EXPECTED, lambda v, b: expected("decode", v, b)),
     _C.MOE_DECODE: ({"experts": int, "per_token": int, "sequences": int, "experts_read": float}, lambda v, b: (
         f"MoE decode: {v['experts']} × (1 − (1 − {v['per_token']}/{v['experts']})^{v['sequences']}) = "
         f"{v['experts_read']:.2f} of {v['experts']} experts read per layer per step")),

@@ -1,0 +1,61 @@
+"""The wording of the arithmetic lines (`--explain`) whose sentence is more than a format string: how a term divides
+over the tensor-parallel GPUs, and the rule that combines a phase's parts into its expected time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from estimator.units import format_seconds
+
+Bytes = Callable[[float], str]  # a byte count → "140.0 GB" or "130.4 GiB"
+EXPECTED: dict[str, type | tuple[type, ...]] = {
+    "profile": str, "compute_s": float, "weights_s": float, "elementwise_s": float, "kv_s": float, "layers": int,
+    "fixed_s": float, "host_s": float, "communication_s": float, "bound_s": float, "seconds": float}
+
+
+def divided(split: int) -> str:
+    """`` ÷ N`` where a term divides over N GPUs, nothing where it does not."""
+    return f" ÷ {split}" if split > 1 else ""
+
+
+def kv_split(v: Mapping[str, Any], b: Bytes) -> str:
+    """How one KV part divides over the tensor-parallel GPUs: heads split, replicated beyond them, or not at all."""
+    gpus, split = v["gpus"], v["split"]
+    if gpus == 1:
+        return ""
+    if split == 1:
+        return f"; every one of the {gpus} GPUs holds all of it (the latent has no heads to split)"
+    shared = "" if split == gpus else f", each head on {gpus // split} of the {gpus} GPUs"
+    return f"; ÷ {split} (KV heads split{shared}) = {b(v['bytes'])} per GPU"
+
+
+def weights_split(v: Mapping[str, Any], b: Bytes) -> str:
+    """Where the tensor-parallel weights come from: the sharded part ÷ TP, plus what every GPU holds whole."""
+    if v["gpus"] == 1:
+        return ""
+    replicated = v["replicated_bytes"]
+    if not replicated:
+        return f" ({b(v['weights_total_bytes'])} ÷ {v['gpus']})"
+    return (f" (({b(v['weights_total_bytes'])} − {b(replicated)}) ÷ {v['gpus']} + {b(replicated)}: norms, biases, "
+            "routers and position tables stay whole on every GPU)")
+
+
+def expected(phase: str, v: Mapping[str, Any], b: Bytes) -> str:
+    """The rule of `estimator.model.timing.phase_time`, with its numbers: the GEMMs take the larger of their compute
+    and their weight reads; elementwise passes, the KV read and a fixed cost per layer add to it; the host's dispatch
+    runs beside the GPU (the larger counts); the all-reduces add; the roofline bound is the floor. A part that is 0
+    (no host dispatch, one GPU) is left out."""
+    s = format_seconds
+    gpu = max(v["compute_s"], v["weights_s"]) + v["elementwise_s"] + v["kv_s"] + v["fixed_s"]
+    parts = [f"max(compute {s(v['compute_s'])}, weight reads {s(v['weights_s'])})"]
+    parts += [f"{name} {s(v[key])}" for name, key in (("elementwise", "elementwise_s"), ("KV reads", "kv_s"),
+                                                      (f"{v['layers']} layers' fixed cost", "fixed_s")) if v[key]]
+    text = f"{phase} expected ({v['profile']}): {' + '.join(parts)} = {s(gpu)} on the GPU"
+    if v["host_s"]:
+        text += f"; host dispatch {s(v['host_s'])} runs beside it, the larger counts"
+    if v["communication_s"]:
+        text += f"; + communication {s(v['communication_s'])}"
+    if v["seconds"] > max(gpu, v["host_s"]) + v["communication_s"]:
+        text += f"; raised to the roofline bound {s(v['bound_s'])}"
+    return f"{text} → {s(v['seconds'])}"
