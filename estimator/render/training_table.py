@@ -70,9 +70,13 @@ def _memory_table(report: TrainingReport, console: Console, b: Callable[[int], s
     rows.append(["tensors", *(b(phase.tensor_bytes) for phase in mem.phases)])
     peak = [p.phase == mem.peak_phase for p in mem.phases]
     verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"
-    for label, value in [("runtime overhead", b(mem.overhead_bytes)),
-                         ("[bold]total per GPU[/]", f"[bold]{b(mem.per_gpu_bytes)}[/]"),
-                         ("capacity", b(mem.capacity_bytes)), ("headroom", f"{b(mem.headroom_bytes)}  {verdict}")]:
+    tail = [("runtime overhead", b(mem.overhead_bytes)), ("[bold]total per GPU[/]", f"[bold]{b(mem.per_gpu_bytes)}[/]"),
+            ("capacity", b(mem.capacity_bytes)), ("headroom", f"{b(mem.headroom_bytes)}  {verdict}"),
+            ("max micro-batch (this seq len)", f"{mem.max_batch:,}"),
+            ("longest sequence (this batch)", f"{mem.max_seq_len:,} tok")]
+    if mem.max_seq_len_by_memory != mem.max_seq_len:  # capped at the model's own limit
+        tail.append(("  memory alone (past its limit)", f"{mem.max_seq_len_by_memory:,} tok"))
+    for label, value in tail:
         rows.append([label, *(value if at_peak else "" for at_peak in peak)])
     columns = [Column("term", wrap=True), *(Column(phase.phase, "right") for phase in mem.phases)]
     print_table(console, columns, rows, title=f"Memory per GPU ({unit}), peak in {mem.peak_phase}",
@@ -98,5 +102,5 @@ def _step_table(report: TrainingReport, console: Console) -> None:
     rows.append(["step bound (peak FLOP/s)", format_seconds(t.step_bound_s)])
     rows.append(["tokens/s (all GPUs)", f"{t.tokens_per_s:,.0f}"])
     rows.append(["MFU", f"{t.mfu:.1%}"])
-    print_table(console, [Column("term", wrap=True), Column("value", "right")], rows, title="Step time",
-                title_justify="left")
+    print_table(console, [Column("term", wrap=True), Column("value", "right")], rows, title_justify="left",
+                title="Step time (hypothetical: does not fit)" if t.hypothetical else "Step time")

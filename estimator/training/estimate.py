@@ -29,6 +29,7 @@ from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
 from estimator.errors import WorkloadInvalid
 from estimator.inference.report import GpuInfo, ModelInfo
+from estimator.model.capacity import MAX_BATCH, MAX_TOKENS, largest_true, within_position_limit
 from estimator.model.inventory import active_param_count, param_count, tensor_inventory
 from estimator.model.memory import runtime_overhead_bytes
 from estimator.model.timing import peak_for
@@ -215,6 +216,24 @@ def _peak(st: _States, act: _Activations, gpu: GpuSpec, w: TrainingWorkload) -> 
     return _Peak(phase, tensors, overhead, tensors + overhead, phases)
 
 
+def _fits(arch: Architecture, gpu: GpuSpec, w: TrainingWorkload) -> bool:
+    states = _model_states(arch, w)
+    return _peak(states, _activations(arch, w, states), gpu, w).per_gpu <= gpu.memory_bytes
+
+
+def _capacity(model: ModelSpec, arch: Architecture, gpu: GpuSpec, w: TrainingWorkload) -> tuple[int, int, int]:
+    """The largest micro-batch at this sequence length, and the longest sequence at this micro-batch (capped at the
+    model's own limit, then memory's figure), that fit; 0 where not even one does. `largest_true` finds them, the
+    search inference's max_batch and max_context use: a step's memory only grows with either. Under sequence
+    parallelism the sequence is searched in multiples of TP (it must divide)."""
+    batch = largest_true(lambda b: _fits(arch, gpu, w.model_copy(update={"batch": b})), 1, MAX_BATCH)
+    unit = w.tp if w.sequence_parallel else 1
+    steps = largest_true(lambda k: _fits(arch, gpu, w.model_copy(update={"seq_len": k * unit})), 1,
+                         MAX_TOKENS // unit)
+    by_memory = max(steps, 0) * unit
+    return max(batch, 0), within_position_limit(model, by_memory) or 0, by_memory
+
+
 def _warnings(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, dtype: str, time: StepTime,
               peak: _Peak) -> list[Note]:
     warnings = []
@@ -229,6 +248,7 @@ def _warnings(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, dtype: str,
                              idle_fraction=time.bubble))
     if peak.per_gpu > gpu.memory_bytes:
         warnings.append(note(NoteCode.TRAIN_DOES_NOT_FIT, per_gpu_bytes=peak.per_gpu, capacity_bytes=gpu.memory_bytes))
+        warnings.append(note(NoteCode.TIME_HYPOTHETICAL))
     return warnings
 
 
@@ -271,9 +291,9 @@ def _explain(w: TrainingWorkload, st: _States, act: _Activations, peak: _Peak, t
     ]
 
 
-def _memory_report(w: TrainingWorkload, gpu: GpuSpec, st: _States, act: _Activations,
-                   peak: _Peak) -> TrainingMemoryReport:
-    s, tokens, capacity = st.states, w.tokens_per_micro_batch, gpu.memory_bytes
+def _memory_report(w: TrainingWorkload, gpu: GpuSpec, st: _States, act: _Activations, peak: _Peak,
+                   capacity: tuple[int, int, int]) -> TrainingMemoryReport:
+    s, tokens, card = st.states, w.tokens_per_micro_batch, gpu.memory_bytes
     parts = tuple(ActivationPart(name=t.name, bytes_per_token=float(t.bytes_per_token),
                                  bytes=bytes_for(per_token_bytes([t], tp=w.tp, sequence_parallel=w.sequence_parallel),
                                                  tokens))
@@ -286,8 +306,9 @@ def _memory_report(w: TrainingWorkload, gpu: GpuSpec, st: _States, act: _Activat
         in_flight_micro_batches=act.in_flight, output_layer_bytes=act.output_bytes,
         loss_backward_bytes=act.loss_backward, recompute_bytes=act.recompute, optimizer_step_bytes=st.step_transient,
         peak_phase=peak.phase, peak_tensor_bytes=peak.tensors, overhead_bytes=peak.overhead,
-        per_gpu_bytes=peak.per_gpu, total_bytes=peak.per_gpu * w.gpus, capacity_bytes=capacity,
-        fits=peak.per_gpu <= capacity, headroom_bytes=capacity - peak.per_gpu, layer_tensors=parts,
+        per_gpu_bytes=peak.per_gpu, total_bytes=peak.per_gpu * w.gpus, capacity_bytes=card,
+        fits=peak.per_gpu <= card, headroom_bytes=card - peak.per_gpu, layer_tensors=parts,
+        max_batch=capacity[0], max_seq_len=capacity[1], max_seq_len_by_memory=capacity[2],
         phases=tuple(PhaseMemory(phase=name, terms=tuple(PhaseTerm(term=k, bytes=v) for k, v in terms),
                                  tensor_bytes=sum(v for _, v in terms)) for name, terms in peak.phases.all()),
     )
@@ -332,14 +353,15 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
                     peak_flop_per_s=peak_flop_per_s, compute_dtype=dtype,
                     system=None if system is None else system.name, nodes=None if system is None else nodes),
         workload=_workload_info(w, time),
-        memory=_memory_report(w, gpu, states, act, peak),
+        memory=_memory_report(w, gpu, states, act, peak, _capacity(model, arch, gpu, w)),
         time=TrainingTimeReport(
             step_s=time.step_s, step_bound_s=time.bound_s, compute_s=time.compute_s, optimizer_s=time.optimizer_s,
             communication_s=time.communication_s, tp_communication_s=time.communication.tp_s,
             pp_communication_s=time.communication.pp_s, dp_communication_s=time.communication.dp_s,
             bubble_s=time.compute_s * time.bubble, pipeline_bubble_fraction=time.bubble,
             tokens_per_s=time.step_tokens * w.dp / time.step_s, mfu=time.mfu,
-            model_flops_per_step=time.model_flops_step, executed_flops_per_gpu=time.executed_gpu),
+            model_flops_per_step=time.model_flops_step, executed_flops_per_gpu=time.executed_gpu,
+            hypothetical=peak.per_gpu > gpu.memory_bytes),
         assumptions=tuple(_assumptions(w, states, act)),
         warnings=tuple(_warnings(arch, w, gpu, dtype, time, peak)),
         explain=tuple(_explain(w, states, act, peak, time, peak_flop_per_s)),

@@ -90,6 +90,9 @@ class TrainingMemoryReport(Frozen):
     fits: bool
     headroom_bytes: int
     layer_tensors: tuple[ActivationPart, ...]
+    max_batch: int  # the largest micro-batch that fits at this sequence length (0: not one sequence)
+    max_seq_len: int  # the longest sequence that fits at this micro-batch, capped at the model's own limit
+    max_seq_len_by_memory: int  # the same, memory alone (past the model's limit where it is)
     phases: tuple[PhaseMemory, ...]  # forward-backward, recompute (full recomputation only), optimizer-step
 
 
@@ -108,6 +111,7 @@ class TrainingTimeReport(Frozen):
     mfu: float
     model_flops_per_step: float
     executed_flops_per_gpu: float
+    hypothetical: bool = False  # the run does not fit in memory: every time above is what it would take if it did
 
 
 class TrainingReport(Versioned):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
 import sys
@@ -171,3 +173,25 @@ def test_memory_table_has_a_column_per_phase_that_sums_to_its_tensors(cli: Calla
     tensors = next(line for line in lines if line.startswith("│ tensors"))
     assert [cell.strip() for cell in tensors.split("│")[2:4]] == ["264.0 GB", "160.6 GB"]
     assert "the largest (forward-backward) sets the peak" in " ".join(result.stdout.split())  # caption wraps
+
+
+def test_max_batch_longest_sequence_and_hypothetical_in_json_csv_and_table(cli: Callable[..., CliResult]) -> None:
+    """Issue 13: training reports the largest micro-batch and the longest sequence that fit in every output, and a
+    run that does not fit says its times are hypothetical (the H100 full fine-tune: states alone exceed the card)."""
+    qlora = ["--model", "llama-3.1-8b", "--mode", "train", "--lora-rank", "16", "--qlora", "--recompute", "full",
+             "--batch", "1", "--seq-len", "2048", "--gpu", "rtx-4090"]
+    memory = _json(*qlora)["memory"]
+    assert memory["max_batch"] >= 1 and memory["max_seq_len"] >= 2048  # it fits at batch 1 × 2,048
+    rows = list(csv.DictReader(io.StringIO(_run(*qlora, "--format", "csv").stdout)))
+    assert int(rows[0]["memory.max_batch"]) == memory["max_batch"]
+    assert int(rows[0]["memory.max_seq_len"]) == memory["max_seq_len"]
+    assert rows[0]["time.hypothetical"] == "False"
+    table = cli(*qlora, entry="estimate", columns=200).stdout
+    batch_line = next(line for line in table.splitlines() if "max micro-batch (this seq len)" in line)
+    assert batch_line.split("│")[2].strip() == f"{memory['max_batch']:,}"
+    assert f"{memory['max_seq_len']:,} tok" in next(line for line in table.splitlines() if "longest sequence" in line)
+    assert "Step time (hypothetical" not in table
+    too_big = cli(*BASE, entry="estimate", columns=200).stdout
+    assert "Step time (hypothetical: does not fit)" in too_big
+    assert "times and tokens/s are hypothetical" in too_big
+    assert _json(*BASE)["time"]["hypothetical"] is True
