@@ -11,7 +11,7 @@ from estimator.training.workload import TrainingWorkload
 
 
 def _fits(catalog: Catalog, gpu: str, **fields: object) -> bool:
-    w = TrainingWorkload(profile=catalog.profiles.get("optimized"), **fields)  # type: ignore[arg-type]
+    w = TrainingWorkload(profile=catalog.profiles.get("optimized"), **fields)
     return estimate_training(catalog.model("llama-3.2-1b"), catalog.gpus.get(gpu), w).memory.fits
 
 
@@ -19,7 +19,7 @@ def _fits(catalog: Catalog, gpu: str, **fields: object) -> bool:
 def test_max_batch_and_seq_len_are_the_edge_of_fitting(catalog: Catalog, gpu: str) -> None:
     """The answer fits and one more does not: the exact edge, found by the search inference uses."""
     base = {"batch": 2, "seq_len": 2048, "recompute": "full"}
-    w = TrainingWorkload(profile=catalog.profiles.get("optimized"), **base)  # type: ignore[arg-type]
+    w = TrainingWorkload(profile=catalog.profiles.get("optimized"), **base)
     m = estimate_training(catalog.model("llama-3.2-1b"), catalog.gpus.get(gpu), w).memory
     assert m.max_batch >= 1 and m.max_seq_len_by_memory >= 1
     assert _fits(catalog, gpu, **{**base, "batch": m.max_batch})
