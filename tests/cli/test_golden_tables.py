@@ -103,3 +103,14 @@ def test_no_table_is_cut_at_80_columns(cli: Cli, name: str) -> None:
     lines = result.stdout.splitlines()
     assert lines and all(len(line) <= 80 for line in lines)
     assert "…" not in result.stdout
+
+
+def test_readme_shows_the_plan_table_as_it_prints_at_80_columns() -> None:
+    """Issue 13: the README's plan block is the 80-column golden table, line for line (trailing blanks aside)."""
+    readme = (DATA.parents[1] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- plan-80:", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0].splitlines()
+    command = (block[0] + block[1]).replace("\\", " ").split()
+    assert command == ["$", "COLUMNS=80", "estimator", *PLAN]  # the golden table's own command
+    golden = (DATA / "golden" / "plan-llama-3.1-70b-80.txt").read_text(encoding="utf-8").splitlines()
+    assert block[2:] == [line.rstrip() for line in golden]
+    assert max(len(line) for line in block[2:]) <= 80
