@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
 
     from estimator.catalog.registry import Catalog
 
+STATIC = Path(__file__).resolve().parent / "static"
+# The page loads nothing from elsewhere: no CDN, no font, no analytics.
+PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'"
 log = logging.getLogger("estimator.serve")
 Job = Callable[[], tuple[Any, Table | None, str]]
 
@@ -101,13 +106,19 @@ def _query(request: Request) -> list[tuple[str, str]]:
 
 
 def create_app(catalog: Catalog) -> FastAPI:
-    """The app over ``catalog``: the API under /v1, OpenAPI docs at /docs."""
+    """The app over ``catalog``: the API under /v1, the page at /, OpenAPI docs at /docs."""
     app = FastAPI(title="estimator", version="1", description=(
         "GPU memory and speed estimates. Each field is the CLI option of the same name (`prompt_tokens` is "
         "`--prompt-tokens`); answers are the CLI's `--format json` (or csv/xlsx with `?format=` or an Accept "
         "header)."))
     _report_routes(app, catalog)
     _catalog_routes(app, catalog)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Content-Security-Policy": PAGE_POLICY})
+
     return app
 
 
