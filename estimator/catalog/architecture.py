@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from estimator.catalog.checkpoint_files import StoredWeights
 from estimator.catalog.checkpoint_quant import CheckpointQuant
 
 # Ceilings on what a config may say, far beyond any published model so that only a typo or hostile input meets them,
@@ -259,6 +260,7 @@ class ModelSpec(BaseModel):
     sources: tuple[str, ...] = ()
     checkpoint: CheckpointQuant | None = None  # what the config's quantization_config says the weights are stored in
     checkpoint_error: str | None = None  # why that block could not be read (then --dtype must say)
+    stored: StoredWeights | None = None  # a local checkpoint's tensors as its file headers give them
     uncounted_towers: tuple[str, ...] = ()  # a multimodal wrapper's vision/audio configs, not in the counts yet
 
     @model_validator(mode="after")

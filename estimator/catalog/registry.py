@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.checkpoint_files import StoredWeights, stored_safetensors
 from estimator.catalog.checkpoint_quant import CheckpointQuant, read_quantization
 from estimator.catalog.files import default_specs_dir, read_yaml
 from estimator.catalog.hf_config import architecture_from_config
@@ -233,7 +234,7 @@ def _local_path(text: str) -> Path | None:
     """``text`` as a local config.json or folder, when it names one (or ends in .json); None for a name."""
     try:
         path = Path(text).expanduser()
-        return path if text.endswith(".json") or path.is_dir() or path.is_file() else None
+        return path if text.endswith((".json", ".gguf")) or path.is_dir() or path.is_file() else None
     except (OSError, RuntimeError, ValueError):  # too long for a path, ~nosuchuser, a NUL byte: not a file
         return None
 
@@ -253,15 +254,7 @@ def _checkpoint(config: Any) -> tuple[CheckpointQuant | None, str | None]:
         return None, str(error)
 
 
-def model_from_config_file(path: Path) -> ModelSpec:
-    """A model from a local Hugging Face config.json, or a folder that holds one."""
-    try:
-        file = path / "config.json" if path.is_dir() else path
-        found = file.is_file()
-    except OSError as error:
-        raise SpecInvalid(f"not a readable config.json path: {error.strerror or error}") from None
-    if not found:
-        raise SpecInvalid(f"config file not found: {file}")
+def _read_config(file: Path) -> Any:
     try:
         config = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
@@ -272,13 +265,40 @@ def model_from_config_file(path: Path) -> ModelSpec:
         raise SpecInvalid(f"{file}: JSON nested too deeply to be a model config") from None
     except ValueError as error:  # an integer of more digits than Python converts (4,300)
         raise SpecInvalid(f"{file}: {error}") from None
+    return config
+
+
+def _config_and_weights(path: Path) -> tuple[Path, Any, StoredWeights | None]:
+    """The config file, its contents, and the weights the checkpoint's own file headers give (when it has them):
+    a ``.gguf`` file; or a folder with config.json and safetensors files."""
+    try:
+        if path.suffix == ".gguf" and path.is_file():
+            from estimator.catalog.gguf_file import read_gguf
+
+            config, stored = read_gguf(path)
+            return path, config, stored
+        file = path / "config.json" if path.is_dir() else path
+        found = file.is_file()
+        if not found:
+            raise SpecInvalid(f"config file not found: {file}")
+        config = _read_config(file)
+        return file, config, stored_safetensors(path) if path.is_dir() else None
+    except OSError as error:
+        raise SpecInvalid(f"not a readable config.json path: {error.strerror or error}") from None
+
+
+def model_from_config_file(path: Path) -> ModelSpec:
+    """A model from a local Hugging Face config.json, a folder that holds one (and its safetensors files, read
+    from their headers), or a ``.gguf`` file."""
+    file, config, stored = _config_and_weights(path)
     default = file.resolve().parent.name if file.name == "config.json" else file.stem
-    return model_from_config(config, source=str(file), default_name=default or file.stem)
+    return model_from_config(config, source=str(file), default_name=default or file.stem, stored=stored)
 
 
-def model_from_config(config: Any, *, source: str, default_name: str) -> ModelSpec:
+def model_from_config(config: Any, *, source: str, default_name: str,
+                      stored: StoredWeights | None = None) -> ModelSpec:
     """A model from a Hugging Face config.json already parsed (a file's, or one sent to `estimator serve`);
-    ``source`` names it in errors and in the model's sources."""
+    ``source`` names it in errors and in the model's sources; ``stored``: its files' weights, when read."""
     checkpoint, checkpoint_error = _checkpoint(config)
     try:
         arch = architecture_from_config(config)
@@ -287,7 +307,7 @@ def model_from_config(config: Any, *, source: str, default_name: str) -> ModelSp
     name = config.get("_name_or_path") or default_name
     towers = tuple(key for key in _TOWER_KEYS if isinstance(config.get(key), Mapping))
     return ModelSpec(name=str(name) or default_name, arch=arch, sources=(source,), checkpoint=checkpoint,
-                     checkpoint_error=checkpoint_error, uncounted_towers=towers)
+                     checkpoint_error=checkpoint_error, stored=stored, uncounted_towers=towers)
 
 
 @cache

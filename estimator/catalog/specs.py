@@ -165,6 +165,9 @@ class NumberFormat(_Spec):
     group_overhead_bits: float | None = Field(default=None, ge=0)
     kv_cache: bool = False
     sources: tuple[str, ...] = Field(min_length=1)
+    # a checkpoint's own bytes (its file headers): (role, elements, bytes) per role, which then decide every
+    # tensor's bits (bytes × 8 / elements) in place of bits_per_weight and scope
+    stored_roles: tuple[tuple[str, int, int], ...] = ()
 
     def with_group_size(self, group_size: int) -> NumberFormat:
         """The same grouped format with another group size: overhead bits are spread over the new group."""

@@ -92,9 +92,16 @@ def number_format(catalog: Catalog, name: str, group_size: int | None) -> Number
 
 
 def weights_format(catalog: Catalog, model: ModelSpec, dtype: str | None, group_size: int | None) -> NumberFormat:
-    """``--dtype`` when given; else the checkpoint's own format (its quantization_config), else bf16."""
+    """``--dtype`` when given; else the checkpoint's own format: its file headers' bytes (a folder of safetensors,
+    a .gguf file), else its quantization_config, else bf16."""
     if dtype is not None:
         return number_format(catalog, dtype, group_size)
+    if model.stored is not None and model.arch is not None:
+        from estimator.model.memory import stored_format
+
+        compute = (catalog.formats.get(model.checkpoint.base).compute_dtype if model.checkpoint is not None
+                   else model.stored.compute_dtype)
+        return stored_format(model.arch, model.stored, catalog.formats.get(compute))
     if model.checkpoint_error is not None:
         raise WorkloadInvalid(model.checkpoint_error)
     if model.checkpoint is None:

@@ -151,13 +151,18 @@ def low_headroom(headroom: int, capacity: int) -> bool:
 
 
 def _checkpoint_note(model: ModelSpec, w: InferenceWorkload) -> list[Note]:
-    """Whether the weights are the checkpoint's own format (quantization_config) or --dtype's."""
-    c = model.checkpoint
+    """Whether the weights are the checkpoint's own format (file headers, quantization_config) or --dtype's."""
+    s, c = model.stored, model.checkpoint
+    if s is not None:
+        if w.weight_format.name == s.format_name:
+            return [note(NoteCode.CHECKPOINT_HEADERS, source=s.source, files=s.files, tensors=s.tensors,
+                         bytes=s.bytes)]
+        return [note(NoteCode.CHECKPOINT_OVERRIDDEN, method=f"{s.source} headers", format=w.weight_format.name)]
     if c is None:
         return []
     if w.weight_format.name == c.format_name:
         return [note(NoteCode.CHECKPOINT_WEIGHTS, method=c.method, summary=c.summary)]
-    return [note(NoteCode.CHECKPOINT_OVERRIDDEN, method=c.method, format=w.weight_format.name)]
+    return [note(NoteCode.CHECKPOINT_OVERRIDDEN, method=f"quantization_config {c.method}", format=w.weight_format.name)]
 
 
 def _assumptions(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> list[Note]:

@@ -84,6 +84,8 @@ def decode_weight_bytes(arch: Architecture, fmt: NumberFormat, batch: int) -> in
     per_batch: list[tuple[Role, int, Fraction]] = []  # (role, numel, bits) of the tensors the batch decides
     for group in tensor_inventory(arch):
         bits = tensor_bits(group.role, fmt)
+        if group.role.is_tower:  # a multimodal model's encoders run on images and audio, not on decoded tokens
+            continue
         if group.role is Role.EMBEDDING and arch.tie_word_embeddings and arch.lm_head:
             fixed += group.total * bits / 8  # the table is read whole as the LM head
         elif group.role in (Role.EMBEDDING, Role.POSITION, Role.EXPERT):

@@ -30,6 +30,16 @@ class Role(str, Enum):
     BIAS = "bias"
     POOLER = "pooler"
     SSM = "ssm"  # recurrent mixers' conv kernels, A_log, D, dt_bias: small, kept 16-bit like norms
+    # a multimodal model's encoders and the projector into the text model: they run on images or audio in the
+    # prefill, never in a decode step, and the text model's formats leave them in their own 16-bit dtype
+    VISION_TOWER = "vision_tower"
+    AUDIO_TOWER = "audio_tower"
+    PROJECTOR = "projector"
+    OTHER = "other"  # a checkpoint tensor whose name places it in no role above (e.g. GGUF rope_freqs)
+
+    @property
+    def is_tower(self) -> bool:
+        return self in (Role.VISION_TOWER, Role.AUDIO_TOWER, Role.PROJECTOR)
 
     @property
     def is_linear(self) -> bool:

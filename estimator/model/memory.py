@@ -15,6 +15,7 @@ from fractions import Fraction
 from functools import cache
 
 from estimator.catalog.architecture import Architecture
+from estimator.catalog.checkpoint_files import StoredWeights
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import NumberFormat
 from estimator.model.elementwise import maximum, minimum, round_half_even
@@ -28,8 +29,12 @@ def tensor_bits(role: Role, fmt: NumberFormat) -> Fraction:
 
     Formats with scope ``linear`` (GPTQ, AWQ, NF4, FP8, int8...) pack only linear weight matrices; embeddings, the
     LM head, norms and biases stay in 16 bit, as quantized checkpoints ship them. Scope ``experts`` (a gpt-oss
-    checkpoint's MXFP4) packs the routed experts only.
+    checkpoint's MXFP4) packs the routed experts only. A format read from a checkpoint's headers
+    (`stored_format`) gives each role the bits its files store.
     """
+    if fmt.stored_roles:
+        stored = next(((n, b) for r, n, b in fmt.stored_roles if r == role.value), None)
+        return SIXTEEN_BIT if stored is None else Fraction(8 * stored[1], stored[0])
     if fmt.scope == "all" or (role is Role.EXPERT if fmt.scope == "experts" else role.is_linear):
         return Fraction(str(fmt.bits_per_weight))
     return SIXTEEN_BIT
@@ -58,7 +63,10 @@ class WeightShare:
 
 
 def weight_shares(arch: Architecture, fmt: NumberFormat) -> list[WeightShare]:
-    """Weights grouped by role, each with the bits per element its format gives it."""
+    """Weights grouped by role, each with the bits per element its format gives it; under a checkpoint's own
+    format, the roles its files hold, so that their bytes sum to the files' tensor bytes exactly."""
+    if fmt.stored_roles:
+        return [WeightShare(Role(r), n, Fraction(8 * b, n)) for r, n, b in fmt.stored_roles]
     numel: dict[Role, int] = {}
     for group in tensor_inventory(arch):
         numel[group.role] = numel.get(group.role, 0) + group.total
@@ -272,6 +280,9 @@ def runtime_overhead_bytes(capacity_bytes: int, profile: EfficiencyProfile, *, t
 def sharded_weights_bytes(arch: Architecture, fmt: NumberFormat, tensor_parallel: int) -> int:
     """Weights on one of ``tensor_parallel`` ranks: linear layers and the (vocab-parallel) embedding and head
     split evenly; norms, biases, routers and position tables are replicated on every rank (Megatron/vLLM)."""
+    if fmt.stored_roles:  # the files' bytes per role: split or replicated as a role's tensors are
+        return sum(math.ceil(s.bytes / tensor_parallel) if _is_sharded_role(s.role) else s.bytes
+                   for s in weight_shares(arch, fmt))
     total = 0
     for group in tensor_inventory(arch):
         group_bytes = bytes_of(group.total, tensor_bits(group.role, fmt))
@@ -280,10 +291,32 @@ def sharded_weights_bytes(arch: Architecture, fmt: NumberFormat, tensor_parallel
 
 
 def _is_sharded(group: TensorGroup) -> bool:
-    return group.role.is_linear or group.role in (Role.EMBEDDING, Role.LM_HEAD)
+    return _is_sharded_role(group.role)
+
+
+def _is_sharded_role(role: Role) -> bool:
+    return role.is_linear or role in (Role.EMBEDDING, Role.LM_HEAD)
+
+
+def stored_format(arch: Architecture, stored: StoredWeights, base: NumberFormat) -> NumberFormat:
+    """``base`` (the compute dtype's format) carrying a checkpoint's bytes per role, as its headers give them.
+
+    A role's elements are the architecture's count where it has the role (a packed int4 tensor's header counts
+    int32 words, not weights), else the files'; its bits are bytes × 8 / elements, so Σ bytes is the files'."""
+    numel: dict[str, int] = {}
+    for group in tensor_inventory(arch):
+        numel[group.role.value] = numel.get(group.role.value, 0) + group.total
+    roles = tuple((r, numel.get(r) or elements, b) for r, elements, b in stored.roles if elements and b)
+    weights = sum(n for _, n, _ in roles) or 1
+    return base.model_copy(update={
+        "name": stored.format_name, "aliases": (), "scope": "all", "group_size": None, "group_overhead_bits": None,
+        "bits_per_weight": min(64.0, 8 * stored.bytes / weights), "stored_roles": roles,
+        "description": f"the checkpoint's {stored.files} {stored.source} file(s) as their headers store them"})
 
 
 def replicated_weights_bytes(arch: Architecture, fmt: NumberFormat) -> int:
     """The weights every tensor-parallel rank holds whole (norms, biases, routers, position tables): what
     `sharded_weights_bytes` does not divide."""
+    if fmt.stored_roles:
+        return sum(s.bytes for s in weight_shares(arch, fmt) if not _is_sharded_role(s.role))
     return sum(bytes_of(g.total, tensor_bits(g.role, fmt)) for g in tensor_inventory(arch) if not _is_sharded(g))

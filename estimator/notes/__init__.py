@@ -89,6 +89,7 @@ class NoteCode(str, Enum):
     PLAN_SCHEDULER = "plan-scheduler"
     CHECKPOINT_WEIGHTS = "checkpoint-weights"
     CHECKPOINT_OVERRIDDEN = "checkpoint-overridden"
+    CHECKPOINT_HEADERS = "checkpoint-headers"
     STATE_PER_SEQUENCE = "state-per-sequence"
     OWNED_COST = "owned-cost"
     PRICE_SOURCE = "price-source"
@@ -198,7 +199,10 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         f"weights as the checkpoint stores them (quantization_config {v['method']}): {v['summary']}; "
         "--dtype overrides")),
     _C.CHECKPOINT_OVERRIDDEN: ({"method": str, "format": str}, lambda v, b: (
-        f"--dtype {v['format']} overrides the checkpoint's quantization_config ({v['method']})")),
+        f"--dtype {v['format']} overrides the checkpoint's own format ({v['method']})")),
+    _C.CHECKPOINT_HEADERS: ({"source": str, "files": int, "tensors": int, "bytes": int}, lambda v, b: (
+        f"weights as the {v['files']} {v['source']} file(s) store them (their headers: {v['tensors']} tensors, "
+        f"{b(v['bytes'])}); --dtype overrides")),
     _C.UNCOUNTED_TOWERS: ({"model": str, "towers": str}, lambda v, b: (
         f"{v['model']} is a multimodal wrapper: its {v['towers']} are not counted (parameters, weights and time are "
         "the language model's alone)")),
