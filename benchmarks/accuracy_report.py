@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from published_training import compare as compare_published  # benchmarks/published_training.py, beside this file
 from published_training import table as published_table
+from random_report import section as random_section  # benchmarks/random_report.py, beside this file
 from tp_points import compare as compare_tp  # benchmarks/tp_points.py, beside this file
 from training_points import predict as predict_training  # benchmarks/training_points.py, beside this file
 
@@ -107,10 +108,11 @@ Every figure below is read off the tables above; the formula named is the one th
    - *Falcon-7B's prefill peak* was −90% to −98%: transformers' Falcon always builds an explicit mask and hands
      SDPA one KV head beside 71 query heads without `enable_gqa`, so PyTorch falls back to its math kernel, which
      materialises the b × 71 × s × s scores and their softmax in fp32. The architecture now records that
-     implementation fact (`Attention.unexpanded_kv_with_mask`) and the `hf` profile counts 8 bytes per score
-     (`math_attention_fallback`): −12% to −14% (the measurement shows about 9 bytes per score; the ninth byte, the
-     broadcast mask and upcast copies, is not itemised). Falcon's prefill *time* stays −75% to −93%: the math
-     kernel's fp32 matmuls and score traffic are not in the time model.
+     implementation fact (`Attention.unexpanded_kv_with_mask`) and the `hf` profile counts the math kernel's live
+     set (`math_attention_fallback`): first 8 bytes per score (−12% to −14%), now as traced — 9 bytes per score,
+     the causal bias, the scaled query and repeated values (`memory.math_attention_bytes`, *Random architectures*
+     below): −0.3% to +0.1%. Falcon's prefill *time* stays −75% to −93%: the math kernel's fp32 matmuls and
+     score traffic are not in the time model.
    - *DeepSeek-V2-Lite's prefill peak* was −19%: a memory-history trace (2 layers) showed its router hands fp32
      weights to the experts, so the weighted output and the scattered sum of the down stage are fp32, and its shared
      experts run apart from the routed ones (not added to them); MLA's rotary tables cover only qk_rope_head_dim.
@@ -348,6 +350,8 @@ def main() -> None:
     for tp_file in sorted(args.data.glob("*tp.jsonl")):
         out += _tensor_parallel(tp_file)
     out += _published_training(catalog)
+    if (args.data / "random").is_dir():
+        out += ["", *random_section(args.data / "random")]
     failures = [r for r in rows if r.get("error")]
     if failures:
         out += ["", "## Cases that failed", ""]

@@ -174,14 +174,15 @@ def measure_train(config: Mapping[str, Any], *, mode: str, batch: int, seq: int,
                   steps: int = 3) -> dict[str, Any]:
     """AdamW (PyTorch default foreach) steps on ``batch`` × ``seq`` tokens, in the reference ``kind=train`` format.
 
-    ``mode`` amp: fp32 weights under bf16 autocast; bf16: bf16 weights and optimizer states. Each step: zero_grad
+    ``mode`` amp: fp32 weights under bf16 autocast; bf16: bf16 weights and optimizer states; fp32: fp32 weights,
+    no autocast. Each step: zero_grad
     (set to None), forward with labels, backward, optimizer step; memory recorded after each. ``steady_peak`` is
     the peak of the last step minus what was allocated before the model was built.
     """
     t = require_cuda()
     free_memory()
     base = allocated()
-    dtype = t.float32 if mode == "amp" else t.bfloat16
+    dtype = t.float32 if mode in ("amp", "fp32") else t.bfloat16
     model = build_model(hf_config(config), dtype)
     model.train()
     if checkpointing:
@@ -216,12 +217,14 @@ def measure_train(config: Mapping[str, Any], *, mode: str, batch: int, seq: int,
     steady = step(True)
     steady_peak = peak_allocated() - base
     latency = cuda_time(lambda: step(False), warmup=0, reps=3)
+    optimizer_step = cuda_time(optimizer.step, warmup=0, reps=3)  # the last step's gradients are still held
     row = {"kind": "train", "params": sum(p.numel() for p in model.parameters()), "mode": mode, "batch": batch,
            "seq": seq, "checkpointing": checkpointing, "optimizer": "AdamW(foreach default)",
            "attn_impl": model.config._attn_implementation, "model_bytes": model_bytes, "first_step": first,
            "first_step_peak": first_peak, "steady_peak": steady_peak, "steady": steady,
            "nvml_used": nvml_used(), "reserved": reserved(), "latency": latency,
-           "allocated_before_model": base}
+           "allocated_before_model": base, "optimizer_step": optimizer_step,
+           "param_tensors": sum(1 for _ in model.parameters())}
     return row
 
 

@@ -90,7 +90,7 @@ def memory_per_gpu(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: 
             arch, shape_batch, shape_tokens, element_bytes=rt.activation_bytes_per_element,
             logits_all=rt.logits == "all", logits_fp32=rt.profile.logits_fp32_upcast, tensor_parallel=tp,
             eager_activations=rt.profile.eager_activation_temporaries,
-            eager_attention=runs_math_attention(arch, rt.profile),
+            eager_attention=runs_math_attention(arch, rt.profile, fp32=rt.activation_bytes_per_element == 4),
             explicit_mask=prefill_masked_attention(arch, rt.profile),
         ).bytes
         if rt.profile.sliding_window_prefill_full and arch.layer_windows:

@@ -201,10 +201,41 @@ def prefill_masked_attention(arch: Architecture, profile: EfficiencyProfile) -> 
     return bool(arch.layer_windows) and profile.masked_attention_flop_efficiency is not None
 
 
-def runs_math_attention(arch: Architecture, profile: EfficiencyProfile) -> bool:
-    """Whether prefill attention materialises its scores: the model's transformers code leaves PyTorch's SDPA only
-    the math kernel (`Attention.unexpanded_kv_with_mask`) and the profile runs transformers."""
-    return profile.math_attention_fallback and arch.attention.unexpanded_kv_with_mask
+def runs_math_attention(arch: Architecture, profile: EfficiencyProfile, *, fp32: bool = False) -> bool:
+    """Whether prefill attention materialises its scores: PyTorch's SDPA is left only its math kernel.
+
+    Under a profile that runs transformers (``math_attention_fallback``) that happens (a) where the model's code
+    hands SDPA unexpanded KV heads with a mask (`Attention.unexpanded_kv_with_mask`, Falcon), and (b) for
+    grouped-query attention in fp32 (``fp32``): transformers 5.x calls SDPA with ``enable_gqa=True`` when it has no
+    mask (``use_gqa_in_sdpa``: torch ≥ 2.5 and a causal prefill without padding), the flash kernel takes no fp32
+    and PyTorch's memory-efficient kernel takes no grouped-query heads, so the math kernel runs — measured on the
+    H200 with PyTorch 2.11: fp32 with 2 of 8 KV heads runs only ``math``, with 8 of 8 ``efficient`` too; fp16 and
+    bf16 run ``flash`` for both (tests/data/measured/random, ``kind=sdpa_probe``)."""
+    if not profile.math_attention_fallback:
+        return False
+    grouped = arch.attention.latent is None and arch.attention.num_kv_heads < arch.attention.num_heads
+    return arch.attention.unexpanded_kv_with_mask or (fp32 and grouped)
+
+
+# PyTorch's math SDPA at its peak (inside _safe_softmax), per score: the scores plus the causal bias (fp32, the
+# add's output), the softmax output (fp32) and the boolean "row is all −inf" test = 4 + 4 + 1 bytes; beside them
+# the fp32 causal bias of s × s, the scaled query and the value heads repeated for every query head (fp32). Traced
+# op by op (TorchDispatchMode) and measured on the H200: 8 heads, 2 KV heads, 4,096 tokens, head_dim 64 allocates
+# 1,232 MiB = 9 × 8 × 4,096² + 4 × 4,096² + 2 × 8 × 4,096 × 64 × 4 bytes; + 16 MiB per 64 more head_dim.
+MATH_SDPA_BYTES_PER_SCORE = 9
+MATH_SDPA_BIAS_BYTES = 4
+
+
+def math_attention_bytes(arch: Architecture, batch: int, tokens: int, element_bytes: int,
+                         tensor_parallel: int = 1) -> int:
+    """The live set of a layer whose attention runs PyTorch's math kernel (see `MATH_SDPA_BYTES_PER_SCORE`): the
+    residual stream and its normed copies (4 × h), the rotated query, the kernel's fp32 scaled query and repeated
+    values, the scores, and the causal bias."""
+    heads = math.ceil(arch.attention.num_heads / tensor_parallel)
+    q_width = heads * arch.attention.head_dim
+    per_token = 4 * arch.hidden_size * element_bytes + q_width * element_bytes + 2 * q_width * 4
+    scores = batch * heads * tokens * tokens
+    return batch * tokens * per_token + MATH_SDPA_BYTES_PER_SCORE * scores + MATH_SDPA_BIAS_BYTES * tokens * tokens
 
 
 def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, element_bytes: int,
@@ -218,8 +249,8 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
     product = 3 × ffn; plain: 2 × ffn), and the rotary cos/sin tables (2 × head_dim), in the activation dtype,
     plus one int64 position id. Measured exactly on Llama-3.2-1B and Llama-3.1-8B (h200-measured.jsonl,
     ``peak_minus_before`` − ``kept_after``). MoE layers hold the top-k experts' intermediates for every token.
-    Eager (or math-kernel) attention adds the b × a × s² score matrix and its softmax, both fp32 (PyTorch's math
-    SDPA computes half-precision inputs in fp32): 8 bytes per score (falcon-7b measured 9, docs/accuracy.md).
+    Math-kernel attention (``eager_attention``, `runs_math_attention`) materialises the b × a × s² scores:
+    `math_attention_bytes`, 9 bytes per score (falcon-7b measured about 9, docs/accuracy.md).
 
     Logits stage: the final hidden states and rotary tables, plus b × positions × vocab logits in the activation
     dtype (and their fp32 upcast where the runtime does it). positions = all tokens, or 1 with ``logits_to_keep=1``.
@@ -251,8 +282,7 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
     tokens_total = batch * tokens
     layer = tokens_total * (mlp_bytes + (4 * h + rope) * element_bytes + 8 + router_bytes)
     if eager_attention:
-        heads = math.ceil(arch.attention.num_heads / tensor_parallel)
-        layer = maximum(layer, tokens_total * (4 * h * element_bytes) + 2 * batch * heads * tokens * tokens * 4)
+        layer = maximum(layer, math_attention_bytes(arch, batch, tokens, element_bytes, tensor_parallel))
     if explicit_mask:
         layer += batch * tokens * tokens
     positions = tokens if logits_all else 1

@@ -188,7 +188,8 @@ def output_stage(arch: Architecture, conv: Convention, trainable: Trainable) -> 
     """Hugging Face: ``ForCausalLMLoss`` upcasts the logits to fp32 and calls cross_entropy, whose log_softmax
     output (4·V bytes per token) is saved; the 16-bit logits and the fp32 copy are freed once the loss is computed
     (the caller keeps only the loss). At backward start the nll_loss gradient and the log_softmax gradient (4·V
-    each) join it: 12·V per token — measured on the H200 reference step to within 64 KiB.
+    each) join it: 12·V per token — measured on the H200 reference step to within 64 KiB. Final-logit soft-capping
+    saves its tanh output (V per token in the compute dtype).
     Megatron (Korthikanti §4.3): final LayerNorm input, head input and fp32 logits (4sbv), gradient in place."""
     h, v = arch.hidden_size, arch.vocab_size if arch.lm_head else 0
     out: list[SavedTensor] = []
@@ -202,6 +203,8 @@ def output_stage(arch: Architecture, conv: Convention, trainable: Trainable) -> 
     if conv.name == "megatron":
         return OutputStage([*out, SavedTensor("logits_fp32", Fraction(4 * v), "tp")], Fraction(0))
     out.append(SavedTensor("log_softmax_fp32", Fraction(4 * v), "tp"))
+    if arch.final_logit_softcapping:  # cap × tanh(logits ÷ cap) (Gemma 2): tanh's output is saved for backward
+        out.append(SavedTensor("softcap_tanh", Fraction(conv.compute_bytes * v), "tp"))
     if trainable.head:  # the embedding's backward keeps the int64 token ids
         out.append(SavedTensor("input_ids_int64", Fraction(8), "sequence"))
     return OutputStage(out, Fraction(8 * v))

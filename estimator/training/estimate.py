@@ -21,7 +21,7 @@ gradients (4N + 6 N_adapter).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from estimator.catalog.architecture import Architecture, ModelSpec
@@ -31,7 +31,7 @@ from estimator.errors import WorkloadInvalid
 from estimator.inference.report import GpuInfo, ModelInfo
 from estimator.model.capacity import MAX_BATCH, MAX_TOKENS, largest_true, within_position_limit
 from estimator.model.inventory import active_param_count, param_count, tensor_inventory
-from estimator.model.memory import runtime_overhead_bytes
+from estimator.model.memory import runs_math_attention, runtime_overhead_bytes
 from estimator.model.timing import peak_for
 from estimator.notes import Note, NoteCode, note
 from estimator.training.activations import (
@@ -154,7 +154,12 @@ def _activations(arch: Architecture, w: TrainingWorkload, st: _States) -> _Activ
     conv = hf_convention(arch, residual_bytes=residual, compute_bytes=st.compute_bytes)
     trainable = Trainable(linears=frozenset(w.lora_targets) if lora else frozenset(ALL_LORA_TARGETS), norms=not lora,
                           head=not lora)
-    layer = layer_saved_tensors(arch, conv, trainable, seq_len=w.seq_len, attention=w.attention)
+    attention = w.attention
+    if attention == "sdpa" and runs_math_attention(arch, w.profile, fp32=st.compute_bytes == 4):
+        # PyTorch's math SDPA (memory.runs_math_attention) saves what eager attention saves, its softmax in the
+        # compute dtype: the scaled query, the repeated keys and values and the probabilities
+        attention, conv = "eager", replace(conv, softmax_fp32=False, repeat_kv=True)
+    layer = layer_saved_tensors(arch, conv, trainable, seq_len=w.seq_len, attention=attention)
     tokens, sp = w.tokens_per_micro_batch, w.sequence_parallel
     per_layer_token = per_token_bytes(layer, tp=w.tp, sequence_parallel=sp, selective=w.recompute == "selective")
     per_layer = bytes_for(per_layer_token, tokens)

@@ -1,0 +1,161 @@
+"""Predicted vs measured for the random architectures of benchmarks/measure_random.py (tests/data/measured/random).
+
+    python benchmarks/random_points.py [FILES ...] [--split fit|held-out|all] [--term TERM] [--cases]
+
+Each row carries its config.json, so the model is built from it (no catalog entry). Predictions use the shipped
+profiles in the row's dtype: ``hf`` for prefill, eager decode and training, ``hf-graph`` for the HF decode
+captured in a CUDA graph, ``optimized`` for the lean decode. The split: seed 0's rows carry ``split`` (``fit``
+rows may have shaped a mechanism, ``held-out`` rows never did); every row of a later seed is held out (those
+were measured in the same session but not looked at until the mechanisms were written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from estimator import default_catalog
+from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.registry import Catalog, model_from_mapping
+from estimator.inference.estimate import estimate
+from estimator.inference.workload import InferenceWorkload
+from estimator.training.estimate import estimate_training
+from estimator.training.workload import TrainingWorkload
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "measured" / "random"
+FIT_SEED = 0
+_PRECISION = {"amp": "amp-bf16", "bf16": "bf16", "fp32": "fp32"}
+TARGETS = {"prefill activation": 0.05, "train steady peak": 0.05, "train step": 0.15, "prefill_s": 0.15,
+           "decode hf": 0.30, "decode hf-graph": 0.30, "decode optimized": 0.10}
+
+
+@dataclass(frozen=True)
+class RandomPoint:
+    model: str  # e.g. s0/rand-i03 (seed / name)
+    family: str
+    dtype: str
+    case: str
+    term: str
+    predicted: float
+    measured: float
+    split: str
+
+    @property
+    def error(self) -> float:
+        return (self.predicted - self.measured) / self.measured
+
+
+def load(paths: list[Path]) -> list[dict[str, Any]]:
+    return [json.loads(line) for path in paths for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+def split_of(row: dict[str, Any]) -> str:
+    return str(row.get("split", "held-out")) if row.get("seed", 0) == FIT_SEED else "held-out"
+
+
+def model_of(row: dict[str, Any]) -> ModelSpec:
+    return model_from_mapping({"name": f"s{row.get('seed', 0)}/{row['model']}", "config": row["config"]},
+                              Path("random"))
+
+
+def _inference(catalog: Catalog, model: ModelSpec, row: dict[str, Any], profile: str, batch: int, prompt: int,
+               output: int, logits: str = "last") -> Any:
+    fmt = catalog.formats.get(row.get("dtype", "bf16"))
+    workload = InferenceWorkload(batch=batch, prompt_tokens=prompt, output_tokens=output, weight_format=fmt,
+                                 kv_format=fmt, logits=logits, profile=catalog.profiles.get(profile))  # type: ignore[arg-type]
+    return estimate(model, catalog.gpus.get("h200"), workload)
+
+
+def _model_points(catalog: Catalog, row: dict[str, Any]) -> Iterator[tuple[str, str, float, float]]:
+    model = model_of(row)
+    if row["kind"] == "lean_decode":
+        report = _inference(catalog, model, {"dtype": "bf16"}, "optimized", row["batch"], row["context"] - 1, 1)
+        yield f"b{row['batch']} ctx{row['context']}", "decode optimized", report.time.decode_step_s, \
+            row["graph"]["median_s"]
+        return
+    if row["phase"] == "prefill":
+        batch, prompt, keep = row["batch"], row["prompt"], row["logits_to_keep"]
+        logits = "last" if keep == 1 else "all"
+        case = f"b{batch} s{prompt} logits={logits}"
+        report = _inference(catalog, model, row, "hf", batch, prompt, 0, logits)
+        yield case, "prefill activation", report.memory.activation_bytes, row["peak_minus_before"] - row["kept_after"]
+        if "latency" in row:
+            yield case, "prefill_s", report.time.prefill_s, row["latency"]["median_s"]
+    elif row["phase"] == "decode":
+        batch, ctx = row["batch"], row["context"]
+        report = _inference(catalog, model, row, "hf", batch, ctx, 1)
+        yield f"b{batch} ctx{ctx}", "decode hf", report.time.decode_step_s, row["eager"]["median_s"]
+        if "graph" in row and "hf-graph" in catalog.profiles.entries:
+            graph = _inference(catalog, model, row, "hf-graph", batch, ctx, 1)
+            yield f"b{batch} ctx{ctx}", "decode hf-graph", graph.time.decode_step_s, row["graph"]["median_s"]
+
+
+def _train_points(catalog: Catalog, row: dict[str, Any]) -> Iterator[tuple[str, str, float, float]]:
+    workload = TrainingWorkload(batch=row["batch"], seq_len=row["seq"], precision=_PRECISION[row["mode"]],  # type: ignore[arg-type]
+                                optimizer="adamw", recompute="full" if row["checkpointing"] else "none",
+                                attention="sdpa", profile=catalog.profiles.get("hf"))
+    report = estimate_training(model_of(row), catalog.gpus.get("h200"), workload)
+    case = f"{row['mode']} b{row['batch']} s{row['seq']}{' ckpt' if row['checkpointing'] else ''}"
+    yield case, "train steady peak", report.memory.peak_tensor_bytes, row["steady_peak"]
+    yield case, "train step", report.time.step_s, row["latency"]["median_s"]
+
+
+def points(rows: list[dict[str, Any]], catalog: Catalog | None = None) -> list[RandomPoint]:
+    catalog = catalog or default_catalog()
+    out = []
+    for row in rows:
+        if row.get("error") or row["kind"] not in ("model", "lean_decode", "train"):
+            continue
+        if row["kind"] == "model" and row["phase"] == "load":
+            continue
+        found = _train_points(catalog, row) if row["kind"] == "train" else _model_points(catalog, row)
+        for case, term, predicted, measured in found:
+            out.append(RandomPoint(f"s{row.get('seed', 0)}/{row['model']}", row["config"]["model_type"],
+                                   row.get("dtype", row.get("mode", "bf16")), case, term, float(predicted),
+                                   float(measured), split_of(row)))
+    return out
+
+
+def summary(pts: list[RandomPoint]) -> list[tuple[str, str, int, int, float, RandomPoint]]:
+    """Per term and split: cases, within target, median |error|, worst point."""
+    out = []
+    for term, target in TARGETS.items():
+        for split in ("fit", "held-out"):
+            group = [p for p in pts if p.term == term and p.split == split]
+            if not group:
+                continue
+            within = sum(abs(p.error) <= target for p in group)
+            worst = max(group, key=lambda p: abs(p.error))
+            out.append((term, split, len(group), within, statistics.median(abs(p.error) for p in group), worst))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="*", type=Path)
+    parser.add_argument("--split", default="all")
+    parser.add_argument("--term", default=None)
+    parser.add_argument("--cases", action="store_true", help="print every case")
+    args = parser.parse_args()
+    pts = points(load(args.files or sorted(DATA.glob("*.jsonl"))))
+    if args.cases:
+        for p in sorted(pts, key=lambda q: (q.term, q.error)):
+            if (args.term is None or p.term == args.term) and args.split in ("all", p.split):
+                print(f"{p.term:20} {p.split:8} {p.model:14} {p.family:7} {p.dtype:5} {p.case:24} "
+                      f"pred {p.predicted:12.5g} meas {p.measured:12.5g} {p.error:+7.1%}")
+    for term, split, n, within, median, worst in summary(pts):
+        print(f"{term:20} {split:8} cases {n:3} within {within:3} median {median:6.1%} worst {worst.error:+7.1%} "
+              f"({worst.model} {worst.dtype} {worst.case})")
+
+
+if __name__ == "__main__":
+    main()
