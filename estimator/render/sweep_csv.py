@@ -1,9 +1,10 @@
 """The sweep's CSV, written a column at a time: the same bytes as ``csv.DictWriter`` writes for ``result.rows()``.
 
 A million rows through the csv module cost a Python call per field (~60 fields a row). Here numbers are formatted
-as whole numpy columns (integers digit by digit; floats by Python's ``repr``, as csv does, once per run of equal
-values), the fields that vary are laid side by side in one byte buffer per group of adjacent columns, and long
-constant fields (assumptions, weights by role) are pasted in by one ``%`` template per row. Text is quoted exactly
+as whole numpy columns (integers digit by digit; floats as Python's ``repr``, as csv writes them, computed in numpy
+by render/float_text.py, once per run of equal values), the fields that vary are laid side by side in one byte
+buffer per group of adjacent columns, and long constant fields (assumptions, weights by role) are pasted in by one
+``%`` template per row. Text is quoted exactly
 as csv quotes it (``QUOTE_MINIMAL``, ``lineterminator="\\n"``): tests/render/test_sweep_csv.py compares the bytes.
 """
 
@@ -15,10 +16,12 @@ from collections.abc import Sequence
 from itertools import groupby
 from typing import TYPE_CHECKING, Any, TextIO
 
+from estimator.render.float_text import float_reprs
+
 if TYPE_CHECKING:
     from estimator.planning.sweep import SweepBlock, SweepResult
 
-_CHUNK_ROWS = 4096  # rows formatted at once: buffers of a few MB
+_CHUNK_ROWS = 16384  # rows formatted at once: numpy's per-call cost spread over many rows
 _LONG = 48  # constant fields longer than this go into the row template instead of the byte buffers
 
 
@@ -141,17 +144,16 @@ def _integers(np: Any, values: Any, blank: Any) -> Any:
 
 
 def _floats(np: Any, values: Any) -> Any:
-    """``repr`` of every entry (csv writes floats so): whole numbers below 10¹⁶ as their digits and ".0" (as
-    repr writes them), the rest by ``repr`` itself, once per run of equal neighbours."""
+    """``repr`` of every entry (csv writes floats so), computed in numpy (render/float_text.py), once per run of
+    equal neighbours; whole numbers below 10¹⁶ as their digits and ".0" (as repr writes them)."""
     whole = (values == np.floor(values)) & (np.abs(values) < 1e16)
     if whole.all():
         digits = _integers(np, values.astype(np.int64), np.zeros(len(values), dtype=bool))
         return np.concatenate([digits, np.broadcast_to(_constant(np, ".0", 0), (len(values), 2))], axis=1)
     starts = np.ones(len(values), dtype=bool)
     starts[1:] = values[1:] != values[:-1]
-    texts = np.array(list(map(repr, values[starts].tolist())), dtype=np.bytes_)
-    matrix = texts.view(np.uint8).reshape(len(texts), -1)
-    return matrix if len(texts) == len(values) else matrix[np.cumsum(starts) - 1]
+    matrix = float_reprs(np, values[starts])
+    return matrix if len(matrix) == len(values) else matrix[np.cumsum(starts) - 1]
 
 
 def _texts(np: Any, texts: list[str], index: Any) -> Any:
