@@ -1,19 +1,21 @@
 """The sweep's CSV, written a column at a time: the same bytes as ``csv.DictWriter`` writes for ``result.rows()``.
 
 A million rows through the csv module cost a Python call per field (~60 fields a row). Here numbers are formatted
-as whole numpy columns (integers digit by digit; floats as Python's ``repr``, as csv writes them, computed in numpy
-by render/float_text.py, once per run of equal values), the fields that vary are laid side by side in one byte
-buffer per group of adjacent columns, and long constant fields (assumptions, weights by role) are pasted in by one
-``%`` template per row. Text is quoted exactly
-as csv quotes it (``QUOTE_MINIMAL``, ``lineterminator="\\n"``): tests/render/test_sweep_csv.py compares the bytes.
+as whole numpy columns, 32,768 rows at a time (integers digit by digit; floats as Python's ``repr``, as csv writes
+them, computed in numpy by render/float_text.py, once per run of equal values); every field is a byte matrix, a
+row per point, NUL-padded; a few thousand rows at a time the fields are laid side by side, the NULs dropped and
+each long constant field (assumptions, weights by role), which stands in as one marker byte, pasted in by
+``bytes.replace``. The bytes go straight to the file's buffer. Text is quoted exactly as csv quotes it
+(``QUOTE_MINIMAL``, ``lineterminator="\\n"``): tests/render/test_sweep_csv.py compares the bytes.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
-from collections.abc import Sequence
-from itertools import groupby
+import os
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from estimator.render.float_text import float_reprs
@@ -21,8 +23,10 @@ from estimator.render.float_text import float_reprs
 if TYPE_CHECKING:
     from estimator.planning.sweep import SweepBlock, SweepResult
 
-_CHUNK_ROWS = 16384  # rows formatted at once: numpy's per-call cost spread over many rows
-_LONG = 48  # constant fields longer than this go into the row template instead of the byte buffers
+_CHUNK_ROWS = 32768  # rows formatted at once: numpy's per-call cost spread over many rows
+_LAY_OUT_ROWS = 2048  # rows laid out at once: buffers of about a MB, reused by the allocator
+_LONG = 48  # constant fields longer than this stand in the byte matrix as one marker byte
+_MARKERS = tuple(chr(c) for c in range(2, 9))  # csv text here never holds a control byte
 
 
 def csv_field(value: Any) -> str:
@@ -37,42 +41,67 @@ def write_sweep_csv(result: SweepResult, handle: TextIO) -> None:
     import numpy as np
 
     handle.write(",".join(csv_field(k) for k in result.keys) + "\n")
+    write = _byte_writer(handle)
     for block in result.blocks:
         for start in range(0, block.size, _CHUNK_ROWS):
-            handle.write(_chunk(np, block, start, min(start + _CHUNK_ROWS, block.size)))
+            stop = min(start + _CHUNK_ROWS, block.size)
+            fields, long = _fields(np, block, start, stop)
+            for low in range(0, stop - start, _LAY_OUT_ROWS):
+                write(_lay_out(np, fields, long, low, min(low + _LAY_OUT_ROWS, stop - start)))
 
 
-def _chunk(np: Any, block: SweepBlock, start: int, stop: int) -> str:
-    """Rows start..stop of ``block`` as CSV text."""
+def _byte_writer(handle: TextIO) -> Callable[[bytes], Any]:
+    """Write UTF-8 bytes to ``handle``: straight to its binary buffer where it has one that takes UTF-8 and ends
+    lines with "\\n" untranslated (then no text is decoded and encoded again), else as text."""
+    buffer = getattr(handle, "buffer", None)
+    encoding = getattr(handle, "encoding", None)
+    if buffer is not None and encoding and codecs.lookup(encoding).name == "utf-8" and os.linesep == "\n":
+        handle.flush()
+        return buffer.write  # type: ignore[no-any-return]
+    return lambda data: handle.write(data.decode("utf-8"))
+
+
+def _fields(np: Any, block: SweepBlock, start: int, stop: int) -> tuple[list[Any], list[bytes]]:
+    """Rows start..stop of ``block``, every field a byte matrix (a row per point, or one row for a constant),
+    commas and the line end included; a long constant stands in as one marker byte: (fields, the constants)."""
     n = stop - start
     formatted: dict[tuple[Any, ...], Any] = {}
-    tokens: list[Any] = []  # the row, left to right: literal text (str) or per-row bytes (a byte matrix)
+    comma = _constant(np, ",", n)
+    fields: list[Any] = []
+    long: list[bytes] = []
     for key in block.keys:
-        if tokens:
-            tokens.append(",")
+        if fields:
+            fields.append(comma)
         if key in block.constants:
-            text = csv_field(block.constants[key])
-            tokens.append(text if len(text) > _LONG else _constant(np, text, n))
+            text = csv_field(block.constants[key]).encode("utf-8")
+            if len(text) > _LONG and len(long) < len(_MARKERS):
+                fields.append(_constant(np, _MARKERS[len(long)], n))
+                long.append(text)
+            else:
+                fields.append(_constant(np, text.decode("utf-8"), n))
         elif key in block.columns:  # a column that is another's array (time to first token) is formatted once
             values = block.columns[key][start:stop]
             same = (values.__array_interface__["data"][0], values.strides, values.dtype.str, np.ma.is_masked(values))
-            tokens.append(formatted[same] if same in formatted else formatted.setdefault(same, _column(np, values)))
+            fields.append(formatted[same] if same in formatted else formatted.setdefault(same, _column(np, values)))
         elif key in block.joined:
-            tokens += _joined(np, block.joined[key], start, stop)
+            fields += _joined(np, block.joined[key], start, stop)
         else:
-            tokens.append(_lazy(np, block, key, start, stop))
-    tokens.append("\n")
-    for i in range(1, len(tokens) - 1):  # a comma between per-row fields joins them in one buffer
-        if isinstance(tokens[i], str) and not isinstance(tokens[i - 1], str) and not isinstance(tokens[i + 1], str):
-            tokens[i] = _constant(np, tokens[i], n)
-    pieces: list[Any] = []  # per row: literal text and one string per run of per-row bytes, in order
-    for literal, group in groupby(tokens, key=lambda t: isinstance(t, str)):
-        items = list(group)
-        pieces.append("".join(items) if literal else _lay_out(np, items, n))
-    row: list[str] = [""] * (n * len(pieces))
-    for k, piece in enumerate(pieces):  # row i's k-th piece is at i × pieces + k
-        row[k::len(pieces)] = [piece] * n if isinstance(piece, str) else piece
-    return "".join(row)
+            fields.append(_lazy(np, block, key, start, stop))
+    fields.append(_constant(np, "\n", n))
+    return fields, long
+
+
+def _lay_out(np: Any, fields: Sequence[Any], long: Sequence[bytes], low: int, high: int) -> bytes:
+    """Rows low..high of ``fields`` side by side, the NUL padding dropped and the markers replaced: CSV bytes."""
+    n = high - low
+    matrix = np.concatenate([np.broadcast_to(f, (n, f.shape[1])) if len(f) == 1 else f[low:high] for f in fields],
+                            axis=1)
+    text: bytes = matrix[matrix != 0].tobytes()
+    for marker, literal in zip(_MARKERS, long, strict=False):
+        if _unsafe(literal):
+            raise ValueError("sweep text holds a NUL or a marker byte")  # never: estimate's texts are plain
+        text = text.replace(marker.encode("ascii"), literal)
+    return text
 
 
 def _lazy(np: Any, block: SweepBlock, key: str, start: int, stop: int) -> Any:
@@ -96,16 +125,6 @@ def _joined(np: Any, parts: Sequence[Any], start: int, stop: int) -> list[Any]:
         out.append(_constant(np, part.replace('"', '""'), n) if isinstance(part, str) else
                    _integers(np, np.asarray(part[start:stop], dtype=np.int64), np.zeros(n, dtype=bool)))
     return [*out, _constant(np, '"', n)]
-
-
-def _lay_out(np: Any, fields: Sequence[Any], n: int) -> list[str]:
-    """Each of the ``n`` rows' fields joined: one string per row."""
-    matrix = np.concatenate([np.broadcast_to(f, (n, f.shape[1])) for f in fields]
-                            + [np.full((n, 1), _END, dtype=np.uint8)], axis=1)
-    return matrix[matrix != 0].tobytes().decode("utf-8").split(chr(_END))[:-1]  # type: ignore[no-any-return]
-
-
-_END = 1  # marks the end of each row's run in the buffer (csv text here never holds a control character)
 
 
 def _constant(np: Any, text: str, n: int) -> Any:
@@ -170,7 +189,12 @@ def _quote(text: str) -> str:
 def _lookup(np: Any, texts: list[str], index: Any) -> Any:
     """The bytes of ``texts[index[i]]`` for every row i."""
     encoded = [t.encode("utf-8") for t in texts]
-    if any(b"\0" in e or bytes([_END]) in e for e in encoded):
-        raise ValueError("sweep text holds a NUL or \\x01 byte")  # never: estimate's texts are plain
+    if any(_unsafe(e) for e in encoded):
+        raise ValueError("sweep text holds a NUL or a marker byte")  # never: estimate's texts are plain
     table = np.array(encoded, dtype=np.bytes_)
     return table.view(np.uint8).reshape(len(encoded), -1)[index]
+
+
+def _unsafe(text: bytes) -> bool:
+    """Whether ``text`` holds a byte the layout uses: NUL (padding) or a marker."""
+    return any(chr(c).encode("ascii") in text for c in range(9))

@@ -6,12 +6,14 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from estimator.catalog.registry import Catalog
 from estimator.inference.workload import InferenceWorkload
 from estimator.planning.sweep import SweepResult, sweep
+from estimator.render import sweep_csv
 from estimator.render.formats import write_csv
 from estimator.render.sweep_csv import csv_field, write_sweep_csv
 
@@ -43,6 +45,24 @@ def test_columnar_csv_is_byte_identical_to_the_csv_module(shipped_catalog: Catal
     assert got.getvalue().count("\n") == 1 + 7 * 4 * 4 * 3  # header + 7 combinations × 48 points
 
 
+def test_a_file_gets_the_same_bytes_in_chunks_of_any_size(shipped_catalog: Catalog, tmp_path: Path,
+                                                            workload: Callable[..., InferenceWorkload],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # a real file takes the bytes straight to its buffer; chunk edges that cut blocks anywhere change nothing
+    result = _result(shipped_catalog, workload)
+    expected = io.StringIO()
+    writer = csv.DictWriter(expected, fieldnames=result.keys, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(result.rows())
+    monkeypatch.setattr(sweep_csv, "_CHUNK_ROWS", 7)
+    monkeypatch.setattr(sweep_csv, "_LAY_OUT_ROWS", 3)
+    path = tmp_path / "sweep.csv"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        write_sweep_csv(result, handle)
+        handle.write("after\n")  # text written after the bytes lands after them
+    assert path.read_bytes() == expected.getvalue().encode("utf-8") + b"after\n"
+
+
 def test_write_csv_takes_the_columnar_path_for_a_sweep(shipped_catalog: Catalog,
                                                        workload: Callable[..., InferenceWorkload]) -> None:
     result = _result(shipped_catalog, workload)
@@ -57,3 +77,4 @@ def test_write_csv_takes_the_columnar_path_for_a_sweep(shipped_catalog: Catalog,
                                                 ("", ""), (-12, "-12")])
 def test_csv_field_is_what_csv_writes(value: object, written: str) -> None:
     assert csv_field(value) == written
+
