@@ -145,21 +145,39 @@ def _column(np: Any, values: Any) -> Any:
 
 
 def _integers(np: Any, values: Any, blank: Any) -> Any:
-    """Decimal digits of every entry, as ``str(int)`` writes them, right-aligned; nothing where ``blank``."""
+    """Decimal digits of every entry, as ``str(int)`` writes them, NUL before them; nothing where ``blank``.
+    Four digits at a time from a table of "0000" … "9999" as 32-bit words, the leading zeros from a second."""
+    full, leading = _quad_tables(np)
     negative = values < 0
-    magnitude = np.abs(values).astype(np.uint64)
-    digits = np.ones(len(values), dtype=np.int64)
-    for k in range(1, 20):
-        digits += magnitude >= np.uint64(10**k)
-    width = np.where(blank, 0, digits + negative)
-    columns = max(int(width.max(initial=0)), 1)
-    matrix = np.empty((len(values), columns), dtype=np.uint8)
-    for k in range(columns):  # the k-th digit from the right
-        matrix[:, columns - 1 - k] = ord("0") + (magnitude // np.uint64(10**k)) % np.uint64(10)
-    rows = np.flatnonzero(negative & ~blank)
-    matrix[rows, columns - width[rows]] = ord("-")
-    matrix[np.arange(columns) < (columns - width)[:, None]] = 0
-    return matrix
+    magnitude = np.abs(values).astype(np.uint64)  # -2^63 too: its abs wraps to itself, read unsigned
+    words = max(1, (len(str(int(magnitude.max(initial=0)))) + 3) // 4)
+    matrix = np.zeros((len(values), words + 1), dtype=np.uint32)
+    matrix[:, 0] = (negative & ~blank) * np.uint32(ord("-") << 24)
+    rest = magnitude
+    for k in range(words):
+        power = np.uint64(10 ** (4 * (words - 1 - k)))
+        quad = (rest // power).astype(np.int64)
+        rest = rest - quad.astype(np.uint64) * power
+        bound = 10 ** (4 * (words - k))  # no digit before this word (below it): its zeros are leading
+        ahead = np.ones(len(values), dtype=bool) if bound >= 2**64 else magnitude < np.uint64(bound)
+        if k == words - 1:
+            quad = np.where(ahead & (quad == 0), 10_000, quad)  # the value 0 itself: one "0"
+        matrix[:, 1 + k] = np.where(ahead, leading[quad], full[np.minimum(quad, 9_999)])
+    matrix[blank] = 0
+    return matrix.view(np.uint8)
+
+
+_QUAD_TABLES: list[Any] = []
+
+
+def _quad_tables(np: Any) -> tuple[Any, Any]:
+    """("0000" … "9999", and the same without leading zeros, NUL instead, with "0" at 10,000) as 32-bit words."""
+    if not _QUAD_TABLES:
+        full = "".join(f"{k:04d}" for k in range(10_000)).encode("ascii")
+        leading = b"".join(str(k).encode("ascii").rjust(4, b"\0") for k in range(1, 10_000))
+        _QUAD_TABLES.append(np.frombuffer(full, dtype=np.uint32))
+        _QUAD_TABLES.append(np.frombuffer(b"\0\0\0\0" + leading + b"\0\0\x000", dtype=np.uint32))
+    return _QUAD_TABLES[0], _QUAD_TABLES[1]
 
 
 def _floats(np: Any, values: Any) -> Any:

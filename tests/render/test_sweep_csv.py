@@ -78,3 +78,15 @@ def test_write_csv_takes_the_columnar_path_for_a_sweep(shipped_catalog: Catalog,
 def test_csv_field_is_what_csv_writes(value: object, written: str) -> None:
     assert csv_field(value) == written
 
+
+def test_integer_digits_are_what_str_writes() -> None:
+    np = pytest.importorskip("numpy")
+    edges = [0, 1, -1, 9, 10, 99, 100, 9999, 10_000, 10_001, -10_000, 123_456_789, 2**63 - 1, -(2**63), 10**18]
+    rng = np.random.default_rng(14)
+    shifted = rng.integers(-(2**63), 2**63 - 1, 5000, dtype=np.int64) >> rng.integers(0, 63, 5000)
+    values = np.concatenate([np.array(edges, dtype=np.int64), shifted])
+    blank = np.zeros(len(values), dtype=bool)
+    blank[1::7] = True  # a blank field (None) is empty
+    rows = sweep_csv._integers(np, values, blank)
+    assert [bytes(r[r != 0]).decode() for r in rows] == ["" if b else str(v)
+                                                         for v, b in zip(values.tolist(), blank, strict=True)]
