@@ -48,22 +48,29 @@ def paired(args: list[str], repeats: int) -> tuple[list[float], list[float]]:
     return times, ratios
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=21)
-    repeats = parser.parse_args().repeats
+def measure(repeats: int) -> dict[str, float]:
+    """Print each command's figures; return each command's median ratio to the baseline."""
     for args in COMMANDS.values():
         wall(args)  # warm the OS file cache, the .pyc files and the parsed-spec cache: "cold" is a new process
     base = [wall(BASELINE) for _ in range(repeats)]
     print(f"{'python -c pass':28s} median {statistics.median(base):.3f} s  ({repeats} runs)")
+    medians = {}
     for name, args in COMMANDS.items():
         times, ratios = paired(args, repeats)
+        medians[name] = statistics.median(ratios)
         target = TARGETS.get(name)
-        met = target is not None and statistics.median(ratios) <= target
+        met = target is not None and medians[name] <= target
         verdict = "" if target is None else f"  target ≤ {target:g} ×: {'met' if met else 'NOT met'}"
-        print(f"{name:28s} median {statistics.median(times):.3f} s  = {statistics.median(ratios):5.1f} × baseline "
-              f"(pairwise median, quartiles {statistics.quantiles(ratios, n=4)[0]:.1f}-"
-              f"{statistics.quantiles(ratios, n=4)[2]:.1f}){verdict}")
+        quartiles = statistics.quantiles(ratios, n=4)
+        print(f"{name:28s} median {statistics.median(times):.3f} s  = {medians[name]:5.1f} × baseline "
+              f"(pairwise median, quartiles {quartiles[0]:.1f}-{quartiles[2]:.1f}){verdict}")
+    return medians
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=21)
+    measure(parser.parse_args().repeats)
 
 
 if __name__ == "__main__":

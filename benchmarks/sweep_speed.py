@@ -25,10 +25,8 @@ from estimator.planning.sweep import sweep
 from estimator.render.formats import write_csv
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--csv", type=Path, help="write the rows to this CSV file (default: a temporary file)")
-    args = parser.parse_args()
+def measure(csv: Path | None) -> dict[str, float]:
+    """Print the evaluation and CSV figures; return the full grid's rates and the CSV's seconds."""
     catalog = default_catalog()
     items = []
     for model, tp in (("llama-3.1-8b", 1), ("llama-3.1-70b", 4)):
@@ -41,20 +39,30 @@ def main() -> None:
     prompts = list(range(512, 512 * 51, 512))
     outputs = [128 * 2**k for k in range(10)]
     sweep(items, batches[:10], prompts[:10], outputs[:1])  # warm-up: imports, spec validation, first calls
+    figures: dict[str, float] = {}
     for label, grid_items in (("1/4 grid", items[:2]), ("full grid", items)):
         start, cpu = time.perf_counter(), time.process_time()
         result = sweep(grid_items, batches, prompts, outputs)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         print(f"{label}: {result.size:,} configurations evaluated in {seconds:.2f} s wall, {cpu:.2f} s CPU = "
               f"{result.size / seconds:,.0f} configurations/s wall, {result.size / cpu:,.0f} per CPU second (one core)")
+        figures.update(per_wall_s=result.size / seconds, per_cpu_s=result.size / cpu)
     with tempfile.TemporaryDirectory() as scratch:
-        path = args.csv or Path(scratch) / "sweep.csv"
+        path = csv or Path(scratch) / "sweep.csv"
         start, cpu = time.perf_counter(), time.process_time()
         with path.open("w", encoding="utf-8", newline="") as handle:
             write_csv(result.keys, result, handle)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         print(f"CSV: {result.size:,} rows × {len(result.keys)} columns written in {seconds:.1f} s wall, {cpu:.1f} s CPU"
               f" = {result.size / seconds:,.0f} rows/s ({path.stat().st_size / 1e9:.2f} GB)")
+        figures.update(csv_wall_s=seconds, csv_cpu_s=cpu)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", type=Path, help="write the rows to this CSV file (default: a temporary file)")
+    measure(parser.parse_args().csv)
 
 
 if __name__ == "__main__":
