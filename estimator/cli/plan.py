@@ -219,6 +219,7 @@ def _price_book(catalog: Catalog, prices: Path | None) -> Prices:
 
 def _show_plan(report: PlanReport, output_format: OutputFormat, output: Path | None, plot: Path | None) -> None:
     """The chart (--plot), then the table or the chosen file format."""
+    from estimator.notes import word
     from estimator.render.formats import write_report
     from estimator.render.plan_table import plan_rows, render_plan
 
@@ -231,7 +232,8 @@ def _show_plan(report: PlanReport, output_format: OutputFormat, output: Path | N
 
         render_plan(report, Console(record=output is not None, width=200 if output else None), record_to=output)
     else:
-        write_report(output_format.value, report, output, table=plan_rows(report), sheet="plan")
+        write_report(output_format.value, report, output, table=plan_rows(report), sheet="plan",
+                     notes=[word(n, binary=False) for n in report.assumptions])
 
 
 @app.command("sweep")

@@ -34,6 +34,8 @@ class GpuInfo(Frozen):
     compute_dtype: str
     system: str | None = None  # the server the GPUs sit in (specs/systems), when one is known
     nodes: int | None = None
+    tdp_w: float | None = None  # one board's power, the datasheet's TDP (None: not published)
+    power_w: float | None = None  # every GPU of the job at its TDP: tdp_w × GPUs
 
 
 class WorkloadInfo(Frozen):

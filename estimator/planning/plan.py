@@ -100,7 +100,8 @@ class PlanOption(Frozen):
     prefill_flops: float | None  # one prompt chunk, for the roofline chart
     decode_bytes: float | None  # one decode step of a replica
     decode_flops: float | None
-    power_w: float | None  # GPU boards
+    power_per_card_w: float | None  # one GPU board, the datasheet's TDP
+    power_w: float | None  # GPU boards, all of them
     server_power_w: float | None  # whole servers
     price_usd_per_card: float | None
     price_usd_per_server: float | None
@@ -175,7 +176,8 @@ def _option(search: Search, point: Point, prices: Prices, wanted: int | None) ->
         bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s, peak_flop_per_s=point.chunk.gpu.peak_flop_per_s,
         prefill_flops=point.chunk.time.prefill_flops, decode_bytes=None if decode is None else decode.time.decode_bytes,
         decode_flops=None if decode is None else decode.time.decode_flops,
-        power_w=None if gpu.tdp_w is None else gpu.tdp_w * gpus, server_power_w=system.server_power_w * servers,
+        power_per_card_w=gpu.tdp_w, power_w=None if gpu.tdp_w is None else gpu.tdp_w * gpus,
+        server_power_w=system.server_power_w * servers,
         price_usd_per_card=cost.price_usd_per_card, price_usd_per_server=cost.price_usd_per_server,
         price_date=cost.price_date, price_source=cost.price_source, owned_usd_per_hour=cost.owned_usd_per_hour,
         owned_basis=cost.owned_basis, owned_usd_per_million_tokens=owned_mtok,

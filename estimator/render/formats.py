@@ -20,14 +20,14 @@ if TYPE_CHECKING:
 
 from pydantic import BaseModel
 
-from estimator.errors import MissingDependency, WorkloadInvalid
+from estimator.errors import WorkloadInvalid
 from estimator.inference.report import MemoryReport, Report
 from estimator.notes import Note, word
-from estimator.render.output import atomic_path, write_text_atomically
+from estimator.render.output import write_text_atomically
+from estimator.render.xlsx import write_xlsx
 from estimator.report import flatten
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
 
-XLSX_MAX_ROWS = 1_048_576  # Excel's sheet limit, header included
 Row = Mapping[str, Any]
 
 
@@ -79,31 +79,13 @@ def to_csv(reports: Iterable[BaseModel]) -> str:
     return buffer.getvalue()
 
 
-def write_xlsx(keys: Sequence[str], rows: Iterable[Row], path: Path, *, sheet: str) -> None:
-    """The XLSX writer: a workbook with one sheet (write-only mode: constant memory); refuses more rows than
-    Excel holds."""
-    try:
-        from openpyxl import Workbook
-    except ImportError:
-        raise MissingDependency("xlsx output needs openpyxl: pip install 'estimator[xlsx]'") from None
-    book = Workbook(write_only=True)
-    ws = book.create_sheet(sheet)
-    ws.append(list(keys))
-    count = 1
-    for row in rows:
-        count += 1
-        if count > XLSX_MAX_ROWS:
-            raise WorkloadInvalid(f"more than {XLSX_MAX_ROWS - 1:,} rows do not fit an Excel sheet; use --format csv")
-        ws.append([row[k] for k in keys])
-    with atomic_path(path) as temporary:
-        book.save(temporary)
-
-
 def write_report(output_format: str, document: BaseModel | Iterable[Row], output: Path | None = None, *,
-                 table: tuple[Sequence[str], Iterable[Row]] | None = None, sheet: str = "report") -> None:
+                 table: tuple[Sequence[str], Iterable[Row]] | None = None, sheet: str = "report",
+                 notes: Sequence[str] = ()) -> None:
     """Write a report as ``json``, ``csv`` or ``xlsx`` to ``output`` (stdout when None; xlsx needs a file).
 
     ``table`` is the report's rows for CSV and XLSX (keys, rows); left out, the report flattened is one row.
+    ``notes`` (the report's assumptions, worded) go to the XLSX's "assumptions" sheet (`estimator.render.xlsx`).
     """
     if output_format not in ("json", "csv", "xlsx"):
         raise ValueError(f"write_report writes json, csv or xlsx, not {output_format!r}")  # a caller's bug
@@ -120,7 +102,7 @@ def write_report(output_format: str, document: BaseModel | Iterable[Row], output
     elif output is None:
         raise WorkloadInvalid("--format xlsx needs --output FILE.xlsx")
     else:
-        write_xlsx(keys, rows, output, sheet=sheet)
+        write_xlsx(keys, rows, output, sheet=sheet, notes=notes)
 
 
 def _to_file(output: Path | None, write: Callable[[TextIO], None]) -> None:

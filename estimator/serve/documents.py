@@ -11,7 +11,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from estimator.errors import WorkloadInvalid
-from estimator.render.formats import report_rows, write_csv, write_json, write_xlsx
+from estimator.render.formats import report_rows, write_csv, write_json
+from estimator.render.xlsx import write_xlsx
 
 FORMATS = ("json", "csv", "xlsx")
 MEDIA_TYPES = {"json": "application/json", "csv": "text/csv; charset=utf-8",

@@ -356,7 +356,8 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
         gpu=GpuInfo(name=gpu.name, requested_as=requested_gpu or gpu.name, memory_type=gpu.memory_type,
                     memory_bytes=gpu.memory_bytes, bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
                     peak_flop_per_s=peak_flop_per_s, compute_dtype=dtype,
-                    system=None if system is None else system.name, nodes=None if system is None else nodes),
+                    system=None if system is None else system.name, nodes=None if system is None else nodes,
+                    tdp_w=gpu.tdp_w, power_w=None if gpu.tdp_w is None else gpu.tdp_w * w.gpus),
         workload=_workload_info(w, time),
         memory=_memory_report(w, gpu, states, act, peak, _capacity(model, arch, gpu, w)),
         time=TrainingTimeReport(

@@ -14,6 +14,7 @@ from estimator.errors import WorkloadInvalid
 from estimator.inference.estimate import estimate
 from estimator.inference.workload import InferenceWorkload
 from estimator.render.formats import report_rows, to_csv, write_json, write_report
+from estimator.render.xlsx import header as xlsx_header
 
 ROWS = [{"a": 1, "b": {"c": [1, 2]}}, {"a": 2, "b": None}]
 
@@ -53,5 +54,5 @@ def test_one_report_to_a_file_in_every_format(catalog: Catalog, make_workload: C
     sheet = load_workbook(tmp_path / "r.xlsx").active
     assert sheet is not None
     header, values = list(sheet.values)
-    assert list(header) == report_rows([report])[0]
-    assert dict(zip(header, values, strict=True))["memory.weights_bytes"] == 16_060_522_496
+    assert list(header) == [xlsx_header(k) for k in report_rows([report])[0]]
+    assert dict(zip(header, values, strict=True))["memory.weights_bytes (GB)"] == 16_060_522_496 * 1e-9
