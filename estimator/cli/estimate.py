@@ -16,16 +16,21 @@ from pydantic import ValidationError
 
 from estimator.catalog.registry import validation_message
 from estimator.cli.options import (
+    GroupSizeOption,
+    Logits,
+    LogitsOption,
     OutputFormat,
+    OutputOption,
     PlotOption,
     SpecsDir,
     Units,
+    UnitsOption,
     catalog_for,
     check_format,
-    console,
     hardware,
     kv_format,
     positive,
+    print_table,
     weights_format,
 )
 from estimator.errors import WorkloadInvalid
@@ -55,11 +60,6 @@ if TYPE_CHECKING:
 ESTIMATE_FORMATS = (OutputFormat.table, OutputFormat.json, OutputFormat.csv)  # inference and training alike
 
 
-class Logits(str, Enum):
-    last = "last"
-    all = "all"
-
-
 class MlaCache(str, Enum):
     latent = "latent"
     decompressed = "decompressed"
@@ -77,8 +77,8 @@ def estimate_command(
                                                  "activation precision (bf16, or fp32 for fp32 models).")] = None,
     batch: Annotated[str, typer.Option(help="Concurrent sequences.")] = "1",
     prompt_tokens: Annotated[str, typer.Option(help="Prompt length per sequence (2048, 8k, 32Ki).")] = "2048",
-    output_tokens: Annotated[str, typer.Option(help="Generated tokens per sequence (their KV is cached too).")]
-    = "0",
+    output_tokens: Annotated[str, typer.Option(help="Generated tokens per sequence, their KV cached too (default "
+                                               "0: the prompt alone; plan and sweep default to 256).")] = "0",
     gpus: Annotated[str, typer.Option(help="Tensor-parallel degree: GPUs that split the model.")] = "1",
     gpu_memory: Annotated[str | None, typer.Option(help="Usable memory per GPU with its unit (96GiB, 100GB), instead "
                                                    "of the catalog's: a Mac whose wired limit was raised, a card "
@@ -87,18 +87,17 @@ def estimate_command(
                                                "`estimator systems`). Default: the GPU's common server.")] = None,
     nodes: Annotated[str | None, typer.Option(help="Servers of --system (1).")] = None,
     gpus_per_node: Annotated[str | None, typer.Option(help="GPUs per server, overriding the system's.")] = None,
-    logits: Annotated[Logits, typer.Option(help="Compute logits for the last position only, or all positions.")]
-    = Logits.last,
+    logits: LogitsOption = Logits.last,
     profile: Annotated[str, typer.Option(help="Efficiency profile: optimized (serving engine, CUDA graphs), hf "
                                          "(Hugging Face transformers eager) or megatron (training, kernel by "
                                          "kernel).")] = "optimized",
     mla_cache: Annotated[MlaCache | None, typer.Option(help="MLA models: cache the compressed latent (serving "
                                                        "engines; the optimized profile's default) or decompressed "
                                                        "K/V (transformers; the hf profile's).")] = None,
-    group_size: Annotated[int | None, typer.Option(help="Quantization group size for grouped formats.")] = None,
+    group_size: GroupSizeOption = None,
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
     = OutputFormat.table,
-    units: Annotated[Units, typer.Option(help="Table units: gb (10⁹ B) or gib (2³⁰ B).")] = Units.gb,
+    units: UnitsOption = Units.gb,
     explain: Annotated[bool, typer.Option("--explain", help="Print the arithmetic and assumptions.")] = False,
     specs_dir: SpecsDir = None,
     # Training (--mode train): see docs/training.md. Left unset, each takes the default in its help.
@@ -122,6 +121,7 @@ def estimate_command(
     lora_targets: Annotated[str | None, typer.Option(help="Train: 'all' or e.g. q,k,v,o,gate,up,down (all).")]
     = None,
     qlora: Annotated[bool, typer.Option("--qlora", help="Train: 4-bit NF4 base (needs --lora-rank).")] = False,
+    output: OutputOption = None,
     plot: PlotOption = None,
     calibration: Annotated[Path | None, typer.Option(help="Calibration file from `estimator calibrate` (default: "
                                                      "the user config dir's, when it has this card).")] = None,
@@ -134,16 +134,17 @@ def estimate_command(
     if not isinstance(report, Report):
         from estimator.cli.train import show_training
 
-        show_training(report, output_format=output_format.value, binary=units is Units.gib, explain=explain)
+        show_training(report, output_format=output_format.value, binary=units is Units.gib, explain=explain,
+                      output=output)
         return
     if plot is not None:
         from estimator.render.plot import estimate_chart  # matplotlib loads only when asked
 
         estimate_chart(report, plot)
     if output_format is OutputFormat.table:
-        render_table(report, console(), binary=units is Units.gib, explain=explain)
+        print_table(output, lambda out: render_table(report, out, binary=units is Units.gib, explain=explain))
     else:
-        write_report(output_format.value, report)
+        write_report(output_format.value, report, output)
 
 
 def estimate_report(catalog: Catalog, model_spec: ModelSpec, p: dict[str, Any]) -> Report | TrainingReport:

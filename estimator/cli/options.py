@@ -5,7 +5,7 @@ Commands import from here and never from each other, so the CLI's modules form n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -49,6 +49,33 @@ def check_format(chosen: OutputFormat, allowed: Sequence[OutputFormat], output: 
 class Units(str, Enum):
     gb = "gb"
     gib = "gib"
+
+
+class Logits(str, Enum):
+    last = "last"
+    all = "all"
+
+
+# Options that mean the same in every command that takes them (estimate, plan, sweep).
+LogitsOption = Annotated[Logits, typer.Option(help="Compute logits for the last position only, or all positions.")]
+GroupSizeOption = Annotated[int | None, typer.Option(help="Quantization group size for grouped formats (gptq-int4, "
+                                                          "awq-int4, nf4, mxfp4, nvfp4).")]
+UnitsOption = Annotated[Units, typer.Option(help="Table units: gb (10⁹ B) or gib (2³⁰ B).")]
+
+
+def refuse(command: str, given: dict[str, bool]) -> None:
+    """One line for the options of another command that ``command`` takes only to say where they apply:
+    ``given`` maps each such flag to whether it was set."""
+    where = {
+        "--explain": "prints one estimate's arithmetic: run `estimator estimate --explain` with one point's --gpu "
+                     "and --gpus",
+        "--units": ("chooses a table's units in estimate; plan's table is in GB, and --format json or csv gives "
+                    "bytes" if command == "plan" else "chooses a table's units; sweep writes bytes in every column"),
+    }
+    flags = [flag for flag, set_ in given.items() if set_]
+    if flags:
+        raise WorkloadInvalid(f"{command} does not take " + " or ".join(flags) + ": "
+                              + "; ".join(f"{flag} {where[flag]}" for flag in flags))
 
 
 SpecsDir = Annotated[Path | None, typer.Option("--specs-dir", help="Read specs from this folder instead of the "
@@ -125,6 +152,22 @@ def console() -> Console:
     from rich.console import Console
 
     return Console()
+
+
+FILE_TABLE_COLUMNS = 200  # a table written to a file (-o) has no terminal: laid out as plan lays out its file
+
+
+def print_table(output: Path | None, draw: Callable[[Console], None]) -> None:
+    """A table to the terminal, or (``-o FILE``) to ``output``, written atomically, without terminal colours."""
+    if output is None:
+        draw(console())
+        return
+    from rich.console import Console
+
+    from estimator.render.output import write_text_atomically
+
+    write_text_atomically(output, lambda handle: draw(Console(file=handle, width=FILE_TABLE_COLUMNS,
+                                                               color_system=None)))
 
 
 def hardware(catalog: Catalog, gpu: str | None, system: str | None, nodes: str | None, gpus_per_node: str | None,

@@ -16,15 +16,20 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 import typer
 
 from estimator.cli.options import (
+    GroupSizeOption,
+    Logits,
+    LogitsOption,
     OutputFormat,
     OutputOption,
     PlotOption,
     SpecsDir,
+    Units,
     catalog_for,
     check_format,
     kv_format,
     number_format,
     positive,
+    refuse,
 )
 
 if TYPE_CHECKING:
@@ -82,33 +87,49 @@ def _number(option: str, text: str | None) -> float | None:
     return value
 
 
-def _formats(catalog: Catalog, dtype: str, kv_dtype: str | None) -> tuple[NumberFormat, NumberFormat]:
-    """The weight format and the KV format, defaulting as `estimate` does."""
-    weights = number_format(catalog, dtype, None)
+def _formats(catalog: Catalog, dtype: str, kv_dtype: str | None,
+             group_size: int | None = None) -> tuple[NumberFormat, NumberFormat]:
+    """The weight format (with --group-size) and the KV format, defaulting as `estimate` does."""
+    weights = number_format(catalog, dtype, group_size)
     return weights, kv_format(catalog, weights, kv_dtype)
 
 
-def _workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profile: str, **fields: int) -> InferenceWorkload:
+def _workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profile: str, p: dict[str, Any],
+              **fields: int) -> InferenceWorkload:
     from pydantic import ValidationError
 
     from estimator.catalog.registry import validation_message
     from estimator.errors import WorkloadInvalid
     from estimator.inference.workload import InferenceWorkload
 
-    weights, kv = _formats(catalog, dtype, kv_dtype)
+    weights, kv = _formats(catalog, dtype, kv_dtype, p.get("group_size"))
     try:
         return InferenceWorkload(weight_format=weights, kv_format=kv, profile=catalog.profiles.get(profile),
-                                 **fields)
+                                 logits=str(getattr(p.get("logits"), "value", p.get("logits") or "last")), **fields)
     except ValidationError as error:
         raise WorkloadInvalid(validation_message(error)) from None
 
 
-def _candidates(catalog: Catalog, gpus: str | None,
+def plan_cards(gpu: list[str] | str | None, gpus: str | None) -> list[str] | None:
+    """The cards `plan` compares: every --gpu (repeated or comma-separated) and the deprecated --gpus; None: none
+    named. A number given to --gpus (the tensor-parallel degree elsewhere) is refused: plan searches it."""
+    from estimator.errors import WorkloadInvalid
+
+    given = [gpu] if isinstance(gpu, str) else list(gpu or [])
+    if gpus is not None:
+        if all(t.strip().isdigit() for t in _split(gpus)):
+            raise WorkloadInvalid(f"--gpus {gpus}: plan searches the tensor-parallel degree and the GPU count "
+                                  "itself; name the cards to compare with --gpu (e.g. --gpu h100)")
+        given.append(gpus)
+    return [name for text in given for name in _split(text)] or None
+
+
+def _candidates(catalog: Catalog, gpus: list[str] | None,
                 systems: str | None) -> tuple[list[tuple[SystemSpec, GpuSpec]], list[GpuSpec]]:
     """(system, GPU) pairs to compare, and the named GPUs no system holds."""
     chosen = [] if systems is None else [catalog.systems.get(name) for name in _split(systems)]
     unplaced = []
-    for name in [] if gpus is None else _split(gpus):
+    for name in gpus or []:
         card = catalog.gpus.get(name)
         found = catalog.systems_for(card)
         chosen += found
@@ -140,13 +161,19 @@ def estimate_plot(report: Report, path: Path) -> None:
 def plan_command(
     model: Annotated[str, typer.Option("--model", "-m", help="Catalog name, config.json, or a size such as 70b.")],
     prompt_tokens: Annotated[str, typer.Option(help="Prompt length per request.")] = "2048",
-    output_tokens: Annotated[str, typer.Option(help="Generated tokens per request.")] = "256",
+    output_tokens: Annotated[str, typer.Option(help="Generated tokens per request (default 256, a typical reply, "
+                                               "as sweep; estimate defaults to 0, the prompt alone).")] = "256",
     concurrency: Annotated[str | None, typer.Option(help="Requests served at once.")] = None,
     target_tokens_per_s: Annotated[str | None, typer.Option(help="Aggregate generated tokens/s to reach.")] = None,
     max_ttft_s: Annotated[str | None, typer.Option(help="Limit on time to first token, seconds.")] = None,
     max_tpot_s: Annotated[str | None, typer.Option(help="Limit on time per output token, seconds.")] = None,
-    gpus: Annotated[str | None, typer.Option(help="Cards to compare, each in every server of specs/systems "
-                                             "that holds it, e.g. a100,h100,l40s (default: every system).")] = None,
+    gpu: Annotated[list[str] | None, typer.Option("--gpu", "-g", help="Cards to compare, repeatable or "
+                                                  "comma-separated (--gpu a100 --gpu h100, --gpu a100,h100,l40s), "
+                                                  "each in every server of specs/systems that holds it (default: "
+                                                  "every system).")] = None,
+    gpus: Annotated[str | None, typer.Option(help="Deprecated here: the old spelling of --gpu (cards). In estimate "
+                                             "and sweep --gpus is the tensor-parallel degree; plan searches that "
+                                             "itself. Still read, with a warning.")] = None,
     systems: Annotated[str | None, typer.Option(help="Servers to compare, e.g. hgx-h100,gb200-nvl72,pcie-l40s "
                                                 "(`estimator systems`).")] = None,
     headroom: Annotated[str, typer.Option(help="Fraction of GPU memory kept free, as engines keep it (0.10).")]
@@ -166,6 +193,11 @@ def plan_command(
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json, csv or xlsx.")]
     = OutputFormat.table,
     output: OutputOption = None,
+    logits: LogitsOption = Logits.last,
+    group_size: GroupSizeOption = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Not taken here: see estimate --explain.")] = False,
+    units: Annotated[Units | None, typer.Option(help="Not taken here: plan's table is in GB; --format json gives "
+                                                "bytes.")] = None,
     plot: PlotOption = None,
     specs_dir: SpecsDirOption = None,
 ) -> None:
@@ -176,6 +208,9 @@ def plan_command(
     catalog = catalog_for(specs_dir)
     report = plan_report(catalog, catalog.model(model), params)
     _show_plan(report, output_format, output, plot)
+    if gpus is not None:  # once all went well: a refused input stays one line, with no warning before it
+        sys.stderr.write(f"warning: plan --gpus is deprecated and will be removed: use --gpu {gpus} (--gpus is the "
+                         "tensor-parallel degree in estimate and sweep)\n")
 
 
 def plan_report(catalog: Catalog, model_spec: ModelSpec, p: dict[str, Any]) -> PlanReport:
@@ -183,13 +218,14 @@ def plan_report(catalog: Catalog, model_spec: ModelSpec, p: dict[str, Any]) -> P
     conversion of its options, which the command and `estimator serve` share."""
     from estimator.planning.plan import Goal, Settings, plan
 
-    gpus, systems, concurrency = p["gpus"], p["systems"], p["concurrency"]
+    refuse("plan", {"--explain": bool(p.get("explain")), "--units": p.get("units") is not None})
+    systems, concurrency = p["systems"], p["concurrency"]
     target_tokens_per_s, max_ttft_s, max_tpot_s = p["target_tokens_per_s"], p["max_ttft_s"], p["max_tpot_s"]
     headroom, step_tokens, max_nodes = p["headroom"], p["step_tokens"], p["max_nodes"]
     allow_tp_across_domains, dtype, kv_dtype, profile = (p["allow_tp_across_domains"], p["dtype"], p["kv_dtype"],
                                                          p["profile"])
     prompt_tokens, output_tokens, prices, sort = p["prompt_tokens"], p["output_tokens"], p["prices"], p["sort"]
-    candidates, unplaced = _candidates(catalog, gpus, systems)
+    candidates, unplaced = _candidates(catalog, plan_cards(p.get("gpu"), p["gpus"]), systems)
     fraction = _fraction("--headroom", headroom)
     settings = Settings(headroom=fraction, step_tokens=positive("--step-tokens", step_tokens),
                         max_nodes=positive("--max-nodes", max_nodes), allow_tp_across=allow_tp_across_domains)
@@ -197,7 +233,7 @@ def plan_report(catalog: Catalog, model_spec: ModelSpec, p: dict[str, Any]) -> P
                 target_tokens_per_s=_number("--target-tokens-per-s", target_tokens_per_s),
                 max_ttft_s=_number("--max-ttft-s", max_ttft_s), max_tpot_s=_number("--max-tpot-s", max_tpot_s))
     goal.check()
-    workload = _workload(catalog, dtype, kv_dtype, profile, prompt_tokens=positive("--prompt-tokens", prompt_tokens),
+    workload = _workload(catalog, dtype, kv_dtype, profile, p, prompt_tokens=positive("--prompt-tokens", prompt_tokens),
                          output_tokens=positive("--output-tokens", output_tokens, allow_zero=True))
     return plan(model_spec, candidates, workload, goal, _price_book(catalog, prices), sort=SortBy(sort).value,
                 settings=settings, unplaced=unplaced)
@@ -244,12 +280,17 @@ def sweep_command(
     kv_dtype: Annotated[str | None, typer.Option(help="KV-cache format (default as estimate).")] = None,
     batch: Annotated[str, typer.Option(help="Batches, comma-separated (1,8,64).")] = "1",
     prompt_tokens: Annotated[str, typer.Option(help="Prompt lengths (1k,8k,32k).")] = "2048",
-    output_tokens: Annotated[str, typer.Option(help="Output lengths.")] = "256",
+    output_tokens: Annotated[str, typer.Option(help="Generated tokens per sequence, comma-separated (default 256, "
+                                               "as plan; estimate defaults to 0, the prompt alone).")] = "256",
     gpus: Annotated[str, typer.Option(help="Tensor-parallel degrees, comma-separated.")] = "1",
     profile: Annotated[str, typer.Option(help="Efficiency profile: optimized or hf.")] = "optimized",
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="csv, json or xlsx (table: csv).")]
     = OutputFormat.csv,
     output: OutputOption = None,
+    logits: LogitsOption = Logits.last,
+    group_size: GroupSizeOption = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Not taken here: see estimate --explain.")] = False,
+    units: Annotated[Units | None, typer.Option(help="Not taken here: sweep writes bytes.")] = None,
     plot: PlotOption = None,
     progress: Annotated[bool, typer.Option(help="Progress bar (shown only in a terminal).")] = True,
     specs_dir: SpecsDirOption = None,
@@ -261,7 +302,8 @@ def sweep_command(
     check_format(output_format, list(OutputFormat), output)
     catalog = catalog_for(specs_dir)
     params = {"model": model, "gpu": gpu, "dtype": dtype, "kv_dtype": kv_dtype, "batch": batch,
-              "prompt_tokens": prompt_tokens, "output_tokens": output_tokens, "gpus": gpus, "profile": profile}
+              "prompt_tokens": prompt_tokens, "output_tokens": output_tokens, "gpus": gpus, "profile": profile,
+              "logits": logits, "group_size": group_size, "explain": explain, "units": units}
     grid = sweep_grid(catalog, catalog.model, params)
     if progress and sys.stderr.isatty() and grid.total >= 100_000:
         from rich.progress import Progress
@@ -300,6 +342,7 @@ def sweep_grid(catalog: Catalog, model_for: Callable[[str], ModelSpec], p: dict[
     from estimator.errors import WorkloadInvalid
     from estimator.model.parallel import valid_tensor_parallel
 
+    refuse("sweep", {"--explain": bool(p.get("explain")), "--units": p.get("units") is not None})
     batches = _counts("--batch", p["batch"])
     prompts = _counts("--prompt-tokens", p["prompt_tokens"])
     outputs = _counts("--output-tokens", p["output_tokens"], allow_zero=True)
@@ -312,7 +355,7 @@ def sweep_grid(catalog: Catalog, model_for: Callable[[str], ModelSpec], p: dict[
                 for tp in _counts("--gpus", p["gpus"]):
                     if valid_tensor_parallel(model_spec.arch, tp):
                         raise WorkloadInvalid(f"{model_spec.name}: {valid_tensor_parallel(model_spec.arch, tp)}")
-                    w = _workload(catalog, fmt, p["kv_dtype"], p["profile"], tensor_parallel=tp)
+                    w = _workload(catalog, fmt, p["kv_dtype"], p["profile"], p, tensor_parallel=tp)
                     items.append((model_spec, gpu_spec, w, gpu_name))
     return SweepGrid(items, batches, prompts, outputs)
 

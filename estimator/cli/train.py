@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from rich.console import Console
 
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.registry import Catalog, validation_message
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
+from estimator.cli.options import print_table
 from estimator.errors import WorkloadInvalid
 from estimator.render.formats import write_report
 from estimator.render.training_table import render_training_table
@@ -57,12 +58,13 @@ def _count(name: str, text: str | None, default: int) -> int:
     return value
 
 
-def show_training(report: TrainingReport, *, output_format: str, binary: bool, explain: bool) -> None:
-    """Write the training report to stdout: the table, or the chosen file format."""
+def show_training(report: TrainingReport, *, output_format: str, binary: bool, explain: bool,
+                  output: Path | None = None) -> None:
+    """Write the training report to stdout (or ``output``): the table, or the chosen file format."""
     if output_format == "table":
-        render_training_table(report, Console(), binary=binary, explain=explain)
+        print_table(output, lambda out: render_training_table(report, out, binary=binary, explain=explain))
     else:
-        write_report(output_format, report)
+        write_report(output_format, report, output)
 
 
 def training_report(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, requested_gpu: str, batch: str,

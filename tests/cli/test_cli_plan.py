@@ -58,13 +58,13 @@ def test_prices_file_changes_figures_and_sentences(tmp_path: Path) -> None:
 
 
 def test_plan_json_and_xlsx(tmp_path: Path) -> None:
-    done = run(*PLAN, "--gpus", "h100,a100,l4", "--format", "json")
+    done = run(*PLAN, "--gpu", "h100,a100,l4", "--format", "json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert [o["system"] for o in data["options"]][:1] == ["hgx-h100"] or data["options"][0]["system"]
     assert data["goal"]["concurrency"] == 32
     out = tmp_path / "plan.xlsx"
-    assert run(*PLAN, "--gpus", "h100", "--format", "xlsx", "-o", str(out)).returncode == 0
+    assert run(*PLAN, "--gpu", "h100", "--format", "xlsx", "-o", str(out)).returncode == 0
     assert out.stat().st_size > 0
 
 
@@ -86,7 +86,7 @@ def test_sweep_csv_and_plots(tmp_path: Path) -> None:
     (["plan", "--model", "llama-3.1-70b", "--concurrency", "0"], "--concurrency must be positive"),
     (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--target-tokens-per-s", "9"], "not both"),
     (["plan", "--model", "llama-3.1-70b", "--max-ttft-s", "nan"], "positive finite"),
-    (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--gpus", "h1000"], "unknown GPU"),
+    (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--gpu", "h1000"], "unknown GPU"),
     (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--prices", "/nonexistent.yaml"], "cannot read"),
     (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--format", "xlsx"], "needs --output"),
     (["plan", "--model", "llama-3.1-70b", "--concurrency", "4", "--systems", "hgx-h1000"], "unknown system"),

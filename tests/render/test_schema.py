@@ -84,7 +84,7 @@ def test_train_output_follows_its_schema(cli: Cli, args: list[str]) -> None:
 
 def test_plan_output_follows_its_schema(cli: Cli) -> None:
     result = cli("plan", "--model", "llama-3.1-70b", "--concurrency", "32", "--max-tpot-s", "0.05",
-                 "--gpus", "h100,a100,l4,rtx-4090", "--format", "json")
+                 "--gpu", "h100,a100,l4,rtx-4090", "--format", "json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert {o["feasible"] for o in data["options"]} == {True, False}  # both kinds of row are checked
