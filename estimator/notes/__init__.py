@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import computed_field, model_validator
 
 from estimator.notes.arithmetic import EXPECTED as _EXPECTED
-from estimator.notes.arithmetic import Bytes, divided, expected, kv_split, weights_split
+from estimator.notes.arithmetic import Bytes, divided, expected, kv_split, span, weights_split
 from estimator.report import Frozen
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
 
@@ -298,7 +298,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.KV_PART: ({"window": _OPT_INT, "layers": int, "tokens": int, "sequences": int, "bytes_per_token_layer": int,
                  "elements": str, "kv_dtype": str, "total_bytes": int, "gpus": int, "split": int, "bytes": int},
                 lambda v, b: (
-        f"KV cache[{_span(v['window'])}]: {v['layers']} layers × {v['tokens']:,} tokens × {v['sequences']} sequences × "
+        f"KV cache[{span(v['window'])}]: {v['layers']} layers × {v['tokens']:,} tokens × {v['sequences']} sequences × "
         f"{v['bytes_per_token_layer']:,} B/token/layer ({v['elements']} elements, {v['kv_dtype']}) = "
         f"{b(v['total_bytes'])}" + kv_split(v, b))),
     _C.KV_PREFILL_FULL: ({"layers": int, "tokens": int, "sequences": int, "bytes_per_token_layer": int, "split": int,
@@ -351,10 +351,6 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         f"{v['efficiency']}) = {format_seconds(v['compute_s'])}; optimizer {format_seconds(v['optimizer_s'])}; "
         f"communication {format_seconds(v['communication_s'])}")),
 }
-
-
-def _span(window: int | None) -> str:
-    return "global" if window is None else f"window {window:,}"
 
 
 def _fits_type(value: NoteValue, kind: type | tuple[type, ...]) -> bool:

@@ -14,6 +14,11 @@ EXPECTED: dict[str, type | tuple[type, ...]] = {
     "fixed_s": float, "host_s": float, "communication_s": float, "bound_s": float, "seconds": float}
 
 
+def span(window: int | None) -> str:
+    """The attention span a KV part covers: every token, or a sliding window."""
+    return "global" if window is None else f"window {window:,}"
+
+
 def divided(split: int) -> str:
     """`` ÷ N`` where a term divides over N GPUs, nothing where it does not."""
     return f" ÷ {split}" if split > 1 else ""
