@@ -255,7 +255,6 @@ def _price_book(catalog: Catalog, prices: Path | None) -> Prices:
 
 def _show_plan(report: PlanReport, output_format: OutputFormat, output: Path | None, plot: Path | None) -> None:
     """The chart (--plot), then the table or the chosen file format."""
-    from estimator.notes import word
     from estimator.render.formats import write_report
     from estimator.render.plan_table import plan_rows, render_plan
 
@@ -269,7 +268,14 @@ def _show_plan(report: PlanReport, output_format: OutputFormat, output: Path | N
         render_plan(report, Console(record=output is not None, width=200 if output else None), record_to=output)
     else:
         write_report(output_format.value, report, output, table=plan_rows(report), sheet="plan",
-                     notes=[word(n, binary=False) for n in report.assumptions])
+                     notes=plan_notes(report))
+
+
+def plan_notes(report: PlanReport) -> list[str]:
+    """The plan's assumptions, worded, for the XLSX's "assumptions" sheet (`plan` and `estimator serve`)."""
+    from estimator.notes import word
+
+    return [word(n, binary=False) for n in report.assumptions]
 
 
 @app.command("sweep")

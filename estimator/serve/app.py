@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from estimator.catalog.registry import validation_message
+from estimator.cli.plan import plan_notes
 from estimator.errors import EstimatorError, MissingDependency
 from estimator.inference.report import Report
 from estimator.planning.plan import PlanReport
@@ -92,7 +93,9 @@ async def _respond(request: Request, work: Callable[[], tuple[Any, Table | None,
             return _error(414, [("query", f"a query holds at most {MAX_QUERY_CHARS:,} characters")])
         output_format = chosen_format(request.query_params.get("format"), request.headers.get("accept"))
         document, table, sheet = await run_in_threadpool(work)
-        body = await run_in_threadpool(document_bytes, output_format, document, table=table, sheet=sheet)
+        notes = plan_notes(document) if isinstance(document, PlanReport) else []  # as `plan -f xlsx` writes them
+        body = await run_in_threadpool(document_bytes, output_format, document, table=table, sheet=sheet,
+                                       notes=notes)
     except Exception as error:
         return answer_error(error, _query(request))
     headers = {}

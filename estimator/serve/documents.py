@@ -34,9 +34,9 @@ def chosen_format(query_format: str | None, accept: str | None) -> str:
 
 
 def document_bytes(output_format: str, document: BaseModel | Iterable[Mapping[str, Any]], *,
-                   table: Table | None = None, sheet: str = "report") -> bytes:
+                   table: Table | None = None, sheet: str = "report", notes: Sequence[str] = ()) -> bytes:
     """What ``--format FORMAT`` writes for ``document`` (``table``: its rows for CSV and XLSX, as `write_report`
-    takes them; left out, the report flattened is one row)."""
+    takes them; left out, the report flattened is one row; ``notes``: the XLSX's assumptions sheet)."""
     if output_format == "json":
         text = io.StringIO()
         write_json(document, text)
@@ -52,5 +52,5 @@ def document_bytes(output_format: str, document: BaseModel | Iterable[Mapping[st
         return text.getvalue().encode()
     with tempfile.TemporaryDirectory(prefix="estimator-serve-") as folder:
         path = Path(folder) / "report.xlsx"
-        write_xlsx(keys, rows, path, sheet=sheet)
+        write_xlsx(keys, rows, path, sheet=sheet, notes=notes)
         return path.read_bytes()

@@ -7,7 +7,7 @@ import io
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -77,6 +77,21 @@ def test_plan_json_and_csv_are_the_cli_s(client: TestClient, cli: Cli) -> None:
     rows = list(csv.reader(io.StringIO(answer.text)))
     assert rows[0][:3] == ["model", "dtype", "kv_dtype"]  # the header row (acceptance 2), then one row per option
     assert len(rows) == 1 + len(json.loads(client.get("/v1/plan", params=PLAN).text)["options"])
+
+
+def test_plan_xlsx_is_the_cli_s_workbook(client: TestClient, cli: Cli, tmp_path: Path) -> None:
+    """Every sheet and cell of `plan --format xlsx -o FILE` (the rows, the assumptions sheet)."""
+    openpyxl = pytest.importorskip("openpyxl")
+    written = tmp_path / "plan.xlsx"
+    assert cli("plan", *_flags(PLAN), "--format", "xlsx", "-o", str(written)).exit_code == 0
+    answer = client.get("/v1/plan", params={**PLAN, "format": "xlsx"})
+
+    def cells(book: Any) -> dict[str, list[tuple[Any, ...]]]:
+        return {name: list(book[name].iter_rows(values_only=True)) for name in book.sheetnames}
+
+    served = cells(openpyxl.load_workbook(io.BytesIO(answer.content)))
+    assert served == cells(openpyxl.load_workbook(written))
+    assert set(served) >= {"plan", "assumptions"}
 
 
 def test_plan_xlsx_holds_the_csv_rows(client: TestClient) -> None:
