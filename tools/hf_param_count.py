@@ -67,6 +67,17 @@ TEXT_MODEL_TYPE = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": 
                    "qwen3_5_moe": "qwen3_5_moe_text", "mistral3": "mistral", "kimi_k25": "kimi_k2"}
 
 
+# Multimodal wrappers whose towers the estimator counts (estimator/catalog/towers.py): the whole model is built,
+# vision or audio tower and projector included, by its transformers class.
+FULL_MODEL_CLASSES = {"qwen3_vl": "Qwen3VLForConditionalGeneration",
+                      "qwen3_vl_moe": "Qwen3VLMoeForConditionalGeneration",
+                      "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
+                      "mistral3": "Mistral3ForConditionalGeneration",
+                      "voxtral": "VoxtralForConditionalGeneration"}
+# Text models transformers builds only inside their wrapper (no causal-LM class): the bare model plus an LM head.
+BARE_TEXT_MODELS = {"qwen3_vl_text", "qwen3_vl_moe_text", "qwen2_5_vl_text"}
+
+
 def text_config(config: dict[str, Any]) -> dict[str, Any]:
     """The language model's config: the config itself, or a wrapper's nested text config (which inherits the
     wrapper's tie_word_embeddings when it has none, as the composite model ties them)."""
@@ -105,7 +116,18 @@ def count_file(path: Path) -> int:
 
 
 def count_params(config: dict[str, Any]) -> int:
+    wrapper = str(config.get("model_type"))
+    if wrapper in FULL_MODEL_CLASSES:
+        full = AutoConfig.for_model(wrapper, **{k: v for k, v in config.items() if k not in IGNORED_CONFIG_KEYS})
+        with torch.device("meta"):
+            whole = getattr(transformers, FULL_MODEL_CLASSES[wrapper])(full)
+        return sum(p.numel() for p in whole.parameters())
     cfg = build_config(config)
+    if cfg.model_type in BARE_TEXT_MODELS:
+        with torch.device("meta"):
+            bare = AutoModel.from_config(cfg)
+        head = 0 if getattr(cfg, "tie_word_embeddings", False) else cfg.vocab_size * cfg.hidden_size
+        return sum(p.numel() for p in bare.parameters()) + head
     auto_class = AUTO_CLASS_BY_MODEL_TYPE.get(cfg.model_type, DEFAULT_AUTO_CLASS)
     with torch.device("meta"):
         model = auto_class.from_config(cfg)

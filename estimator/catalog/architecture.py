@@ -186,6 +186,10 @@ class Architecture(_Arch):
     max_position_embeddings: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
     hidden_act: str | None = None  # config.json's activation name (e.g. gelu_new, silu)
     final_logit_softcapping: bool = False  # Gemma 2: logits ÷ cap → tanh → × cap
+    # a multimodal wrapper's vision/audio towers and projector (estimator.catalog.towers): (name, role, numel,
+    # count) rows, and the config keys they were read from
+    towers: tuple[tuple[str, str, int, int], ...] = ()
+    towers_read: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> Architecture:

@@ -34,9 +34,10 @@ COMPUTE_DTYPE = {"BF16": "bf16", "F16": "fp16", "F32": "fp32", "F8_E4M3": "fp8",
 # (model.layers.0.self_attn.q_proj.weight) and GGUF names (blk.0.attn_q.weight, llama.cpp's gguf-py
 # constants.py TENSOR_NAMES) alike; a multimodal wrapper's towers come first, then the small tensors by suffix.
 ROLE_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("projector", r"multi_modal_projector|mm_projector|audio_language_adapter|vision_projection|^mm\.|"
+                  r"visual\.(merger|deepstack_merger)"),
     ("vision_tower", r"^(model\.)?(visual|vision_tower|vision_model|vision_encoder|image_encoder|vpm)\.|^v\."),
     ("audio_tower", r"^(model\.)?(audio_tower|audio_encoder|audio_model|whisper_encoder|apm)\.|^a\."),
-    ("projector", r"multi_modal_projector|mm_projector|audio_language_adapter|vision_projection|^mm\."),
     ("ssm", r"A_log$|\.D$|dt_bias$|conv1d|ssm_(a|d|dt)\b"),
     ("norm", r"(?i:norm)|\bln_|sinks$"),
     ("bias", r"[._]bias$"),

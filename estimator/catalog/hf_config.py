@@ -23,6 +23,7 @@ from estimator.catalog.architecture import (
 )
 from estimator.catalog.families import family, family_names
 from estimator.catalog.family_reader import read_family
+from estimator.catalog.towers import TOWER_READERS, WRAPPER_TIES, tower_rows
 from estimator.errors import SpecInvalid
 
 Config = Mapping[str, Any]
@@ -194,7 +195,9 @@ READERS: dict[str, Callable[[Config], Architecture]] = {
 _NESTED_TEXT = ("text_config", "language_config", "llm_config")
 # Wrappers whose nested text config may omit its own model_type: the text family transformers uses for it.
 _TEXT_MODEL_TYPE = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
-                    "qwen3_5_moe": "qwen3_5_moe_text", "mistral3": "mistral", "kimi_k25": "kimi_k2"}
+                    "qwen3_5_moe": "qwen3_5_moe_text", "mistral3": "mistral", "kimi_k25": "kimi_k2",
+                    "qwen3_vl": "qwen3_vl_text", "qwen3_vl_moe": "qwen3_vl_moe_text", "qwen2_5_vl": "qwen2_5_vl_text",
+                    "voxtral": "llama"}
 
 
 def supported_model_types() -> list[str]:
@@ -222,22 +225,30 @@ def _unwrapped(config: Config) -> Config | None:
             inner = dict(nested)
             if _reader(inner.get("model_type")) is None and model_type in _TEXT_MODEL_TYPE:
                 inner["model_type"] = _TEXT_MODEL_TYPE[str(model_type)]
-            if "tie_word_embeddings" in config:  # the composite model ties by the wrapper's word
+            if model_type in WRAPPER_TIES:  # the whole model is built: the wrapper's word (or default) decides
+                inner["tie_word_embeddings"] = config.get("tie_word_embeddings", WRAPPER_TIES[str(model_type)])
+            elif "tie_word_embeddings" in config:  # the composite model ties by the wrapper's word
                 inner.setdefault("tie_word_embeddings", config["tie_word_embeddings"])
             return inner
     return None
 
 
 def architecture_from_config(config: Config) -> Architecture:
-    """Read a config.json dict; nested text models (``text_config``) are unwrapped first."""
+    """Read a config.json dict; nested text models (``text_config``) are unwrapped first, and a multimodal
+    wrapper's towers (`estimator.catalog.towers`) are added to the text model's tensors."""
     if not isinstance(config, Mapping):
         raise SpecInvalid("config.json must hold a JSON object")
     model_type = config.get("model_type")
     reader = _reader(model_type)
+    inner = _unwrapped(config) if reader is None or model_type in TOWER_READERS else None
+    arch = architecture_from_config(inner) if inner is not None else _read(reader, config)
+    rows, keys = tower_rows(config)
+    return arch.model_copy(update={"towers": rows, "towers_read": keys}) if rows else arch
+
+
+def _read(reader: Callable[[Config], Architecture] | None, config: Config) -> Architecture:
+    model_type = config.get("model_type")
     if reader is None:
-        inner = _unwrapped(config)
-        if inner is not None:
-            return architecture_from_config(inner)
         if model_type is None:
             raise SpecInvalid("config.json lacks required field 'model_type'")
         raise SpecInvalid(f"unsupported model_type {model_type!r}; supported: {', '.join(supported_model_types())}")

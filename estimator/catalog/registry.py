@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.checkpoint_files import StoredWeights, stored_safetensors
 from estimator.catalog.checkpoint_quant import CheckpointQuant, read_quantization
 from estimator.catalog.files import default_specs_dir, read_yaml
@@ -84,6 +84,7 @@ def model_from_mapping(data: Mapping[str, Any], path: Path) -> ModelSpec:
             hf_params=data.get("hf_params"),
             notes=data.get("notes"),
             sources=tuple(data.get("sources") or ()),
+            uncounted_towers=_uncounted(data["config"], arch),
         )
     except ValidationError as error:
         raise SpecInvalid(f"{path}: {validation_message(error)}") from None
@@ -239,8 +240,13 @@ def _local_path(text: str) -> Path | None:
         return None
 
 
-# A multimodal wrapper's non-text towers: read through text_config, these are not counted yet, and the report says so.
+# A multimodal wrapper's non-text towers: those no tower reader (catalog/towers.py) counts, the report names.
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")
+
+
+def _uncounted(config: Mapping[str, Any], arch: Architecture) -> tuple[str, ...]:
+    """A wrapper's tower configs that no tower reader counted (the report warns of each)."""
+    return tuple(k for k in _TOWER_KEYS if isinstance(config.get(k), Mapping) and k not in arch.towers_read)
 
 
 def _checkpoint(config: Any) -> tuple[CheckpointQuant | None, str | None]:
@@ -305,7 +311,7 @@ def model_from_config(config: Any, *, source: str, default_name: str,
     except SpecInvalid as error:
         raise SpecInvalid(f"{source}: {error}") from None
     name = config.get("_name_or_path") or default_name
-    towers = tuple(key for key in _TOWER_KEYS if isinstance(config.get(key), Mapping))
+    towers = _uncounted(config, arch)
     return ModelSpec(name=str(name) or default_name, arch=arch, sources=(source,), checkpoint=checkpoint,
                      checkpoint_error=checkpoint_error, stored=stored, uncounted_towers=towers)
 

@@ -25,7 +25,7 @@ from estimator.model.capacity import gpus_required, max_batch, max_context_token
 from estimator.model.collectives import gpu_in_group, group_link
 from estimator.model.compute import expected_distinct_experts
 from estimator.model.footprint import GpuMemory, memory_per_gpu, rank_kv_bytes, rank_kv_layers
-from estimator.model.inventory import active_param_count, param_count
+from estimator.model.inventory import active_param_count, param_count, tensor_inventory
 from estimator.model.memory import generic_weights_bytes, weight_shares, weights_bytes
 from estimator.model.parallel import valid_tensor_parallel
 from estimator.model.phases import job_costs
@@ -165,11 +165,24 @@ def _checkpoint_note(model: ModelSpec, w: InferenceWorkload) -> list[Note]:
     return [note(NoteCode.CHECKPOINT_OVERRIDDEN, method=f"quantization_config {c.method}", format=w.weight_format.name)]
 
 
+def _towers_note(model: ModelSpec) -> list[Note]:
+    """A multimodal model's towers, counted beside its text model: which, and how many parameters each."""
+    if model.arch is None or not model.arch.towers:
+        return []
+    params: dict[str, int] = {}
+    for group in tensor_inventory(model.arch):
+        if group.role.is_tower:
+            params[group.role.value] = params.get(group.role.value, 0) + group.total
+    towers = " and ".join(f"{role.replace('_', ' ')} ({n:,} params)" for role, n in params.items())
+    return [note(NoteCode.TOWERS_COUNTED, model=model.name, towers=towers)]
+
+
 def _assumptions(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> list[Note]:
     arch = model.arch
     mla = arch is not None and arch.attention.latent is not None
     return [
         *_checkpoint_note(model, w),
+        *_towers_note(model),
         *([note(NoteCode.MLA_CACHE, layout=w.mla_layout)] if mla else []),
         note(NoteCode.PROFILE, profile=w.profile.name, description=w.profile.description),
         _capacity_note(gpu),

@@ -174,6 +174,7 @@ def tensor_inventory(arch: Architecture) -> tuple[TensorGroup, ...]:
         out.append(TensorGroup("lm_head.weight", Role.LM_HEAD, h * arch.vocab_size, 1))
     if arch.lm_head and arch.lm_head_bias:
         out.append(TensorGroup("lm_head.bias", Role.BIAS, arch.vocab_size, 1))
+    out += [TensorGroup(name, Role(role), numel, count) for name, role, numel, count in arch.towers]
     return tuple(out)
 
 
@@ -183,8 +184,9 @@ def param_count(arch: Architecture) -> int:
 
 
 def active_param_count(arch: Architecture) -> int:
-    """Parameters one token uses: everything except the routed experts it is not sent to."""
-    total = param_count(arch)
+    """Parameters one text token uses: everything except the routed experts it is not sent to and a multimodal
+    model's towers (they run on images and audio)."""
+    total = param_count(arch) - sum(t.total for t in tensor_inventory(arch) if t.role.is_tower)
     if arch.moe is None:
         return total
     expert_params = sum(t.total for t in tensor_inventory(arch) if t.role is Role.EXPERT)

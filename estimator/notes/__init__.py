@@ -22,6 +22,7 @@ from pydantic import computed_field, model_validator
 
 from estimator.notes.arithmetic import EXPECTED as _EXPECTED
 from estimator.notes.arithmetic import Bytes, divided, expected, kv_split, span, weights_split
+from estimator.notes.model_notes import HEADERS, TOWERS, headers, towers_counted, uncounted_towers
 from estimator.report import Frozen
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
 
@@ -90,6 +91,7 @@ class NoteCode(str, Enum):
     CHECKPOINT_WEIGHTS = "checkpoint-weights"
     CHECKPOINT_OVERRIDDEN = "checkpoint-overridden"
     CHECKPOINT_HEADERS = "checkpoint-headers"
+    TOWERS_COUNTED = "towers-counted"
     STATE_PER_SEQUENCE = "state-per-sequence"
     OWNED_COST = "owned-cost"
     PRICE_SOURCE = "price-source"
@@ -201,12 +203,9 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         "--dtype overrides")),
     _C.CHECKPOINT_OVERRIDDEN: ({"method": str, "format": str}, lambda v, b: (
         f"--dtype {v['format']} overrides the checkpoint's own format ({v['method']})")),
-    _C.CHECKPOINT_HEADERS: ({"source": str, "files": int, "tensors": int, "bytes": int}, lambda v, b: (
-        f"weights as the {v['files']} {v['source']} file(s) store them (their headers: {v['tensors']} tensors, "
-        f"{b(v['bytes'])}); --dtype overrides")),
-    _C.UNCOUNTED_TOWERS: ({"model": str, "towers": str}, lambda v, b: (
-        f"{v['model']} is a multimodal wrapper: its {v['towers']} are not counted (parameters, weights and time are "
-        "the language model's alone)")),
+    _C.CHECKPOINT_HEADERS: (HEADERS, headers),
+    _C.UNCOUNTED_TOWERS: (TOWERS, uncounted_towers),
+    _C.TOWERS_COUNTED: (TOWERS, towers_counted),
     _C.STATE_PER_SEQUENCE: ({"layers": int, "kind": str, "bytes_per_sequence": int}, lambda v, b: (
         f"{v['layers']} {v['kind']} layers hold a fixed state of {b(v['bytes_per_sequence'])} per sequence "
         "(conv + recurrent state, whatever the context), beside the KV cache of the attention layers")),

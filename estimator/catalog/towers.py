@@ -1,0 +1,158 @@
+"""A multimodal wrapper's towers, counted from their config sections: the vision or audio encoder and the
+projector that feeds its output to the text model.
+
+The language model (``text_config``) drives the KV cache, the decode step and the times; the towers add their
+parameters and weights, which stay in the checkpoint's 16-bit dtype (weight-only formats pack the text model's
+linear layers), and run on images or audio in the prefill. Layouts and defaults follow transformers 5.24.0's
+modules and configuration classes (tests compare the whole model with transformers' meta-device count):
+
+- ``qwen3_vl`` / ``qwen3_vl_moe``: Qwen3VLVisionModel — Conv3d patch embedding with bias, learned position table,
+  LayerNorm blocks with biased qkv/proj and a plain fc1/fc2 MLP, the patch merger and one deepstack merger per
+  ``deepstack_visual_indexes`` entry (modeling_qwen3_vl.py).
+- ``qwen2_5_vl``: Qwen2_5_VisionTransformerPretrainedModel — Conv3d without bias, RMSNorm blocks with biased
+  qkv/proj and a biased gated MLP, the patch merger (modeling_qwen2_5_vl.py).
+- ``mistral3``: PixtralVisionModel (patch conv, ln_pre, RMSNorm blocks, unbiased attention and gated MLP) and
+  Mistral3MultiModalProjector (norm, patch merger, two linears) (modeling_pixtral.py, modeling_mistral3.py).
+- ``voxtral``: VoxtralEncoder (Whisper's: two convs, a position table, LayerNorm blocks whose k_proj has no bias,
+  a final LayerNorm) and VoxtralMultiModalProjector (two linears without bias) (modeling_voxtral.py).
+
+Other wrappers' towers (gemma3's SigLIP, llama4's, kimi_k25's, qwen3_5's, mllama's) are not counted here: the
+report names them as not counted (`uncounted-towers`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from estimator.errors import SpecInvalid
+
+# (name, role, numel, count): the rows `estimator.model.inventory` turns into tensor groups (as model.state does)
+TowerRow = tuple[str, str, int, int]
+Config = Mapping[str, Any]
+
+
+def _int(section: Config, name: str, default: int) -> int:
+    value = section.get(name, default)
+    if value is None:
+        value = default
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise SpecInvalid(f"config.json vision/audio field {name!r} must be a positive integer, got {value!r}")
+    return value
+
+
+def _section(config: Config, key: str) -> Config:
+    section = config.get(key)
+    return section if isinstance(section, Mapping) else {}
+
+
+def _text_hidden(config: Config, default: int) -> int:
+    text = config.get("text_config")
+    return _int(text if isinstance(text, Mapping) else config, "hidden_size", default)
+
+
+def _qwen3_vl(config: Config) -> list[TowerRow]:
+    """Qwen3VLVisionConfig defaults: depth 27, hidden 1152, ffn 4304, patch 16, temporal 2, 3 channels,
+    2,304 positions, merge 2, out 3584, deepstack (8, 16, 24)."""
+    v = _section(config, "vision_config")
+    h, ffn = _int(v, "hidden_size", 1152), _int(v, "intermediate_size", 4304)
+    patch, temporal = _int(v, "patch_size", 16), _int(v, "temporal_patch_size", 2)
+    merged = h * _int(v, "spatial_merge_size", 2) ** 2
+    out = _int(v, "out_hidden_size", 3584)
+    deepstack = v.get("deepstack_visual_indexes", (8, 16, 24))
+    # per block: 2 LayerNorms (4h), qkv (3h² + 3h), proj (h² + h), fc1 (h·ffn + ffn), fc2 (ffn·h + h)
+    block = 4 * h * h + 2 * h * ffn + 9 * h + ffn
+    merger = merged * merged + merged + merged * out + out  # linear_fc1 and linear_fc2, both biased
+    return [
+        ("visual.patch_embed", "vision_tower", _int(v, "in_channels", 3) * temporal * patch * patch * h + h, 1),
+        ("visual.pos_embed", "vision_tower", _int(v, "num_position_embeddings", 2304) * h, 1),
+        ("visual.blocks.*", "vision_tower", block, _int(v, "depth", 27)),
+        ("visual.merger", "projector", 2 * h + merger, 1),  # its LayerNorm is over one patch (h)
+        ("visual.deepstack_merger_list.*", "projector", 2 * merged + merger, len(deepstack or ())),
+    ]
+
+
+def _qwen2_5_vl(config: Config) -> list[TowerRow]:
+    """Qwen2_5_VLVisionConfig defaults: depth 32, hidden 3584, ffn 3420, patch 14, temporal 2, 3 channels,
+    merge 2, out 3584."""
+    v = _section(config, "vision_config")
+    h, ffn = _int(v, "hidden_size", 3584), _int(v, "intermediate_size", 3420)
+    patch, temporal = _int(v, "patch_size", 14), _int(v, "temporal_patch_size", 2)
+    merged = h * _int(v, "spatial_merge_size", 2) ** 2
+    out = _int(v, "out_hidden_size", 3584)
+    # per block: 2 RMSNorms (2h), qkv (3h² + 3h), proj (h² + h), gate/up (2 × (h·ffn + ffn)), down (ffn·h + h)
+    block = 4 * h * h + 3 * h * ffn + 7 * h + 2 * ffn
+    return [
+        ("visual.patch_embed", "vision_tower", _int(v, "in_channels", 3) * temporal * patch * patch * h, 1),
+        ("visual.blocks.*", "vision_tower", block, _int(v, "depth", 32)),
+        ("visual.merger", "projector", h + merged * merged + merged + merged * out + out, 1),
+    ]
+
+
+def _mistral3(config: Config) -> list[TowerRow]:
+    """PixtralVisionConfig defaults: 24 layers, hidden 1024, ffn 4096, 16 heads of 64, patch 14, 3 channels;
+    Mistral3Config: spatial_merge_size 2, one vision_feature_layer, multimodal_projector_bias false."""
+    v = _section(config, "vision_config")
+    h, ffn = _int(v, "hidden_size", 1024), _int(v, "intermediate_size", 4096)
+    width = _int(v, "num_attention_heads", 16) * _int(v, "head_dim", 64)
+    patch = _int(v, "patch_size", 14)
+    text = _text_hidden(config, 4096)
+    layers = config.get("vision_feature_layer", -1)
+    feature = len(layers) if isinstance(layers, list | tuple) else 1
+    bias = bool(config.get("multimodal_projector_bias", False))
+    block = 2 * h + 4 * h * width + 3 * h * ffn  # attention_norm, ffn_norm, q/k/v/o, gate/up/down
+    projector = (h + h * _int(config, "spatial_merge_size", 2) ** 2 * h  # norm, patch_merger.merging_layer
+                 + h * feature * text + text * text + (2 * text if bias else 0))  # linear_1, linear_2
+    return [
+        ("vision_tower.patch_conv+ln_pre", "vision_tower", _int(v, "num_channels", 3) * patch * patch * h + h, 1),
+        ("vision_tower.transformer.layers.*", "vision_tower", block, _int(v, "num_hidden_layers", 24)),
+        ("multi_modal_projector", "projector", projector, 1),
+    ]
+
+
+def _voxtral(config: Config) -> list[TowerRow]:
+    """VoxtralEncoderConfig defaults: 32 layers, hidden 1280, ffn 5120, 128 mel bins, 1,500 positions."""
+    a = _section(config, "audio_config")
+    h, ffn = _int(a, "hidden_size", 1280), _int(a, "intermediate_size", 5120)
+    text = _text_hidden(config, 3072)
+    # per layer: q/v/out with bias, k without (4h² + 3h), 2 LayerNorms (4h), fc1 (h·ffn + ffn), fc2 (ffn·h + h)
+    block = 4 * h * h + 2 * h * ffn + 8 * h + ffn
+    stem = _int(a, "num_mel_bins", 128) * h * 3 + h + h * h * 3 + h  # conv1, conv2 (kernel 3, biased)
+    return [
+        ("audio_tower.conv1+conv2", "audio_tower", stem, 1),
+        ("audio_tower.embed_positions", "audio_tower", _int(a, "max_source_positions", 1500) * h, 1),
+        ("audio_tower.layers.*", "audio_tower", block, _int(a, "num_hidden_layers", 32)),
+        ("audio_tower.layer_norm", "audio_tower", 2 * h, 1),
+        ("multi_modal_projector", "projector", ffn * text + text * text, 1),  # linear_1 (ffn → text), linear_2
+    ]
+
+
+# wrapper model_type → (the config key of its tower, the reader)
+TOWER_READERS: dict[str, tuple[str, Callable[[Config], list[TowerRow]]]] = {
+    "qwen3_vl": ("vision_config", _qwen3_vl),
+    "qwen3_vl_moe": ("vision_config", _qwen3_vl),
+    "qwen2_5_vl": ("vision_config", _qwen2_5_vl),
+    "mistral3": ("vision_config", _mistral3),
+    "voxtral": ("audio_config", _voxtral),
+}
+
+
+# the wrapper configuration class's tie_word_embeddings, which decides for the whole model over its text config's
+# (transformers 5.24.0 Qwen3VLConfig, Qwen3VLMoeConfig, Qwen2_5_VLConfig: false; Mistral3Config: true; VoxtralConfig
+# sets none and leaves it to its text config)
+WRAPPER_TIES: dict[str, bool] = {"qwen3_vl": False, "qwen3_vl_moe": False, "qwen2_5_vl": False, "mistral3": True}
+
+
+def tower_rows(config: Config) -> tuple[tuple[TowerRow, ...], tuple[str, ...]]:
+    """The tower tensors of a wrapper config and the config key they were read from (none if not a known one).
+    A known wrapper without the key builds its towers from the defaults, as transformers does."""
+    found = TOWER_READERS.get(str(config.get("model_type")))
+    if found is None:
+        return (), ()
+    try:
+        rows = tuple(row for row in found[1](config) if row[3] > 0)
+    except (TypeError, ValueError) as error:
+        if isinstance(error, SpecInvalid):
+            raise
+        raise SpecInvalid(f"config.json {found[0]} is malformed: {error}") from None
+    return rows, (found[0],)

@@ -1,0 +1,26 @@
+"""The wording of the notes that say how a model was read: a checkpoint's file headers, a multimodal wrapper's
+towers counted or not."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Bytes = Callable[[float], str]  # a byte count → "140.0 GB" or "130.4 GiB"
+HEADERS: dict[str, type | tuple[type, ...]] = {"source": str, "files": int, "tensors": int, "bytes": int}
+TOWERS: dict[str, type | tuple[type, ...]] = {"model": str, "towers": str}
+
+
+def headers(v: Mapping[str, Any], b: Bytes) -> str:
+    return (f"weights as the checkpoint's {v['files']} {v['source']} file(s) store them, read from their headers: "
+            f"{v['tensors']} tensors, {b(v['bytes'])}; --dtype overrides")
+
+
+def uncounted_towers(v: Mapping[str, Any], b: Bytes) -> str:
+    return (f"{v['model']} is a multimodal wrapper: its {v['towers']} are not counted (parameters, weights and time "
+            "are the language model's alone)")
+
+
+def towers_counted(v: Mapping[str, Any], b: Bytes) -> str:
+    return (f"{v['model']} is multimodal: its {v['towers']} are counted in the parameters and weights, in 16 bit; "
+            "they run on images or audio in the prefill, and the text model alone drives the KV cache and decode")
