@@ -1,7 +1,7 @@
 """Build an `Architecture` from a Hugging Face ``config.json`` (a dict), by ``model_type``.
 
 Most decoder families are data: ``specs/families/<model_type>.yaml``, read by `estimator.catalog.family_reader`.
-Code stays for what is truly different: multi-head latent attention (DeepSeek-V2/V3/V3.2, Kimi-K2), GPT-2's
+Code stays for what is truly different: multi-head latent attention (DeepSeek-V2/V3/V3.2, Kimi-K2, GLM-5), GPT-2's
 and Falcon's own field names and layouts, and BERT's encoder. Defaults follow the transformers configuration
 class of each family; a field a family needs and the config lacks is named in the error.
 """
@@ -189,6 +189,7 @@ READERS: dict[str, Callable[[Config], Architecture]] = {
     "deepseek_v3": _deepseek,
     "deepseek_v32": _deepseek,
     "kimi_k2": _deepseek,  # Kimi-K2 ships DeepSeek-V3's architecture under its own model_type
+    "glm_moe_dsa": _deepseek,  # GLM-5: DeepSeek-V3.2's layout (transformers GlmMoeDsa), indexer and all
 }
 
 # Multimodal wrappers whose language model sits in a nested config.
