@@ -274,6 +274,34 @@ def _read_config(file: Path) -> Any:
     return config
 
 
+_HUB_CACHE = re.compile(r"^models--([^/]+?)--(.+)$")  # huggingface_hub's cache: models--org--name/snapshots/<rev>
+_REVISION = re.compile(r"^[0-9a-f]{40}$")
+
+
+def _hub_name(value: Any) -> str | None:
+    """A config's ``_name_or_path`` as a name: a hub id as it is; a local path by its last folder."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return Path(value).name if value.startswith(("/", ".", "~")) or "\\" in value else value
+
+
+def _folder_name(file: Path, config: Any) -> str:
+    """The name of a model whose config has no ``_name_or_path``: a Hugging Face cache folder gives its hub id
+    (``models--Qwen--Qwen3-8B/snapshots/<rev>`` → ``Qwen/Qwen3-8B``); a folder named by a bare revision hash, its
+    architectures entry; any other folder its own name; a file other than config.json its stem."""
+    if file.name != "config.json":
+        return file.stem
+    folder = file.resolve().parent
+    for part in reversed(folder.parts):
+        hub = _HUB_CACHE.match(part)
+        if hub:
+            return f"{hub[1]}/{hub[2]}"
+    architectures = config.get("architectures") if isinstance(config, Mapping) else None
+    if _REVISION.match(folder.name) and isinstance(architectures, list) and architectures:
+        return str(architectures[0])
+    return folder.name or file.stem
+
+
 def _config_and_weights(path: Path) -> tuple[Path, Any, StoredWeights | None]:
     """The config file, its contents, and the weights the checkpoint's own file headers give (when it has them):
     a ``.gguf`` file; or a folder with config.json and safetensors files."""
@@ -297,7 +325,7 @@ def model_from_config_file(path: Path) -> ModelSpec:
     """A model from a local Hugging Face config.json, a folder that holds one (and its safetensors files, read
     from their headers), or a ``.gguf`` file."""
     file, config, stored = _config_and_weights(path)
-    default = file.resolve().parent.name if file.name == "config.json" else file.stem
+    default = _folder_name(file, config)
     return model_from_config(config, source=str(file), default_name=default or file.stem, stored=stored)
 
 
@@ -310,7 +338,7 @@ def model_from_config(config: Any, *, source: str, default_name: str,
         arch = architecture_from_config(config)
     except SpecInvalid as error:
         raise SpecInvalid(f"{source}: {error}") from None
-    name = config.get("_name_or_path") or default_name
+    name = _hub_name(config.get("_name_or_path")) or default_name
     towers = _uncounted(config, arch)
     return ModelSpec(name=str(name) or default_name, arch=arch, sources=(source,), checkpoint=checkpoint,
                      checkpoint_error=checkpoint_error, stored=stored, uncounted_towers=towers)

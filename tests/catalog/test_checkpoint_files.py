@@ -258,3 +258,18 @@ def test_bad_gguf_is_one_clear_error(cli: Callable[..., Any], tmp_path: Path) ->
     result = cli("--model", str(path), "--gpu", "h100", entry="estimate")
     assert result.exit_code != 0
     assert "not a readable GGUF file" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("where", "extra", "name"), [
+    ("models--Qwen--Qwen3-8B/snapshots/" + "a" * 40, {}, "Qwen/Qwen3-8B"),  # huggingface_hub's cache
+    ("b" * 40, {}, "LlamaForCausalLM"),  # a folder named by a bare revision: its architectures entry
+    ("my-llama", {}, "my-llama"),
+    ("elsewhere", {"_name_or_path": "meta-llama/Llama-3.1-8B"}, "meta-llama/Llama-3.1-8B"),
+    ("elsewhere", {"_name_or_path": "/data/checkpoints/llama-ft"}, "llama-ft"),  # a local path: its last folder
+])
+def test_a_folder_model_is_named_from_its_config_or_hub_folder(tmp_path: Path, where: str, extra: dict[str, str],
+                                                               name: str) -> None:
+    folder = tmp_path / where
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({**CONFIG, **extra}))
+    assert model_from_config_file(folder).name == name
