@@ -102,6 +102,9 @@ class LayersSpec(_Spec):
     pattern_field: str | None = None  # Nemotron-H: one character per layer (M Mamba-2, * attention, - MLP, E MoE)
     window_field: str = "sliding_window"
     chunk_field: str = "attention_chunk_size"
+    # the family's own meaning of layer_types entries over the shared one (Granite 4: linear_attention is Mamba-2)
+    type_mixers: dict[str, Literal["attention", "mamba2", "gated_deltanet"]] = {}
+    default_type: str | None = None  # every layer's type when the config lists none (transformers' default)
 
 
 class Family(_Spec):

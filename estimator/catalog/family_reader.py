@@ -88,13 +88,14 @@ class _Layout:
 def _from_types(c: _Config, types: list[str], layers: int) -> _Layout:
     if len(types) != layers:
         raise SpecInvalid(f"config.json layer_types has {len(types)} entries for {layers} layers")
-    unknown = sorted(set(types) - set(LAYER_TYPE_MIXERS))
-    if unknown:
-        raise SpecInvalid(f"config.json layer_types has unknown entries {unknown}; known: {sorted(LAYER_TYPE_MIXERS)}")
     spec = c.family.layers
+    mixers: dict[str, Mixer] = {**LAYER_TYPE_MIXERS, **spec.type_mixers}
+    unknown = sorted(set(types) - set(mixers))
+    if unknown:
+        raise SpecInvalid(f"config.json layer_types has unknown entries {unknown}; known: {sorted(mixers)}")
     window = {"sliding_attention": spec.window_field, "chunked_attention": spec.chunk_field}
     windows = [c.integer(window[t]) if t in window else None for t in types]
-    return _Layout([LAYER_TYPE_MIXERS[t] for t in types], windows, ["dense"] * layers)
+    return _Layout([mixers[t] for t in types], windows, ["dense"] * layers)
 
 
 def _layout(c: _Config, layers: int) -> _Layout:
@@ -109,6 +110,8 @@ def _layout(c: _Config, layers: int) -> _Layout:
     types = c.get(spec.types_field)
     if types:
         return _from_types(c, list(types), layers)
+    if spec.default_type is not None:
+        return _from_types(c, [spec.default_type] * layers, layers)
     if spec.period is not None:
         period = c.width(spec.period.period)
         first, other = spec.period.kinds

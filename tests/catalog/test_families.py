@@ -35,6 +35,8 @@ SMALL["nemotron_h"] = {"model_type": "nemotron_h", "hybrid_override_pattern": "M
 SMALL["starcoder2"] |= {"sliding_window": 4096}
 SMALL["qwen2_moe"] |= {"mlp_only_layers": [0], "decoder_sparse_step": 1}
 SMALL["llama4_text"] |= {"interleave_moe_layer_step": 2}
+SMALL["granitemoehybrid-hybrid"] = {"model_type": "granitemoehybrid", "num_hidden_layers": 4, "num_key_value_heads": 8,
+                                   "layer_types": ["mamba", "mamba", "attention", "mamba"], "mamba_proj_bias": True}
 SMALL["mistral3-text"] = {"model_type": "mistral3", "text_config": {"model_type": "ministral3", "num_hidden_layers": 2}}
 SMALL["refinedweb-40b-layout"] = {"model_type": "RefinedWeb", "hidden_size": 512, "n_head": 8, "n_head_kv": 2,
                                   "n_layer": 2, "vocab_size": 1000, "parallel_attn": True, "bias": False}
@@ -151,3 +153,18 @@ def test_a_hugging_face_id_the_catalog_knows_is_accepted(cli: Any) -> None:
     result = cli("estimate", "--model", "openai/gpt-oss-120b", "--gpu", "h200", "--format", "json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["model"]["params"] == 116_829_156_672
+
+
+def test_granite_hybrid_layers_hold_mamba_state_beside_kv() -> None:
+    config = {"model_type": "granitemoehybrid", "num_hidden_layers": 4, "layer_types": ["mamba", "mamba", "attention",
+              "mamba"], "num_key_value_heads": 8}
+    arch = architecture_from_config(config)
+    assert (arch.mixer_count("mamba2"), arch.mixer_count("attention"), arch.num_moe_layers) == (3, 1, 4)
+    assert arch.mamba is not None and arch.mamba.inner == 128 * 64  # mamba_n_heads × mamba_d_head
+    assert arch.moe is not None and arch.moe.shared_intermediate_size == 1024
+    # transformers' own spelling of the same layout, and its default when no list is given: every layer Mamba-2
+    same = architecture_from_config({**config, "layer_types": ["linear_attention", "linear_attention",
+                                                                "full_attention", "linear_attention"]})
+    assert same.layer_mixers == arch.layer_mixers
+    assert architecture_from_config({"model_type": "granitemoehybrid", "num_hidden_layers": 2}).layer_mixers == (
+        "mamba2", "mamba2")
