@@ -115,6 +115,8 @@ def estimate_command(
     dp: Annotated[str | None, typer.Option(help="Train: data-parallel ranks (1).")] = None,
     tp: Annotated[str | None, typer.Option(help="Train: tensor-parallel ranks (1).")] = None,
     pp: Annotated[str | None, typer.Option(help="Train: pipeline stages, 1F1B (1).")] = None,
+    virtual_stages: Annotated[str | None, typer.Option(help="Train: model chunks per pipeline GPU, the "
+                                                       "interleaved 1F1B schedule (1).")] = None,
     sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel", help="Train: split norms and "
                                                     "dropout along the sequence over --tp.")] = False,
     lora_rank: Annotated[str | None, typer.Option(help="Train: LoRA rank (frozen base, adapters trained).")] = None,
@@ -206,7 +208,8 @@ def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu: str | None, *
 
 
 TRAINING_FLAGS = ("--seq-len", "--grad-accum", "--precision", "--optimizer", "--recompute", "--attention", "--zero",
-                  "--fsdp", "--dp", "--tp", "--pp", "--sequence-parallel", "--lora-rank", "--lora-targets", "--qlora")
+                  "--fsdp", "--dp", "--tp", "--pp", "--virtual-stages", "--sequence-parallel", "--lora-rank",
+                  "--lora-targets", "--qlora")
 
 
 def estimate_params(args: Sequence[str]) -> dict[str, Any]:

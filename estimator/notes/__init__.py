@@ -73,6 +73,7 @@ class NoteCode(str, Enum):
     DEEPSPEED = "deepspeed"
     LORA = "lora"
     PIPELINE_1F1B = "pipeline-1f1b"
+    PIPELINE_INTERLEAVED = "pipeline-interleaved"
     # oom: what a failed job's evidence says (estimator oom)
     OOM_REQUEST = "oom-request"
     OOM_DRIVER_RESERVED = "oom-driver-reserved"
@@ -232,6 +233,10 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         "under autocast (PEFT)")),
     _C.PIPELINE_1F1B: ({"in_flight": int}, lambda v, b: (
         f"1F1B pipeline: the first stage keeps {v['in_flight']} micro-batches in flight (Narayanan et al. 2021)")),
+    _C.PIPELINE_INTERLEAVED: ({"virtual_stages": int, "in_flight": int}, lambda v, b: (
+        f"interleaved 1F1B pipeline, {v['virtual_stages']} model chunks per GPU: bubble and pipeline sends as "
+        f"Narayanan et al. 2021; the first stage keeps {v['in_flight']} micro-batches in flight, with "
+        "(1 + (pp − 1)/(pp·v)) × the layers' activations (Korthikanti et al. 2022)")),
     _C.OOM_REQUEST: ({"requested_bytes": int, "free_bytes": _OPT_INT}, lambda v, b: (
         f"the failed request asked for {b(v['requested_bytes'])}"
         + ("" if v["free_bytes"] is None else f" while {b(v['free_bytes'])} of the card was free"))),

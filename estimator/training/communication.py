@@ -10,7 +10,8 @@ the job spans nodes. Per step, on one GPU:
 - PP: each micro-batch's activation is sent forward and its gradient back across each stage boundary, split
   over the TP ranks (Narayanan et al. 2021 §4.1, scatter/gather: each of the t ranks sends 1/t of it to its
   counterpart, and the next stage all-gathers it over the TP group's link; with sequence parallelism the
-  activation is already split and stays so);
+  activation is already split and stays so); the interleaved schedule crosses v times as many boundaries
+  (Narayanan et al. 2021 §2.2.2: its communication grows v-fold);
 - DP: one all-reduce of the stage's gradients (ZeRO-3 / FSDP: two parameter gathers and a reduce-scatter).
 
 Time = the collective's steps × the link's latency + its bytes on the wire ÷ (bandwidth × the profile's
@@ -69,7 +70,7 @@ def step_communication(w: TrainingWorkload, gpu: GpuSpec, system: SystemSpec | N
     pp_s = 0.0
     if w.pp > 1:
         gather = allgather_s(activation, w.tp, tp_link) if not w.sequence_parallel else 0.0
-        pp_s = 2 * w.grad_accum * (p2p_s(activation / w.tp, pp_link) + gather)
+        pp_s = 2 * w.grad_accum * w.virtual_stages * (p2p_s(activation / w.tp, pp_link) + gather)
     if w.dp <= 1:
         dp_s = 0.0
     elif w.shard_stage == 3:

@@ -170,7 +170,10 @@ def _activations(arch: Architecture, w: TrainingWorkload, st: _States) -> _Activ
         recompute = per_layer
     else:
         kept_token, recompute = per_layer_token, 0
-    first_stage = bytes_for(kept_token * stage_layers * in_flight, tokens)
+    # interleaved: the first stage holds (1 + (pp − 1) / (pp · v)) × as many layers' activations (Korthikanti et al.
+    # 2022 §4.2.3)
+    interleaved = 1 + Fraction(w.pp - 1, w.pp * w.virtual_stages) if w.virtual_stages > 1 else Fraction(1)
+    first_stage = bytes_for(kept_token * stage_layers * in_flight * interleaved, tokens)
     last_stage = bytes_for(kept_token * stage_layers, tokens)
     out = output_stage(arch, conv, trainable)
     output_bytes = bytes_for(per_token_bytes(out.saved, tp=w.tp, sequence_parallel=sp), tokens)
@@ -272,7 +275,10 @@ def _assumptions(w: TrainingWorkload, st: _States, act: _Activations) -> list[No
     if w.lora_rank is not None:
         assumptions.append(note(NoteCode.LORA, rank=w.lora_rank, targets=",".join(w.lora_targets),
                                 base=w.qlora.name if w.qlora else "16 bit"))
-    if w.pp > 1:
+    if w.pp > 1 and w.virtual_stages > 1:
+        assumptions.append(note(NoteCode.PIPELINE_INTERLEAVED, virtual_stages=w.virtual_stages,
+                                in_flight=act.in_flight))
+    elif w.pp > 1:
         assumptions.append(note(NoteCode.PIPELINE_1F1B, in_flight=act.in_flight))
     return assumptions
 
@@ -323,7 +329,8 @@ def _workload_info(w: TrainingWorkload, time: StepTime) -> TrainingWorkloadInfo:
     return TrainingWorkloadInfo(
         batch=w.batch, seq_len=w.seq_len, grad_accum=w.grad_accum, tokens_per_step=time.step_tokens * w.dp,
         precision=w.precision, optimizer=w.optimizer, recompute=w.recompute, attention=w.attention,
-        zero=w.zero, fsdp=w.fsdp, dp=w.dp, tp=w.tp, pp=w.pp, gpus=w.gpus, sequence_parallel=w.sequence_parallel,
+        zero=w.zero, fsdp=w.fsdp, dp=w.dp, tp=w.tp, pp=w.pp, virtual_stages=w.virtual_stages, gpus=w.gpus,
+        sequence_parallel=w.sequence_parallel,
         lora_rank=w.lora_rank, lora_targets=w.lora_targets if w.lora_rank is not None else None,
         qlora=w.qlora.name if w.qlora else None, profile=w.profile.name)
 

@@ -31,6 +31,7 @@ class TrainingWorkloadInfo(Frozen):
     dp: int
     tp: int
     pp: int
+    virtual_stages: int = 1  # interleaved 1F1B: model chunks per pipeline GPU (1: plain 1F1B)
     gpus: int
     sequence_parallel: bool
     lora_rank: int | None

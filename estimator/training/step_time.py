@@ -13,9 +13,10 @@ Compute, as the profile says:
   Megatron-LM before FlashAttention) also moves each layer's score matrix: written by QKᵀ, read and written by
   the softmax and by dropout, read by the PV product (6 passes of 16-bit scores per forward).
 
-Either way the pipeline bubble stretches compute by 1 / (1 − (pp − 1) / (m + pp − 1)) (1F1B, Narayanan et al.
-2021), the optimizer step reads and writes every state once at the profile's bandwidth, and communication
-(`estimator.training.communication`) adds to it, not overlapped.
+Either way the pipeline bubble stretches compute by 1 / (1 − (pp − 1) / (v·m + pp − 1)) for m micro-batches
+(1F1B, v = 1; the interleaved schedule with v model chunks per GPU, Narayanan et al. 2021 §2.2.2: the bubble
+shrinks v-fold in units of the ideal time), the optimizer step reads and writes every state once at the
+profile's bandwidth, and communication (`estimator.training.communication`) adds to it, not overlapped.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
     extra_attention = 1 if full or (w.recompute == "selective" and w.attention == "eager") else 0
     linear_executed = base_train + 6 * adapters + (2 * linear if full else 0)
     executed_gpu = (linear_executed + (3 + extra_attention) * attn_fwd) * step_tokens / mp
-    bubble = (w.pp - 1) / (w.grad_accum + w.pp - 1)
+    bubble = (w.pp - 1) / (w.virtual_stages * w.grad_accum + w.pp - 1)
     if prof.train_flop_efficiency is not None:
         efficiency = prof.train_flop_efficiency
     else:

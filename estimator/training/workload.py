@@ -50,6 +50,7 @@ class TrainingWorkload(BaseModel):
     dp: int = Field(default=1, ge=1, le=MAX_GPUS)
     tp: int = Field(default=1, ge=1, le=4096)
     pp: int = Field(default=1, ge=1, le=4096)
+    virtual_stages: int = Field(default=1, ge=1, le=4096)  # interleaved 1F1B: model chunks per pipeline GPU
     sequence_parallel: bool = False
     lora_rank: int | None = Field(default=None, ge=1, le=65_536)
     lora_targets: tuple[LoraTarget, ...] = ALL_LORA_TARGETS
@@ -61,6 +62,8 @@ class TrainingWorkload(BaseModel):
         problems = []
         if self.fsdp is not None and self.zero:
             problems.append(f"--fsdp {self.fsdp} and --zero {self.zero} are two ways to shard; pick one")
+        if self.virtual_stages > 1 and self.pp == 1:
+            problems.append("--virtual-stages interleaves pipeline stages; it needs --pp > 1")
         if self.sequence_parallel and self.tp == 1:
             problems.append("--sequence-parallel splits along the tensor-parallel group; it needs --tp > 1")
         if self.qlora is not None and self.lora_rank is None:
@@ -128,6 +131,12 @@ def check_layout(arch: Architecture, w: TrainingWorkload) -> None:
         problems.append(f"tensor parallel {w.tp} neither divides nor is a multiple of {kv} KV heads")
     if arch.num_layers % w.pp:
         problems.append(f"pipeline parallel {w.pp} does not divide {arch.num_layers} layers")
+    elif arch.num_layers % (w.pp * w.virtual_stages):
+        problems.append(f"pipeline parallel {w.pp} × {w.virtual_stages} virtual stages does not divide "
+                        f"{arch.num_layers} layers")
+    if w.virtual_stages > 1 and w.grad_accum % w.pp:
+        problems.append(f"the interleaved schedule needs micro-batches (--grad-accum {w.grad_accum}) divisible by "
+                        f"pipeline parallel {w.pp} (Megatron-LM's rule)")
     if w.sequence_parallel and w.seq_len % w.tp:
         problems.append(f"sequence parallel needs seq_len ({w.seq_len}) divisible by tp ({w.tp})")
     if problems:
