@@ -234,9 +234,8 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.PIPELINE_1F1B: ({"in_flight": int}, lambda v, b: (
         f"1F1B pipeline: the first stage keeps {v['in_flight']} micro-batches in flight (Narayanan et al. 2021)")),
     _C.PIPELINE_INTERLEAVED: ({"virtual_stages": int, "in_flight": int}, lambda v, b: (
-        f"interleaved 1F1B pipeline, {v['virtual_stages']} model chunks per GPU: bubble and pipeline sends as "
-        f"Narayanan et al. 2021; the first stage keeps {v['in_flight']} micro-batches in flight, with "
-        "(1 + (pp − 1)/(pp·v)) × the layers' activations (Korthikanti et al. 2022)")),
+        f"interleaved 1F1B, {v['virtual_stages']} chunks per GPU (Narayanan et al. 2021): the first stage keeps "
+        f"{v['in_flight']} micro-batches, (1 + (pp − 1)/(pp·v)) × their activations (Korthikanti et al. 2022)")),
     _C.OOM_REQUEST: ({"requested_bytes": int, "free_bytes": _OPT_INT}, lambda v, b: (
         f"the failed request asked for {b(v['requested_bytes'])}"
         + ("" if v["free_bytes"] is None else f" while {b(v['free_bytes'])} of the card was free"))),
