@@ -73,7 +73,6 @@ class NoteCode(str, Enum):
     DEEPSPEED = "deepspeed"
     LORA = "lora"
     PIPELINE_1F1B = "pipeline-1f1b"
-    PIPELINE_INTERLEAVED = "pipeline-interleaved"
     # oom: what a failed job's evidence says (estimator oom)
     OOM_REQUEST = "oom-request"
     OOM_DRIVER_RESERVED = "oom-driver-reserved"
@@ -231,11 +230,10 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.LORA: ({"rank": int, "targets": str, "base": str}, lambda v, b: (
         f"LoRA rank {v['rank']} on {v['targets']} of every layer; frozen base in {v['base']}; adapters in fp32 "
         "under autocast (PEFT)")),
-    _C.PIPELINE_1F1B: ({"in_flight": int}, lambda v, b: (
-        f"1F1B pipeline: the first stage keeps {v['in_flight']} micro-batches in flight (Narayanan et al. 2021)")),
-    _C.PIPELINE_INTERLEAVED: ({"virtual_stages": int, "in_flight": int}, lambda v, b: (
-        f"interleaved 1F1B, {v['virtual_stages']} chunks per GPU (Narayanan et al. 2021): the first stage keeps "
-        f"{v['in_flight']} micro-batches, (1 + (pp − 1)/(pp·v)) × their activations (Korthikanti et al. 2022)")),
+    _C.PIPELINE_1F1B: ({"in_flight": int, "virtual_stages": int}, lambda v, b: (
+        f"1F1B pipeline (Narayanan et al. 2021): the first stage keeps {v['in_flight']} micro-batches in flight"
+        + ("" if v["virtual_stages"] == 1 else
+           f"; interleaved, {v['virtual_stages']} chunks per GPU: (1 + (pp − 1)/(pp·v)) × the activations"))),
     _C.OOM_REQUEST: ({"requested_bytes": int, "free_bytes": _OPT_INT}, lambda v, b: (
         f"the failed request asked for {b(v['requested_bytes'])}"
         + ("" if v["free_bytes"] is None else f" while {b(v['free_bytes'])} of the card was free"))),

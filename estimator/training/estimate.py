@@ -275,11 +275,8 @@ def _assumptions(w: TrainingWorkload, st: _States, act: _Activations) -> list[No
     if w.lora_rank is not None:
         assumptions.append(note(NoteCode.LORA, rank=w.lora_rank, targets=",".join(w.lora_targets),
                                 base=w.qlora.name if w.qlora else "16 bit"))
-    if w.pp > 1 and w.virtual_stages > 1:
-        assumptions.append(note(NoteCode.PIPELINE_INTERLEAVED, virtual_stages=w.virtual_stages,
-                                in_flight=act.in_flight))
-    elif w.pp > 1:
-        assumptions.append(note(NoteCode.PIPELINE_1F1B, in_flight=act.in_flight))
+    if w.pp > 1:
+        assumptions.append(note(NoteCode.PIPELINE_1F1B, in_flight=act.in_flight, virtual_stages=w.virtual_stages))
     return assumptions
 
 
