@@ -63,7 +63,7 @@ def test_csv_by_query_or_accept_header_is_the_cli_csv(client: TestClient, cli: C
     assert by_query.headers["content-type"].startswith("text/csv")
 
 
-PLAN = {"model": "llama-3.1-70b", "gpus": "h100,a100,l40s", "concurrency": "32", "prompt_tokens": "4096",
+PLAN = {"model": "llama-3.1-70b", "gpu": "h100,a100,l40s", "concurrency": "32", "prompt_tokens": "4096",
         "output_tokens": "512"}
 
 
@@ -161,7 +161,7 @@ def test_a_config_json_body_reads_as_the_file_does(client: TestClient, cli: Cli)
 
 
 def test_plan_takes_a_config_json_body(client: TestClient) -> None:
-    answer = client.post("/v1/plan", params={"gpus": "h100", "concurrency": "4"},
+    answer = client.post("/v1/plan", params={"gpu": "h100", "concurrency": "4"},
                          content=_config("Qwen--Qwen3-0.6B.json"))
     assert answer.status_code == 200, answer.text
     assert json.loads(answer.text)["model"] == "uploaded-config"

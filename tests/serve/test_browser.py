@@ -228,6 +228,14 @@ def test_training_and_the_plan_table(server: str, page: Page) -> None:
                   "(document.getElementById('plan-filter'))")
     kept = page.evaluate("document.querySelectorAll('#plan-table tbody tr').length")
     assert 0 < kept < rows
+    page.evaluate("document.getElementById('gpu').value = 'h100'; document.getElementById('plan-only').click();"
+                  "document.getElementById('plan-filter').value = '';"
+                  "document.querySelector('#plan-table tbody').replaceChildren();"  # empty until the answer comes
+                  "document.getElementById('plan-run').click()")
+    page.wait("document.querySelectorAll('#plan-table tbody tr').length > 0")
+    only = _api(server, "plan", {"model": "llama-3.1-70b", "dtype": "fp8", "concurrency": "16", "gpu": "h100"})
+    assert page.evaluate("planQuery().get('gpu')") == "h100"
+    assert page.evaluate("document.querySelectorAll('#plan-table tbody tr').length") == len(only["options"])
     csv_link = page.evaluate("document.getElementById('plan-csv').href")
     with urllib.request.urlopen(csv_link, timeout=60) as answer:
         assert answer.read().decode().splitlines()[0].startswith("model,dtype,kv_dtype")

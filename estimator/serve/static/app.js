@@ -247,7 +247,7 @@ function planQuery(extra) {
     const value = $(name).value.trim();
     if (value !== "" && !(name === "model" && uploaded())) query.set(name, value);
   }
-  if ($("plan-only").checked && $("gpu").value) query.set("gpus", $("gpu").value);
+  if ($("plan-only").checked && $("gpu").value) query.set("gpu", $("gpu").value);
   if ($("plan-only").checked && $("system").value) query.set("systems", $("system").value);
   query.set("concurrency", $("concurrency").value.trim() || "32");
   for (const [k, v] of Object.entries(extra || {})) query.set(k, v);
