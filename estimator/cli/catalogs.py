@@ -22,8 +22,10 @@ if TYPE_CHECKING:
     from estimator.catalog.architecture import ModelSpec
     from estimator.catalog.specs import GpuSpec
 
-gpus_app = typer.Typer(help="The GPU catalog. Example: estimator gpus show rtx-4090", invoke_without_command=True)
-models_app = typer.Typer(help="The model catalog. Example: estimator models show llama-3.1-70b",
+gpus_app = typer.Typer(help="The GPU catalog.\n\n\b\nExamples:\n  estimator gpus\n  estimator gpus --format csv > "
+                                "gpus.csv\n  estimator gpus show rtx-4090", invoke_without_command=True)
+models_app = typer.Typer(help="The model catalog.\n\n\b\nExamples:\n  estimator models\n  estimator models --format "
+                              "json\n  estimator models show llama-3.1-70b",
                          invoke_without_command=True)
 
 
@@ -55,7 +57,14 @@ def gpu_table_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[dict[str
 def gpus_list(ctx: typer.Context, specs_dir: SpecsDir = None,
               output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
               = OutputFormat.table) -> None:
-    """List the GPU catalog. Example: estimator gpus --format csv > gpus.csv"""
+    """List the GPU catalog.
+
+    \b
+    Examples:
+      estimator gpus
+      estimator gpus --format csv > gpus.csv
+      estimator gpus show rtx-4090
+    """
     if ctx.invoked_subcommand is not None:
         return
     check_format(output_format, GPUS_FORMATS)
@@ -92,7 +101,13 @@ _CAPACITY_WORDS = {
 
 @gpus_app.command("show")
 def gpus_show(name: str, specs_dir: SpecsDir = None) -> None:
-    """Show one card's spec with units and sources. Example: estimator gpus show rtx-4090"""
+    """Show one card's spec with units and sources.
+
+    \b
+    Examples:
+      estimator gpus show rtx-4090
+      estimator gpus show "NVIDIA H100 80GB HBM3"
+    """
     g = catalog_for(specs_dir).gpus.get(name)
     out = console()
     out.print(f"[bold]{escape(g.name)}[/]" + (f"  (from '{escape(name)}')" if name != g.name else ""))
@@ -121,7 +136,14 @@ def model_row(m: ModelSpec) -> dict[str, Any]:
 def models_list(ctx: typer.Context, specs_dir: SpecsDir = None,
                 output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
                 = OutputFormat.table) -> None:
-    """List the model catalog. Example: estimator models --format csv > models.csv"""
+    """List the model catalog.
+
+    \b
+    Examples:
+      estimator models
+      estimator models --format csv > models.csv
+      estimator models show mixtral-8x7b
+    """
     if ctx.invoked_subcommand is not None:
         return
     check_format(output_format, GPUS_FORMATS)
@@ -143,7 +165,13 @@ def models_list(ctx: typer.Context, specs_dir: SpecsDir = None,
 
 @models_app.command("show")
 def models_show(name: str, specs_dir: SpecsDir = None) -> None:
-    """Show one model's architecture and parameter counts. Example: estimator models show mixtral-8x7b"""
+    """Show one model's architecture and parameter counts.
+
+    \b
+    Examples:
+      estimator models show mixtral-8x7b
+      estimator models show meta-llama/Llama-3.1-8B
+    """
     m = catalog_for(specs_dir).model(name)
     out = console()
     out.print(f"[bold]{escape(m.name)}[/]")
@@ -175,13 +203,20 @@ def models_show(name: str, specs_dir: SpecsDir = None) -> None:
         out.print(f"  source: {source}", highlight=False)
 
 
-systems_app = typer.Typer(help="The system (server) catalog. Example: estimator systems show hgx-h100",
+systems_app = typer.Typer(help="The system (server) catalog.\n\n\b\nExamples:\n  estimator systems\n  estimator "
+                               "systems show hgx-h100",
                           invoke_without_command=True)
 
 
 @systems_app.callback()
 def systems_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
-    """List the system catalog."""
+    """List the system catalog.
+
+    \b
+    Examples:
+      estimator systems
+      estimator systems show hgx-h100
+    """
     if ctx.invoked_subcommand is not None:
         return
     catalog = catalog_for(specs_dir)
@@ -196,7 +231,13 @@ def systems_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
 
 @systems_app.command("show")
 def systems_show(name: str, specs_dir: SpecsDir = None) -> None:
-    """Show one system's spec with units and sources. Example: estimator systems show gb200-nvl72"""
+    """Show one system's spec with units and sources.
+
+    \b
+    Examples:
+      estimator systems show gb200-nvl72
+      estimator systems show hgx-h100
+    """
     catalog = catalog_for(specs_dir)
     s = catalog.systems.get(name)
     out = console()

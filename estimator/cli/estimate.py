@@ -128,7 +128,14 @@ def estimate_command(
     calibration: Annotated[Path | None, typer.Option(help="Calibration file from `estimator calibrate` (default: "
                                                      "the user config dir's, when it has this card).")] = None,
 ) -> None:
-    """Estimate memory and speed. Example: estimate --model 70b --dtype fp16 --gpu a100"""
+    """Estimate memory and speed of a model on a GPU, or a tensor-parallel group of them.
+
+    \b
+    Examples:
+      estimator estimate --model llama-3.1-8b --gpu h100 --batch 8 --prompt-tokens 8k --output-tokens 512
+      estimator estimate --model 70b --dtype fp16 --gpu a100 --gpus 2 --explain
+      estimator estimate --model llama-3.2-1b --gpu rtx-4090 --mode train --batch 4 --format json -o train.json
+    """
     params = dict(locals())  # every option by parameter name, as `estimate_params` gives them
     check_format(output_format, ESTIMATE_FORMATS)
     catalog = catalog_for(specs_dir)

@@ -73,7 +73,13 @@ def gpu_command(
     = OutputFormat.table,
     specs_dir: Annotated[Path | None, typer.Option("--specs-dir", help="Another specs folder.")] = None,
 ) -> None:
-    """Every visible GPU through NVML, matched to the catalog. Example: estimator gpu --format json"""
+    """Every visible GPU through NVML, matched to the catalog.
+
+    \b
+    Examples:
+      estimator gpu
+      estimator gpu --format json
+    """
     from rich.console import Console
 
     check_format(output_format, LIVE_FORMATS)
@@ -148,7 +154,13 @@ def monitor_command(
     = None,
     specs_dir: Annotated[Path | None, typer.Option("--specs-dir", help="Another specs folder.")] = None,
 ) -> None:
-    """Live used memory, utilisation and memory clock, like nvidia-smi -l 1. Example: estimator monitor --count 5"""
+    """Live used memory, utilisation and memory clock, like nvidia-smi -l 1.
+
+    \b
+    Examples:
+      estimator monitor --count 5
+      estimator monitor --interval 2 --expect "--model llama-3.1-8b --batch 8"
+    """
     from rich.console import Console
     from rich.live import Live
 
@@ -196,7 +208,12 @@ def calibrate_command(
     specs_dir: Annotated[Path | None, typer.Option("--specs-dir", help="Another specs folder.")] = None,
 ) -> None:
     """Measure this GPU (bandwidth, FLOP/s, overheads, graph cost) and write a calibration file.
-    Example: estimator calibrate --out h200.yaml"""
+
+    \b
+    Examples:
+      estimator calibrate
+      estimator calibrate --out h200.yaml
+    """
     from rich.console import Console
     from rich.table import Table
 
@@ -266,7 +283,13 @@ def validate_command(
     specs_dir: Annotated[Path | None, typer.Option("--specs-dir", help="Another specs folder.")] = None,
 ) -> None:
     """Run the model on this GPU (random weights) and compare with the estimate.
-    Example: estimator validate --model llama-3.1-8b --batch 1 --prompt-tokens 2048"""
+
+    \b
+    Examples:
+      estimator validate --model llama-3.1-8b --batch 1 --prompt-tokens 2048
+      estimator validate --model llama-3.2-1b --batch 8 --prompt-tokens 8k --format json
+      estimator validate --model llama-3.2-1b --mode train --batch 4
+    """
     from estimator.live import measure
     from estimator.live.validation import Predictor, ValidateReport, points
 

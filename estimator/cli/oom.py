@@ -205,8 +205,16 @@ def oom_command(
     = OutputFormat.table,
     units: Annotated[Units, typer.Option(help="Table units: gib (as PyTorch prints) or gb.")] = Units.gib,
 ) -> None:
-    """Explain an out-of-memory error. Example: estimator oom --from err.txt --model llama-3.2-1b --gpu h200
-    --batch 1024 (the workload takes every option of `estimate`, --mode train too)."""
+    """Explain an out-of-memory error.
+
+    \b
+    Examples:
+      estimator oom --from err.txt
+      estimator oom --from err.txt --from snapshot.pickle --model llama-3.2-1b --gpu h200 --batch 1024
+      python train.py 2>&1 | estimator oom --model llama-3.2-1b --gpu h200 --mode train --batch 16
+
+    The workload takes every option of `estimate`, --mode train too.
+    """
     check_format(output_format, OOM_FORMATS)
     report = oom_report(_read(list(sources or [])), list(ctx.args))
     if output_format is OutputFormat.json:

@@ -201,8 +201,14 @@ def plan_command(
     plot: PlotOption = None,
     specs_dir: SpecsDirOption = None,
 ) -> None:
-    """Rank servers and layouts for a serving workload. Example: estimator plan --model llama-3.1-70b
-    --prompt-tokens 4096 --output-tokens 512 --concurrency 32"""
+    """Rank servers and layouts for a serving workload.
+
+    \b
+    Examples:
+      estimator plan --model llama-3.1-70b --prompt-tokens 4096 --output-tokens 512 --concurrency 32
+      estimator plan --model llama-3.1-8b --target-tokens-per-s 50000 --gpu l40s --gpu h100
+      estimator plan --model qwen3-32b --max-ttft-s 1 --max-tpot-s 0.05 --concurrency 64 -f xlsx -o plan.xlsx
+    """
     check_format(output_format, list(OutputFormat), output)
     params = dict(locals())  # every option by parameter name, as `command_params` gives them
     catalog = catalog_for(specs_dir)
@@ -301,8 +307,14 @@ def sweep_command(
     progress: Annotated[bool, typer.Option(help="Progress bar (shown only in a terminal).")] = True,
     specs_dir: SpecsDirOption = None,
 ) -> None:
-    """Evaluate a grid; one row per point with estimate's JSON fields flattened. Example: estimator sweep
-    --model llama-3.1-8b,llama-3.1-70b --gpu h100 --gpus 1,4 --batch 1,8,64 --prompt-tokens 1k,8k,32k -o grid.csv"""
+    """Evaluate a grid; one row per point with estimate's JSON fields flattened.
+
+    \b
+    Examples:
+      estimator sweep --model llama-3.1-8b,llama-3.1-70b --gpu h100 --gpus 1,4 --batch 1,8,64 -o grid.csv
+      estimator sweep --model qwen3-8b --gpu l4,rtx-4090 --dtype bf16,awq-int4 --prompt-tokens 1k,8k,32k
+      estimator sweep --model llama-3.1-8b --gpu h100 --batch 1,16 --format json --plot sweep.png
+    """
     from estimator.render.formats import write_report
 
     check_format(output_format, list(OutputFormat), output)

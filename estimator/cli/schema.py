@@ -25,7 +25,13 @@ class ReportName(str, Enum):
 def schema_command(
     report: Annotated[ReportName, typer.Argument(help="estimate, train, plan, sweep, validate, gpu or oom.")],
 ) -> None:
-    """Print the JSON Schema of a command's --format json output. Example: estimator schema estimate"""
+    """Print the JSON Schema of a command's --format json output.
+
+    \b
+    Examples:
+      estimator schema estimate
+      estimator schema plan > plan.schema.json
+    """
     from estimator.render.schema import json_schema
 
     sys.stdout.write(json.dumps(json_schema(report.value), indent=2, ensure_ascii=False) + "\n")

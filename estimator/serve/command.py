@@ -41,7 +41,14 @@ def serve_command(
     port: Annotated[int, typer.Option(help="Port (0: any free port).")] = 8000,
     specs_dir: SpecsDir = None,
 ) -> None:
-    """Serve the HTTP API (/v1/...) and the web page on this machine. Example: estimator serve --port 8000"""
+    """Serve the HTTP API (/v1/...) and the web page on this machine.
+
+    \b
+    Examples:
+      estimator serve
+      estimator serve --port 8000
+      estimator serve --host 0.0.0.0 --port 8000 --specs-dir my-specs
+    """
     try:
         import uvicorn
 
