@@ -49,7 +49,7 @@ def test_plan_gpus_as_a_count_is_one_line(cli: Cli) -> None:
                                                ("sweep", "--output-tokens")])
 def test_every_output_tokens_help_states_both_defaults(cli: Cli, command: str, flag: str) -> None:
     text = " ".join(cli(command, "--help", columns=400).stdout.split())
-    help_line = text[text.index(flag):][:400]
+    help_line = text[text.index(f"{flag} <str>"):][:400]  # the option, not an example that uses it
     assert re.search(r"defaults?(?: to)? 0\b", help_line) and re.search(r"defaults?(?: to)? 256", help_line), help_line
 
 
