@@ -88,7 +88,18 @@ def _fields(np: Any, block: SweepBlock, start: int, stop: int) -> tuple[list[Any
         else:
             fields.append(_lazy(np, block, key, start, stop))
     fields.append(_constant(np, "\n", n))
-    return fields, long
+    return _merge_constants(np, fields), long
+
+
+def _merge_constants(np: Any, fields: list[Any]) -> list[Any]:
+    """Adjacent constant fields (one row each: commas, texts) joined into one: fewer, wider copies per row."""
+    merged: list[Any] = []
+    for field in fields:
+        if merged and len(field) == 1 and len(merged[-1]) == 1:
+            merged[-1] = np.concatenate([merged[-1], field], axis=1)
+        else:
+            merged.append(field)
+    return merged
 
 
 def _lay_out(np: Any, fields: Sequence[Any], long: Sequence[bytes], low: int, high: int) -> bytes:
@@ -164,7 +175,7 @@ def _integers(np: Any, values: Any, blank: Any) -> Any:
             quad = np.where(ahead & (quad == 0), 10_000, quad)  # the value 0 itself: one "0"
         matrix[:, 1 + k] = np.where(ahead, leading[quad], full[np.minimum(quad, 9_999)])
     matrix[blank] = 0
-    return matrix.view(np.uint8)
+    return matrix.view(np.uint8) if negative.any() else matrix[:, 1:].view(np.uint8)  # no sign: no sign word
 
 
 _QUAD_TABLES: list[Any] = []
