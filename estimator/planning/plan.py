@@ -116,6 +116,9 @@ class PlanOption(Frozen):
     usd_per_hour: float | None  # the ranking's cost: rented where priced, else owned
     cost_basis: str | None
     usd_per_million_tokens: float | None
+    # on the cost-versus-latency frontier: no other option is as cheap per token with TTFT and TPOT as short,
+    # and better in one of them (None: not feasible or not priced)
+    pareto: bool | None = None
 
 
 class PlanReport(Versioned):
@@ -210,6 +213,25 @@ def _sort_key(option: PlanOption, sort: SortKey) -> tuple[Any, ...]:
     return (*cost, cards, speed)
 
 
+def _costs(o: PlanOption) -> tuple[float, float, float] | None:
+    if o.usd_per_million_tokens is None or o.time_to_first_token_s is None or o.time_per_output_token_s is None:
+        return None
+    return (o.usd_per_million_tokens, o.time_to_first_token_s, o.time_per_output_token_s)
+
+
+def frontier(options: list[PlanOption]) -> list[PlanOption]:
+    """``options`` with ``pareto`` set: True where no other option dominates it in ($/Mtok, TTFT, TPOT) — at most
+    as large in all three and smaller in one — False where one does, None where one of the three is unknown."""
+    points = [_costs(o) for o in options]
+    known = [p for p in points if p is not None]
+
+    def dominated(p: tuple[float, float, float]) -> bool:
+        return any(all(a <= b for a, b in zip(q, p, strict=True)) and q != p for q in known)
+
+    return [o.model_copy(update={"pareto": None if p is None else not dominated(p)})
+            for o, p in zip(options, points, strict=True)]
+
+
 def plan(model: ModelSpec, systems: Iterable[tuple[SystemSpec, GpuSpec]], workload: InferenceWorkload, goal: Goal,
          prices: Prices, *, sort: SortKey = "cost", settings: Settings | None = None,
          unplaced: Iterable[GpuSpec] = ()) -> PlanReport:
@@ -234,7 +256,7 @@ def plan(model: ModelSpec, systems: Iterable[tuple[SystemSpec, GpuSpec]], worklo
             feasible.append(_option(search, point, prices, goal.concurrency))
     feasible.sort(key=lambda o: _sort_key(o, sort))
     failed.sort(key=lambda o: (o.system is None, o.system or o.gpu))
-    ranked = [o.model_copy(update={"rank": i}) for i, o in enumerate(feasible, 1)]
+    ranked = frontier([o.model_copy(update={"rank": i}) for i, o in enumerate(feasible, 1)])
     w = workload
     return PlanReport(
         model=model.name, params=_params(model), dtype=w.weight_format.name, kv_dtype=w.kv_format.name,

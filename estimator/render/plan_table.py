@@ -75,6 +75,10 @@ def render_plan(report: PlanReport, console: Console, *, record_to: Path | None 
     console.print("Owned: server price amortised + whole-server power (* cards alone: the server has no price); "
                   "rented: --prices. Prices are approximate, with their date in the JSON/CSV (price_date, "
                   "cost_basis).", highlight=False)
+    on = [str(o.rank) for o in report.options if o.pareto]
+    if len(on) > 1:
+        console.print(f"Cost-versus-latency frontier ($/Mtok, TTFT, TPOT; none of them beaten by another option "
+                      f"in all three): {', '.join('#' + r for r in on)} (pareto in the JSON/CSV).", highlight=False)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {escape(word(warning, binary=False))}")
     if record_to is not None:
