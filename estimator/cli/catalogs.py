@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from estimator.catalog.architecture import ModelSpec
+    from estimator.catalog.registry import Catalog
     from estimator.catalog.specs import GpuSpec
+    from estimator.catalog.systems import SystemSpec
 
 gpus_app = typer.Typer(help="The GPU catalog.\n\n\b\nExamples:\n  estimator gpus\n  estimator gpus --format csv > "
                                 "gpus.csv\n  estimator gpus show rtx-4090", invoke_without_command=True)
@@ -208,18 +210,31 @@ systems_app = typer.Typer(help="The system (server) catalog.\n\n\b\nExamples:\n 
                           invoke_without_command=True)
 
 
+def system_row(catalog: Catalog, s: SystemSpec) -> dict[str, Any]:
+    """One server as `systems --format json` lists it (and /v1/systems): every spec key, and its GPU's name."""
+    return {**s.model_dump(mode="json"), "gpu_name": catalog.system_gpu(s).name}
+
+
 @systems_app.callback()
-def systems_list(ctx: typer.Context, specs_dir: SpecsDir = None) -> None:
+def systems_list(ctx: typer.Context, specs_dir: SpecsDir = None,
+                 output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
+                 = OutputFormat.table) -> None:
     """List the system catalog.
 
     \b
     Examples:
       estimator systems
+      estimator systems --format csv > systems.csv
       estimator systems show hgx-h100
     """
     if ctx.invoked_subcommand is not None:
         return
+    check_format(output_format, GPUS_FORMATS)
     catalog = catalog_for(specs_dir)
+    if output_format is not OutputFormat.table:
+        found = [system_row(catalog, s) for s in sorted(catalog.systems, key=lambda s: s.name)]
+        write_report(output_format.value, found, table=gpu_table_rows(found))
+        return
     rows = [[escape(s.name), escape(catalog.system_gpu(s).name), str(s.gpus_per_node), escape(s.intra_node_link),
              str(s.domain_gpus), f"{s.link_gb_per_s:g}", f"{s.nics_per_node} × {s.nic_gbit_per_s:g} Gb/s",
              f"{s.server_power_w:,.0f}", "—" if s.price_usd is None else f"${s.price_usd:,.0f}"]

@@ -13,7 +13,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from estimator.catalog.registry import model_from_config
-from estimator.cli.catalogs import gpu_row, gpu_table_rows, model_row
+from estimator.cli.catalogs import gpu_row, gpu_table_rows, model_row, system_row
 from estimator.cli.estimate import estimate_command, estimate_report
 from estimator.cli.plan import plan_command, plan_report, sweep_command, sweep_grid, sweep_result
 from estimator.errors import SpecInvalid, SpecNotFound, WorkloadInvalid
@@ -120,8 +120,7 @@ def catalog_rows(catalog: Catalog, kind: str) -> tuple[list[dict[str, Any]], Tab
     elif kind == "models":
         rows = [model_row(m) for m in sorted(catalog.models, key=lambda m: m.name)]
     elif kind == "systems":
-        rows = [{**s.model_dump(mode="json"), "gpu_name": catalog.system_gpu(s).name}
-                for s in sorted(catalog.systems, key=lambda s: s.name)]
+        rows = [system_row(catalog, s) for s in sorted(catalog.systems, key=lambda s: s.name)]
     elif kind == "formats":
         rows = [f.model_dump(mode="json") for f in sorted(catalog.formats, key=lambda f: f.name)]
     else:

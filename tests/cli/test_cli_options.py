@@ -109,3 +109,13 @@ def test_options_of_another_command_are_refused_in_one_line(cli: Cli, args: tupl
     result = cli(*args)
     assert result.exit_code != 0 and result.stdout == ""
     assert result.stderr.startswith(message) and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_every_catalog_listing_takes_format(cli: Cli, shipped_catalog: object) -> None:
+    for listing in ("gpus", "models", "systems"):
+        rows = json.loads(cli(listing, "--format", "json").stdout)
+        assert rows and all("name" in row for row in rows), listing
+        csv_lines = cli(listing, "--format", "csv").stdout.splitlines()
+        assert len(csv_lines) == len(rows) + 1, listing  # a header and one line per entry
+    hgx = next(r for r in json.loads(cli("systems", "-f", "json").stdout) if r["name"] == "hgx-h100")
+    assert (hgx["gpus_per_node"], hgx["gpu_name"]) == (8, "NVIDIA H100 SXM5 80GB")
