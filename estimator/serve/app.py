@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
@@ -110,7 +111,9 @@ def _query(request: Request) -> list[tuple[str, str]]:
 
 def create_app(catalog: Catalog) -> FastAPI:
     """The app over ``catalog``: the API under /v1, the page at /, OpenAPI docs at /docs."""
-    app = FastAPI(title="estimator", version="1", description=(
+    # FastAPIOffline: the same FastAPI app, with Swagger UI and ReDoc served from files in fastapi-offline's
+    # package instead of a CDN, so /docs works with no network as the page does.
+    app = FastAPIOffline(title="estimator", version="1", description=(
         "GPU memory and speed estimates. Each field is the CLI option of the same name (`prompt_tokens` is "
         "`--prompt-tokens`); answers are the CLI's `--format json` (or csv/xlsx with `?format=` or an Accept "
         "header)."))

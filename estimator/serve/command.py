@@ -12,7 +12,7 @@ import typer
 from estimator.cli.options import SpecsDir, catalog_for
 from estimator.errors import MissingDependency, WorkloadInvalid
 
-INSTALL_HINT = "estimator serve needs FastAPI and uvicorn: pip install 'estimator[serve]'"
+INSTALL_HINT = "estimator serve needs FastAPI, fastapi-offline and uvicorn: pip install 'estimator[serve]'"
 
 
 def _loopback(host: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -176,4 +177,8 @@ def test_openapi_documents_each_field_with_the_cli_s_help(client: TestClient) ->
     assert fields["batch"]["schema"]["default"] == "1"
     assert "specs_dir" not in fields and "calibration" not in fields  # server paths are no fields
     assert "mode" not in {p["name"] for p in schema["paths"]["/v1/train"]["get"]["parameters"]}
-    assert client.get("/docs").status_code == 200
+    docs = client.get("/docs")
+    assert docs.status_code == 200
+    assert "cdn" not in docs.text.lower() and "https://" not in docs.text  # its script and style are served here
+    scripts = re.findall(r'(?:src|href)="([^"]+\.(?:js|css))"', docs.text)
+    assert len(scripts) == 2 and all(client.get(url).status_code == 200 for url in scripts)
