@@ -76,4 +76,20 @@ MECHANISMS = """\
    the same count. In training the math kernel saves the scaled query, repeated keys and values and the fp32
    probabilities (`training.estimate._activations`), and Gemma 2's final-logit soft-capping saves its tanh output
    (`activations.output_stage`; it was the −12% fitted miss s0/rand-t15).
+2. **Training step time: host floor, loss stage and foreach AdamW** (median error 64.5% held out; small models
+   up to 86% too fast, fp32 steps 2× too slow). Seed 2 timed forward, backward and optimizer step apart, each
+   with the host's issue time beside the GPU time: models under ~1 B parameters are host-bound (the host needs
+   1.4 ms a layer to issue a forward and 3.4 ms a backward; 2.6 and 6.5 ms with checkpointing, whose backward
+   re-runs the layer through saved-tensor hooks), so each phase now takes the longer of the two
+   (`training.eager_step`, the `hf` profile's `train_host_*`). The GPU side: matrix FLOPs at 0.45 of the bf16
+   peak (0.74 of the fp32 peak: fp32 has no tensor cores, and one step-level factor had made fp32 2× slow), the
+   loss stage's bytes (24 per logit forward, 26 backward, counted op by op; +12 / +14 with soft-capping),
+   autocast's weight casts (6 B per parameter), and recompute without the LM head. PyTorch's foreach AdamW
+   (traced: 8 kernels, 21 state accesses per parameter) measured 23 ps a parameter with fp32 states and 14 with
+   bf16 — more than its bytes at any bandwidth (the old term read and wrote each state once, a third of it):
+   its bytes at 4.8 TB/s plus 0.67 ps per element per kernel. Host figures were fitted on seed 2 (all `fit`),
+   the 16-bit efficiency on seed 0's 10 fit rows; held out, the median error went from 64.5% to 11.1% (20 of
+   35 within ±15%); the worst remaining misses are small checkpointed models whose host time varies ±50%
+   between models of one shape (seed 2's per-layer host figures scatter 0.9–2.4 ms forward), which a per-layer
+   constant cannot follow, and the target (±15%, median ≤ 8%) is not met.
 """

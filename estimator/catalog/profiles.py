@@ -48,6 +48,18 @@ class EfficiencyProfile(BaseModel):
     interconnect_efficiency: float = Field(gt=0, le=1)
     # step FLOPs ÷ (peak × this); None: the step is timed kernel by kernel (estimator.training.step_time)
     train_flop_efficiency: float | None = Field(gt=0, le=1)
+    train_fp32_flop_efficiency: float | None = Field(default=None, gt=0, le=1)  # fp32 steps; None: the above
+    # host dispatch of an eager training step (estimator.training.eager_step): each phase takes the longer of its
+    # GPU time and the time the host needs to issue it
+    train_host_forward_s: float = Field(default=0, ge=0)  # per step: embedding, head, loss, autograd set-up
+    train_host_forward_per_layer_s: float = Field(default=0, ge=0)
+    train_host_backward_per_layer_s: float = Field(default=0, ge=0)
+    train_host_checkpointed_forward_per_layer_s: float = Field(default=0, ge=0)
+    train_host_checkpointed_backward_per_layer_s: float = Field(default=0, ge=0)  # recompute included
+    optimizer_host_s: float = Field(default=0, ge=0)  # per step, and per parameter tensor below
+    optimizer_host_per_tensor_s: float = Field(default=0, ge=0)
+    # foreach (multi-tensor) optimizer kernels: a cost per element per kernel beside their bytes
+    foreach_element_pass_s: float = Field(default=0, ge=0)
     fitted_on: tuple[str, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
 

@@ -29,6 +29,7 @@ from estimator.catalog.systems import SystemSpec
 from estimator.model.compute import attention_flops, linear_params_per_token
 from estimator.model.inventory import lm_head_numel
 from estimator.training.communication import Communication, step_communication
+from estimator.training.eager_step import eager_compute_s, eager_optimizer_s, uses_eager_step
 from estimator.training.states import ModelStates
 from estimator.training.workload import TrainingWorkload
 
@@ -101,7 +102,10 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
     linear_executed = base_train + 6 * adapters + (2 * linear if full else 0)
     executed_gpu = (linear_executed + (3 + extra_attention) * attn_fwd) * step_tokens / mp
     bubble = (w.pp - 1) / (w.virtual_stages * w.grad_accum + w.pp - 1)
-    if prof.train_flop_efficiency is not None:
+    if uses_eager_step(prof):
+        eager_s, efficiency = eager_compute_s(arch, w, gpu, peak, inputs.trainable_params, inputs.stage_layers)
+        efficiency = executed_gpu / (peak * eager_s)  # what the step achieves, host floor and loss included
+    elif prof.train_flop_efficiency is not None:
         efficiency = prof.train_flop_efficiency
     else:
         kernels_s = _kernel_compute_s(arch, w, gpu, peak, linear_executed, attn_fwd, 3 + extra_attention,
@@ -110,6 +114,8 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
     compute_s = executed_gpu / (peak * efficiency) / (1 - bubble)
     bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
     optimizer_s = 2 * (inputs.states.total_bytes + inputs.step_transient) / bandwidth
+    if not inputs.deepspeed and (adamw := eager_optimizer_s(arch, w, gpu, inputs.trainable_params)) is not None:
+        optimizer_s = adamw
     comm = _communication(arch, w, gpu, inputs, system)
     communication_s = comm.total_s
     step_s = compute_s + optimizer_s + communication_s

@@ -1,0 +1,113 @@
+"""An eager PyTorch (Hugging Face) training step beside its matrix FLOPs: host dispatch, the loss stage's memory
+traffic, autocast's weight casts and PyTorch's foreach AdamW — the path `step_time.step_time` takes for a profile
+with host figures (``train_host_backward_per_layer_s`` > 0, the ``hf`` profile).
+
+Measured on the H200 with PyTorch 2.11 and transformers 5.17 (tests/data/measured/random, ``kind=train_parts``:
+forward, backward and optimizer step of 30 small random models, each with its host issue time and its GPU time):
+the host issues a step's kernels one by one and the GPU runs them as they come, so each phase takes the longer of
+the two. Small models are host-bound (0.05–1 B parameters: 1.4 ms a layer to issue a forward, 3.4 ms a backward,
+2.6 and 6.5 ms under activation checkpointing, whose backward re-runs the forward through saved-tensor hooks);
+large ones are GPU-bound: matrix FLOPs at the profile's efficiency (fp32 has its own: no tensor cores), plus the
+loss stage's and autocast's bytes.
+"""
+
+from __future__ import annotations
+
+import math
+
+from estimator.catalog.architecture import Architecture
+from estimator.catalog.profiles import EfficiencyProfile
+from estimator.catalog.specs import GpuSpec
+from estimator.model.compute import attention_flops, linear_params_per_token
+from estimator.model.inventory import lm_head_numel, tensor_inventory
+from estimator.training.states import state_dtype_bytes
+from estimator.training.workload import TrainingWorkload
+
+# Bytes per logit element the loss stage moves (transformers' ForCausalLMLoss after the LM head, 16-bit logits),
+# counted op by op: forward = head output (2) + fp32 upcast (2 + 4) + log_softmax (max and sum passes, 4 + 4, and
+# its output 4 + 4) = 24; backward = nll_loss gradient (4) + log_softmax backward (4 + 4 + 4) + cast to 16 bit
+# (4 + 2) + the head's two gradient GEMMs reading it (2 + 2) = 26. Final-logit soft-capping (÷ cap, tanh, × cap)
+# adds three 16-bit elementwise passes forward (12) and their three backward (14).
+LOSS_FORWARD_BYTES = 24
+LOSS_BACKWARD_BYTES = 26
+SOFTCAP_FORWARD_BYTES = 12
+SOFTCAP_BACKWARD_BYTES = 14
+# Autocast casts every fp32 weight to bf16 once per forward (and again when checkpointing recomputes): read 4,
+# write 2 bytes per parameter.
+AUTOCAST_CAST_BYTES = 6
+# PyTorch's foreach AdamW (torch.optim.AdamW default, traced op by op): mul_(p), lerp_(m, g), mul_(v),
+# addcmul_(v, g, g), sqrt(v), div_, add_(eps), addcdiv_(p, m, d) — 8 kernels, 13 reads and 8 writes of a state
+# element per parameter.
+ADAMW_FOREACH_ACCESSES = 21
+ADAMW_FOREACH_KERNELS = 8
+
+
+def loss_stage_bytes(arch: Architecture, tokens: int) -> tuple[float, float]:
+    """(forward, backward) bytes the loss stage moves over ``tokens`` tokens (see `LOSS_FORWARD_BYTES`)."""
+    logits = tokens * arch.vocab_size if arch.lm_head else 0
+    capped = arch.final_logit_softcapping
+    return (logits * (LOSS_FORWARD_BYTES + (SOFTCAP_FORWARD_BYTES if capped else 0)),
+            logits * (LOSS_BACKWARD_BYTES + (SOFTCAP_BACKWARD_BYTES if capped else 0)))
+
+
+def host_s(profile: EfficiencyProfile, layers: int, *, checkpointed: bool) -> tuple[float, float]:
+    """(forward, backward) seconds the host needs to issue one micro-batch through ``layers`` layers."""
+    if checkpointed:
+        return (profile.train_host_forward_s + layers * profile.train_host_checkpointed_forward_per_layer_s,
+                layers * profile.train_host_checkpointed_backward_per_layer_s)
+    return (profile.train_host_forward_s + layers * profile.train_host_forward_per_layer_s,
+            layers * profile.train_host_backward_per_layer_s)
+
+
+def adamw_foreach_s(params: int, state_bytes: int, param_tensors: int, gpu: GpuSpec,
+                    profile: EfficiencyProfile) -> float:
+    """PyTorch's foreach AdamW step: its bytes at the datasheet bandwidth plus a cost per element per kernel (the
+    fp32 arithmetic every element takes whatever its width), or the host's time to issue it if longer. Measured:
+    23 ps per parameter with fp32 states, 14 with bf16 (tests/data/measured/random), which these two terms give."""
+    gpu_s = params * (ADAMW_FOREACH_ACCESSES * state_bytes / gpu.bandwidth_bytes_per_s
+                      + ADAMW_FOREACH_KERNELS * profile.foreach_element_pass_s)
+    return max(gpu_s, profile.optimizer_host_s + param_tensors * profile.optimizer_host_per_tensor_s)
+
+
+
+def uses_eager_step(profile: EfficiencyProfile) -> bool:
+    """Whether the profile describes eager PyTorch training with a host floor (this module's model)."""
+    return profile.train_host_backward_per_layer_s > 0
+
+
+def eager_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, trainable_params: int,
+                    stage_layers: int) -> tuple[float, float]:
+    """(seconds of one replica's micro-batches on one GPU without the bubble, the matrix efficiency used): per
+    micro-batch, forward and backward each the longer of GPU time and host issue time. Full recompute re-runs the
+    checkpointed decoder layers, not the LM head (transformers checkpoints layers)."""
+    prof, mp, tokens = w.profile, w.tp * w.pp, w.tokens_per_micro_batch
+    lora = w.lora_rank is not None
+    fp32 = prof.train_fp32_flop_efficiency
+    efficiency = fp32 if w.compute_dtype == "fp32" and fp32 is not None else prof.train_flop_efficiency
+    assert efficiency is not None  # a profile with host figures gives a step-level efficiency
+    layers = linear_params_per_token(arch)
+    linear = layers + lm_head_numel(arch)
+    attention = attention_flops(arch, w.batch, w.seq_len) / tokens
+    adapters = trainable_params if lora else 0
+    forward = (2 * linear + 2 * adapters + attention) * tokens / mp
+    backward = ((2 if lora else 4) * linear + 4 * adapters + 2 * attention) * tokens / mp
+    full = w.recompute == "full"
+    if full:
+        backward += (2 * layers + attention) * tokens / mp
+    bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
+    loss_fwd, loss_bwd = (b / w.tp for b in loss_stage_bytes(arch, tokens))
+    cast = AUTOCAST_CAST_BYTES * trainable_params / mp if w.amp and not lora else 0
+    host_fwd, host_bwd = host_s(prof, stage_layers, checkpointed=full)
+    gpu_fwd = forward / (peak * efficiency) + (loss_fwd + cast) / bandwidth
+    gpu_bwd = backward / (peak * efficiency) + (loss_bwd + (cast if full else 0)) / bandwidth
+    return w.grad_accum * (max(gpu_fwd, host_fwd) + max(gpu_bwd, host_bwd)), efficiency
+
+
+def eager_optimizer_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, trainable_params: int) -> float | None:
+    """PyTorch's foreach AdamW (`adamw_foreach_s`) on this rank's share; None for other optimizers."""
+    if w.optimizer != "adamw" or w.profile.foreach_element_pass_s == 0:
+        return None
+    mp = w.tp * w.pp
+    params = math.ceil(trainable_params / mp / (w.dp if w.shard_stage >= 1 else 1))
+    tensors = math.ceil(sum(g.count for g in tensor_inventory(arch)) / mp)
+    return adamw_foreach_s(params, state_dtype_bytes(w.precision), tensors, gpu, w.profile)
