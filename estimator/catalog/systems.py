@@ -107,3 +107,24 @@ class SystemSpec(BaseModel):
     @property
     def host_memory_bytes(self) -> int:
         return round(self.host_memory_gb * GIGA)
+
+
+_NETWORK_KINDS: dict[str, NetworkKind] = {"ib": "infiniband", "infiniband": "infiniband", "roce": "roce",
+                                          "eth": "ethernet", "ethernet": "ethernet"}
+
+
+def with_network(system: SystemSpec, text: str) -> SystemSpec:
+    """``system`` with its scale-out network replaced by ``text``: NICS x GBIT[g][-KIND] per node, e.g.
+    ``8x400g-ib``, ``4x200g-roce``, ``2x100-eth`` (KIND ib, roce or eth; the system's own when left out)."""
+    head, _, kind = text.strip().lower().partition("-")
+    nics, sep, speed = head.partition("x")
+    speed = speed.removesuffix("g")
+    if not sep or not nics.isdigit() or int(nics) < 1 or (kind and kind not in _NETWORK_KINDS):
+        raise ValueError(f"--network {text!r}: give NICS x Gbit/s per node, e.g. 8x400g-ib (kinds: ib, roce, eth)")
+    try:
+        gbit = float(speed)
+    except ValueError:
+        raise ValueError(f"--network {text!r}: {speed!r} is not a speed in Gbit/s (e.g. 400g)") from None
+    data = {**system.model_dump(), "nics_per_node": int(nics), "nic_gbit_per_s": gbit,
+            "network": _NETWORK_KINDS[kind] if kind else system.network}
+    return SystemSpec.model_validate(data)

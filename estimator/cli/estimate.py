@@ -87,6 +87,8 @@ def estimate_command(
                                                "`estimator systems`). Default: the GPU's common server.")] = None,
     nodes: Annotated[str | None, typer.Option(help="Servers of --system (1).")] = None,
     gpus_per_node: Annotated[str | None, typer.Option(help="GPUs per server, overriding the system's.")] = None,
+    network: Annotated[str | None, typer.Option(help="Scale-out network per server, overriding the system's: "
+                                                "NICS x Gbit/s[-ib|roce|eth], e.g. 8x400g-ib.")] = None,
     logits: LogitsOption = Logits.last,
     profile: Annotated[str, typer.Option(help="Efficiency profile: optimized (serving engine, CUDA graphs), hf "
                                          "(Hugging Face transformers eager) or megatron (training, kernel by "
@@ -168,7 +170,8 @@ def estimate_report(catalog: Catalog, model_spec: ModelSpec, p: dict[str, Any]) 
         if p["system"] is None and (p["nodes"] is not None or p["gpus_per_node"] is not None):
             raise WorkloadInvalid("--nodes and --gpus-per-node with --mode train need --system")
         # training uses a server only when named: a GPU alone keeps the card's listed link for every group
-        card, chosen, node_count, _ = hardware(catalog, p["gpu"], p["system"], p["nodes"], p["gpus_per_node"], 1)
+        card, chosen, node_count, _ = hardware(catalog, p["gpu"], p["system"], p["nodes"], p["gpus_per_node"], 1,
+                                               network=p.get("network"))
         return training_report(catalog, model_spec, with_gpu_memory(card, p["gpu_memory"]),
                                requested_gpu=p["gpu"] or "", batch=p["batch"], profile=p["profile"],
                                options=training, system=chosen if p["system"] is not None else None,
@@ -181,17 +184,20 @@ def estimate_report(catalog: Catalog, model_spec: ModelSpec, p: dict[str, Any]) 
                             logits=str(_value(p["logits"])), profile=p["profile"],
                             mla_cache=None if p["mla_cache"] is None else str(_value(p["mla_cache"])),
                             group_size=p["group_size"], calibration=calibration, system=p["system"],
-                            nodes=p["nodes"], gpus_per_node=p["gpus_per_node"], gpu_memory=p["gpu_memory"])
+                            nodes=p["nodes"], gpus_per_node=p["gpus_per_node"], gpu_memory=p["gpu_memory"],
+                            network=p.get("network"))
 
 
 def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu: str | None, *, requested_gpu: str,
                      dtype: str | None, kv_dtype: str | None, batch: str, prompt_tokens: str, output_tokens: str,
                      gpus: str, logits: str, profile: str, mla_cache: str | None, group_size: int | None,
                      calibration: Path | None, system: str | None = None, nodes: str | None = None,
-                     gpus_per_node: str | None = None, gpu_memory: str | None = None) -> Report:
+                     gpus_per_node: str | None = None, gpu_memory: str | None = None,
+                     network: str | None = None) -> Report:
     """The Report for `estimate`'s inference options, given as typed on the command line."""
     tp = positive("--gpus", gpus)
-    gpu_spec, system_spec, node_count, assumed = hardware(catalog, gpu, system, nodes, gpus_per_node, tp)
+    gpu_spec, system_spec, node_count, assumed = hardware(catalog, gpu, system, nodes, gpus_per_node, tp,
+                                                          network=network)
     gpu_spec = with_gpu_memory(gpu_spec, gpu_memory)
     weight_format = weights_format(catalog, model_spec, dtype, group_size)
     kv = kv_format(catalog, weight_format, kv_dtype)

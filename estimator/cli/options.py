@@ -171,7 +171,7 @@ def print_table(output: Path | None, draw: Callable[[Console], None]) -> None:
 
 
 def hardware(catalog: Catalog, gpu: str | None, system: str | None, nodes: str | None, gpus_per_node: str | None,
-             tp: int) -> tuple[GpuSpec, SystemSpec | None, int, bool]:
+             tp: int, network: str | None = None) -> tuple[GpuSpec, SystemSpec | None, int, bool]:
     """(GPU, system or None, nodes, whether the system was assumed) for `--gpu`, `--system`, `--nodes` and
     `--gpus-per-node`: a system names its GPU; a GPU alone on more than one GPU sits in its common server."""
     from pydantic import ValidationError
@@ -204,4 +204,15 @@ def hardware(catalog: Catalog, gpu: str | None, system: str | None, nodes: str |
             chosen = SystemSpec.model_validate(data)
         except ValidationError as error:
             raise WorkloadInvalid(f"--gpus-per-node {per_node}: {validation_message(error)}") from None
+    if network is not None:
+        from estimator.catalog.systems import with_network
+
+        if chosen is None:
+            raise WorkloadInvalid("--network replaces a system's scale-out network; give --system")
+        try:
+            chosen = with_network(chosen, network)
+        except ValidationError as error:
+            raise WorkloadInvalid(f"--network {network}: {validation_message(error)}") from None
+        except ValueError as error:
+            raise WorkloadInvalid(str(error)) from None
     return card, chosen, count, assumed

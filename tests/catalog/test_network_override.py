@@ -1,0 +1,38 @@
+"""--network NICSxGBIT[-KIND] replaces a system's scale-out network (issue 12)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from estimator.catalog.registry import Catalog
+from estimator.catalog.systems import with_network
+from tests.conftest import CliResult
+
+
+def test_network_is_replaced(catalog: Catalog) -> None:
+    h100 = catalog.systems.get("hgx-h100")
+    slow = with_network(h100, "2x100g-eth")
+    assert (slow.nics_per_node, slow.nic_gbit_per_s, slow.network) == (2, 100.0, "ethernet")
+    # 2 NICs × 100 Gbit/s ÷ 8 bits ÷ 8 GPUs = 3,125,000,000 B/s per GPU per direction
+    assert slow.network_bytes_per_s_per_gpu == 3_125_000_000
+    same_kind = with_network(h100, "8x400g")
+    assert (same_kind.network, same_kind.network_bytes_per_s_per_gpu) == (h100.network, 50_000_000_000)
+
+
+@pytest.mark.parametrize("text", ["8xfoo", "0x400g", "400g", "8x400g-token-ring"])
+def test_bad_network_is_refused(catalog: Catalog, text: str) -> None:
+    with pytest.raises(ValueError, match="--network"):
+        with_network(catalog.systems.get("hgx-h100"), text)
+
+
+def test_training_dp_traffic_follows_the_network(cli: Callable[..., CliResult]) -> None:
+    base = ("estimate", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--nodes", "2", "--mode", "train",
+            "--dp", "16", "--precision", "bf16", "--format", "json")
+    fast = json.loads(cli(*base).stdout)["time"]["dp_communication_s"]
+    slow = json.loads(cli(*base, "--network", "2x100g-ib").stdout)["time"]["dp_communication_s"]
+    assert slow > 10 * fast  # 16 × less bandwidth per GPU; the per-step latency is the same
+    bad = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--network", "8x400g")
+    assert bad.exit_code != 0 and "--network replaces a system's scale-out network; give --system" in bad.stderr
