@@ -30,6 +30,12 @@ class EfficiencyProfile(BaseModel):
     elementwise_ffn_passes: float = Field(ge=0)
     per_layer_step_s: float = Field(ge=0)
     host_per_layer_s: float = Field(ge=0)
+    # host dispatch counted in aten operations (timing.host_dispatch_s): families listed here cost host_fixed_s +
+    # their operations × host_per_op_s a step instead of layers × host_per_layer_s. Per model_type, the operations
+    # one layer dispatches: (prefill, decode with as many KV heads as query heads, decode with grouped KV heads)
+    eager_ops_per_layer: dict[str, tuple[int, int, int]] = Field(default_factory=dict)
+    host_fixed_s: float = Field(default=0, ge=0)
+    host_per_op_s: float = Field(default=0, ge=0)
     cuda_context_bytes: int = Field(ge=0)
     workspace_bytes: int = Field(ge=0)
     driver_reserved_fraction: float = Field(ge=0, lt=0.1)

@@ -29,6 +29,16 @@ def _elementwise_bytes_per_token(arch: Architecture, rt: Runtime, tp: int) -> fl
     return passes * rt.activation_bytes_per_element * arch.num_layers
 
 
+def eager_ops(arch: Architecture, rt: Runtime, *, decode: bool) -> int:
+    """aten operations one step dispatches under the profile's `eager_ops_per_layer` (0 where it lists none): the
+    layers' (the embedding, final norm and head are in the profile's fixed host cost)."""
+    counts = rt.profile.eager_ops_per_layer.get(arch.model_type)
+    if counts is None:
+        return 0
+    grouped = arch.attention.latent is None and arch.attention.num_kv_heads < arch.attention.num_heads
+    return arch.num_layers * (counts[2 if grouped else 1] if decode else counts[0])
+
+
 def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: int, context: int,
                  kv_bytes: float) -> PhaseCost:
     """The prefill of ``batch`` prompts on one of ``tp`` ranks, whose KV cache at ``context`` tokens is
@@ -47,6 +57,7 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
         allreduce_bytes=2 * layers * prompt_tokens * h * act,
         allreduces=2 * layers if tp > 1 else 0,
         masked_attention=masked,
+        host_ops=eager_ops(arch, rt, decode=False),
     )
 
 
@@ -65,6 +76,7 @@ def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: i
         allreduce_bytes=2 * layers * batch * h * act,
         allreduces=2 * layers if tp > 1 else 0,
         grouped_kv=arch.attention.latent is None and arch.attention.num_kv_heads < arch.attention.num_heads,
+        host_ops=eager_ops(arch, rt, decode=True),
     )
 
 

@@ -57,6 +57,7 @@ class PhaseCost:
     allreduces: int = 0
     grouped_kv: bool = False  # decode reads a grouped-query KV cache (fewer KV heads than query heads)
     masked_attention: bool = False  # attention runs with an explicit mask (see profiles.masked_attention_...)
+    host_ops: float = 0.0  # aten operations the host dispatches one by one (0: host time from layers alone)
 
     @property
     def flops(self) -> float:
@@ -143,6 +144,15 @@ def attention_flop_fraction(profile: EfficiencyProfile, *, masked: bool) -> floa
     return profile.attention_flop_efficiency
 
 
+def host_dispatch_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
+    """Seconds the host needs to issue the phase's kernels one by one (eager runtimes; overlapped with the GPU):
+    a fixed cost plus the phase's aten operations × the cost of one where the profile counts operations, else
+    layers × the profile's per-layer figure."""
+    if cost.host_ops and profile.host_per_op_s:
+        return profile.host_fixed_s + cost.host_ops * profile.host_per_op_s
+    return cost.layers * profile.host_per_layer_s
+
+
 def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> PhaseTime:
     """Bound and expected time of one phase (see module docstring)."""
     bound_s, bound = roofline_s(cost, hw)
@@ -157,7 +167,7 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.
     gpu_s = maximum(compute_s, weights_s) + elementwise_s + kv_s + fixed_s
-    host_s = cost.layers * profile.host_per_layer_s
+    host_s = host_dispatch_s(cost, profile)
     communication_s = allreduce_s(cost, hw, profile)
     expected = maximum(gpu_s, host_s) + communication_s
     return PhaseTime(bound_s, bound, maximum(expected, bound_s), compute_s, weights_s + elementwise_s + kv_s,
