@@ -137,6 +137,7 @@ class PlanReport(Versioned):
     options: tuple[PlanOption, ...]
     assumptions: tuple[Note, ...]
     warnings: tuple[Note, ...]
+    logits: str = "last"  # the positions whose logits the prefill computes (--logits), as estimate's workload.logits
 
 
 def _empty(system: SystemSpec | None, gpu: GpuSpec, reason: str, settings: Settings) -> PlanOption:
@@ -262,7 +263,7 @@ def plan(model: ModelSpec, systems: Iterable[tuple[SystemSpec, GpuSpec]], worklo
         model=model.name, params=_params(model), dtype=w.weight_format.name, kv_dtype=w.kv_format.name,
         profile=w.profile.name, prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens, goal=goal,
         goal_kind=goal.kind, sort=sort, ranking=_RANKING[sort], settings=settings, options=(*ranked, *failed),
-        assumptions=tuple(_assumptions(w, prices, settings)), warnings=tuple(_warnings(ranked)),
+        assumptions=tuple(_assumptions(w, prices, settings)), warnings=tuple(_warnings(ranked)), logits=w.logits,
     )
 
 

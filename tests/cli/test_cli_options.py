@@ -90,8 +90,10 @@ def test_logits_and_group_size_mean_the_same_in_estimate_sweep_and_plan(cli: Cli
     assert sweep["memory.weights_bytes"] == estimate["memory"]["weights_bytes"]
     assert sweep["memory.activation_bytes"] == estimate["memory"]["activation_bytes"]
     last = json.loads(cli(*PLAN, "--gpu", "h100").stdout)["options"][0]["memory_per_gpu_bytes"]
-    every = json.loads(cli(*PLAN, "--gpu", "h100", "--logits", "all").stdout)["options"][0]["memory_per_gpu_bytes"]
+    every_plan = json.loads(cli(*PLAN, "--gpu", "h100", "--logits", "all").stdout)
+    every = every_plan["options"][0]["memory_per_gpu_bytes"]
     assert every > last  # every prompt position's logits in the prefill peak
+    assert every_plan["logits"] == "all"  # and the report says which it computed
     grouped = cli(*PLAN, "--gpu", "h100", "--dtype", "bf16", "--group-size", "64")
     assert grouped.stderr.startswith("error: --group-size applies to grouped formats")
 
