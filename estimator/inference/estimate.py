@@ -24,7 +24,7 @@ from estimator.inference.workload import InferenceWorkload
 from estimator.model.capacity import gpus_required, max_batch, max_context_tokens, within_position_limit
 from estimator.model.collectives import gpu_in_group, group_link
 from estimator.model.compute import expected_distinct_experts
-from estimator.model.footprint import GpuMemory, memory_per_gpu, rank_kv_bytes, rank_kv_layers
+from estimator.model.footprint import GpuMemory, memory_per_gpu, peak_kv_layers, rank_kv_bytes
 from estimator.model.inventory import active_param_count, param_count, tensor_inventory
 from estimator.model.memory import generic_weights_bytes, weight_shares, weights_bytes
 from estimator.model.parallel import valid_tensor_parallel
@@ -83,7 +83,7 @@ def _terms(model: ModelSpec, w: InferenceWorkload, tp: int, kv_per_gpu: int) -> 
     shares = tuple(WeightPart(role=s.role.value, params=s.numel, bits_per_weight=float(s.bits), bytes=s.bytes)
                    for s in weight_shares(arch, w.weight_format))
     kv_parts = tuple(KvPart(window=g.window, layers=g.layers, tokens=g.tokens, bytes=g.bytes, total_bytes=g.bytes * tp)
-                     for g in rank_kv_layers(arch, w, tp, w.batch, w.context_tokens))
+                     for g in peak_kv_layers(arch, w, tp, w.batch, w.prompt_tokens, w.output_tokens))
     return _Terms(param_count(arch), active_param_count(arch), weights_bytes(arch, w.weight_format), shares,
                   kv_parts, rank_kv_bytes(arch, w, 1, 1, 1), costs.prefill, costs.decode, costs.step)
 
@@ -188,7 +188,9 @@ def _assumptions(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> list[N
         _capacity_note(gpu),
         note(NoteCode.KV_FULL_CONTEXT),
         note(NoteCode.LOGITS, positions=w.logits),
-        *([note(NoteCode.TENSOR_PARALLEL, gpus=w.tensor_parallel)] if w.tensor_parallel > 1 else []),
+        *([note(NoteCode.TENSOR_PARALLEL, gpus=w.tensor_parallel),
+           note(NoteCode.GPU_BUFFERS, gpus=w.tensor_parallel, nccl_bytes=w.profile.nccl_buffer_bytes, ddp_bytes=0)]
+          if w.tensor_parallel > 1 else []),
         *([note(NoteCode.PREFILL_CHUNK, tokens=w.profile.prefill_chunk_tokens)]
           if w.profile.prefill_chunk_tokens is not None else []),
         *[note(NoteCode.STATE_PER_SEQUENCE, layers=g.layers, kind=g.kind, bytes_per_sequence=g.bytes_per_sequence)
@@ -218,6 +220,7 @@ def _memory_report(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, terms: 
         max_batch=max_batch(model, gpu, w, tp, w.prompt_tokens, w.output_tokens),
         max_context_tokens=within_position_limit(model, by_memory),
         max_context_tokens_by_memory=by_memory,
+        weights_replicated_bytes=mem.weights * tp - terms.total_weights,
         kv_cache_per_token_bytes=terms.kv_per_token,
         weights_by_role=terms.shares,
         kv_by_window=terms.kv_parts,

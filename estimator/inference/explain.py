@@ -11,6 +11,7 @@ from estimator.catalog.architecture import Architecture
 from estimator.catalog.specs import GpuSpec
 from estimator.inference.report import MemoryReport
 from estimator.inference.workload import InferenceWorkload
+from estimator.model.footprint import rank_kv_bytes
 from estimator.model.memory import kv_elements_per_token, kv_heads_divisor, replicated_weights_bytes
 from estimator.model.timing import Hardware, PhaseCost, PhaseTime
 from estimator.notes import Note, NoteCode, note
@@ -37,9 +38,9 @@ def _kv_lines(arch: Architecture | None, memory: MemoryReport, w: InferenceWorkl
                   bytes_per_token_layer=per_token_layer, elements=words, kv_dtype=w.kv_format.name,
                   total_bytes=kv.layers * kv.tokens * w.batch * per_token_layer, gpus=tp, split=split,
                   bytes=kv.bytes) for kv in memory.kv_by_window]
-    windowed = sum(kv.bytes for kv in memory.kv_by_window)
+    windowed = rank_kv_bytes(arch, w, tp, w.batch, w.context_tokens)
     if memory.kv_cache_per_gpu_bytes is not None and memory.kv_cache_per_gpu_bytes != windowed:
-        # the profile's sliding_window_prefill_full: footprint.memory_per_gpu takes the larger of the two
+        # the profile's sliding_window_prefill_full: footprint.peak_kv_layers takes the larger of the two
         lines.append(note(NoteCode.KV_PREFILL_FULL, layers=sum(kv.layers for kv in memory.kv_by_window),
                           tokens=w.prompt_tokens, sequences=w.batch, bytes_per_token_layer=per_token_layer,
                           split=split, bytes=memory.kv_cache_per_gpu_bytes, windowed_bytes=windowed))

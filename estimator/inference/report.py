@@ -106,6 +106,10 @@ class MemoryReport(Frozen):
     state_per_gpu_bytes: int = 0
     state_by_kind: tuple[StatePart, ...] = ()
     max_context_tokens_by_memory: int | None = None  # max_context_tokens before the model's position limit
+    # weights held more than once over the GPUs, beyond weights_bytes (the model's one copy): replicated norms,
+    # biases and routers on every further GPU, and each shard rounded up to whole bytes. So that total_bytes =
+    # weights_bytes + weights_replicated_bytes + kv_cache_bytes + activation_bytes + overhead_bytes + state_bytes
+    weights_replicated_bytes: int = 0
 
 
 class TimeReport(Frozen):

@@ -1,9 +1,17 @@
 """Capacity: the fewest GPUs, the largest batch and the longest context that fit, found by solving, not scanning.
 
-Every memory term grows monotonically with batch and with tokens (weights are constant; the KV cache, the
-prefill activation peak and the allocator slack on them only grow), so "fits" is true up to some integer and
-false beyond it. `largest_true` finds that integer with a doubling search and a bisection: about
+Memory grows monotonically with batch (weights are constant; the KV cache, the prefill activation peak and the
+allocator slack on them only grow: under chunked prefill a chunk holds min(batch, chunk // prompt) whole sequences,
+and that count stops growing exactly where the batch stops fitting in the chunk). So "fits" is true up to some
+batch and false beyond it, and `largest_true` finds that batch with a doubling search and a bisection: about
 2 × log2(answer) evaluations of the exact memory function, never a scan.
+
+Memory is NOT monotonic in prompt length under chunked prefill: a chunk of C tokens holds C // prompt whole
+sequences, so one more prompt token can drop a whole sequence from the chunk and the activation peak falls by more
+than the KV cache grows (C = 8192, batch 2: 2 × 4096 tokens at prompt 4096, 1 × 4097 at 4097). It is monotonic on
+each range of prompts where the chunk's shape keeps its sequence count, q = C // prompt (and past C, where the
+chunk is one sequence's C tokens): `prompt_pieces` lists those ranges, and `max_context_tokens` searches the
+highest range whose first prompt fits — O(√C) ranges, each one evaluation, then one bisection inside.
 """
 
 from __future__ import annotations
@@ -88,16 +96,63 @@ def max_batch(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, prompt: int,
     return maximum(largest_true(fits, 1 + 0 * prompt, MAX_BATCH + 0 * prompt), 0)
 
 
+def prompt_pieces(chunk: int | None, top: int) -> list[tuple[int, int, int]]:
+    """(first, last, q) for each range of prompt lengths in [1, ``top``] on which per-GPU memory is monotonic,
+    highest first. ``q`` is the chunk's sequence count C // prompt on the range (0 past the chunk: one sequence's
+    C tokens); a batch of at most q sequences prefills whole in one chunk (batch × prompt ≤ C) on the range and on
+    every range below it, so for that batch everything from 1 to ``last`` is one monotonic range.
+
+    Why each range is monotonic: on it the prefill forward holds a fixed number of sequences of ``prompt`` tokens
+    each (batch ≤ q: all of them; batch > q: q of them, since batch × prompt > C there), or past C one sequence's
+    C tokens (`footprint.prefill_shape`); every term grows with the tokens a sequence holds.
+    """
+    if chunk is None:
+        return [(1, top, 0)]
+    pieces = [(chunk + 1, top, 0)] if top > chunk else []
+    last = min(chunk, top)
+    while last >= 1:
+        q = chunk // last
+        first = chunk // (q + 1) + 1  # the smallest prompt with chunk // prompt == q
+        pieces.append((first, last, q))
+        last = first - 1
+    return pieces
+
+
+def longest_prompt(fits: Callable[[int], bool], batch: int, top: int, chunk: int | None) -> int:
+    """Largest prompt in [1, ``top``] with ``fits(prompt)`` at ``batch`` sequences, for a memory that is monotonic
+    on each of `prompt_pieces` (not across them); 0 when a one-token prompt does not fit.
+
+    The answer lies in the highest piece whose first prompt fits: the pieces are tried from the top, one
+    evaluation each, until every element has one, then `largest_true` bisects inside it. Elementwise on arrays
+    (``batch`` and ``top`` of one shape), as `largest_true` is."""
+    top = top + 0 * batch
+    first, last = 0 * top, 0 * top  # the piece each element's answer lies in; last = 0: none found yet
+    open_ = first == 0
+    highest = int(top.max() if is_array(top) else top)  # type: ignore[attr-defined]
+    for low, high, q in prompt_pieces(chunk, highest):
+        low_e = where(batch <= q, 1, low)  # whole sequences fit the chunk here and below: one monotonic range
+        high_e = minimum(high + 0 * top, top)
+        trial = where(open_ & (low_e <= high_e), low_e, 1)
+        found = open_ & (low_e <= high_e) & fits(trial)
+        first, last = where(found, low_e, first), where(found, high_e, last)
+        open_ = open_ & logical_not(found) & logical_not(batch <= q)  # batch ≤ q: nothing lower is left to try
+        if not any_true(open_):
+            break
+    prompt = largest_true(fits, maximum(first, 1 + 0 * top), maximum(last, 1 + 0 * top))
+    return where(last < 1, 0, prompt)
+
+
 def max_context_tokens(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: int, output: int) -> int | None:
     """Longest prompt + output that fits at ``batch`` over ``tp`` ranks, the output length held fixed and the
-    prompt grown (the prompt sets both the KV cache and the prefill peak); 0 when a one-token prompt does not fit."""
+    prompt grown (the prompt sets both the KV cache and the prefill peak); 0 when a one-token prompt does not fit.
+    `longest_prompt` finds it without assuming memory monotonic in the prompt (it is not under chunked prefill)."""
     if model.arch is None:
         return None
 
     def fits(prompt: int) -> bool:
         return fits_per_gpu(model, gpu, rt, tp, batch, prompt, output)
 
-    prompt = largest_true(fits, 1 + 0 * batch, MAX_TOKENS - output)
+    prompt = longest_prompt(fits, batch, MAX_TOKENS - output, rt.profile.prefill_chunk_tokens)
     return where(prompt < 1, 0, prompt + output)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.specs import GpuSpec
-from estimator.model.elementwise import as_float, is_array, maximum, where
+from estimator.model.elementwise import as_float, is_array, where
 from estimator.model.memory import (
     KvLayers,
     generic_weights_bytes,
@@ -41,18 +41,32 @@ def prefill_shape(batch: int, prompt: int, chunk: int | None) -> tuple[int, int]
 
 
 def rank_kv_layers(arch: Architecture, rt: Runtime, tp: int, batch: int, tokens: int, *,
-                   ignore_windows: bool = False) -> list[KvLayers]:
-    """The KV cache one of ``tp`` ranks holds for ``batch`` sequences of ``tokens``, by window (none: an encoder)."""
+                   hold_all: bool = False) -> list[KvLayers]:
+    """The KV cache one of ``tp`` ranks holds for ``batch`` sequences of ``tokens``, by window (none: an encoder);
+    ``hold_all``: every layer holding all ``tokens``, its window not applied yet."""
     if not arch.causal:
         return []
     return kv_cache_layers(arch, tokens, batch, rt.kv_format, decompressed_mla=rt.mla_layout == "decompressed",
-                           kv_heads_divisor=kv_heads_divisor(arch, tp), ignore_windows=ignore_windows)
+                           kv_heads_divisor=kv_heads_divisor(arch, tp), hold_all=hold_all)
 
 
-def rank_kv_bytes(arch: Architecture, rt: Runtime, tp: int, batch: int, tokens: int, *,
-                  ignore_windows: bool = False) -> int:
+def rank_kv_bytes(arch: Architecture, rt: Runtime, tp: int, batch: int, tokens: int) -> int:
     """Total of `rank_kv_layers`."""
-    return sum(g.bytes for g in rank_kv_layers(arch, rt, tp, batch, tokens, ignore_windows=ignore_windows))
+    return sum(g.bytes for g in rank_kv_layers(arch, rt, tp, batch, tokens))
+
+
+def peak_kv_layers(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: int, output: int) -> list[KvLayers]:
+    """The KV cache one rank holds at its largest, by window: the windowed cache of prompt + output tokens, or —
+    where the runtime keeps every prompt token in every layer right after prefill (the profile's
+    ``sliding_window_prefill_full``: transformers' DynamicCache crops windows only at its next update) and that
+    is more — every layer holding the whole prompt. The parts always add up to the total the footprint counts."""
+    windowed = rank_kv_layers(arch, rt, tp, batch, prompt + output)
+    if not (rt.profile.sliding_window_prefill_full and arch.layer_windows):
+        return windowed
+    prefill = rank_kv_layers(arch, rt, tp, batch, prompt, hold_all=True)
+    full = sum(g.bytes for g in prefill) > sum(g.bytes for g in windowed)
+    return [KvLayers(a.window, a.layers, where(full, b.tokens, a.tokens), where(full, b.bytes, a.bytes))
+            for a, b in zip(windowed, prefill, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -84,7 +98,7 @@ def memory_per_gpu(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: 
         dynamic = state = 0
     else:
         weights = sharded_weights_bytes(arch, rt.weight_format, tp)
-        kv = rank_kv_bytes(arch, rt, tp, batch, prompt + output)
+        kv = sum(g.bytes for g in peak_kv_layers(arch, rt, tp, batch, prompt, output))
         shape_batch, shape_tokens = prefill_shape(batch, prompt, rt.profile.prefill_chunk_tokens)
         activation = prefill_activation_peak(
             arch, shape_batch, shape_tokens, element_bytes=rt.activation_bytes_per_element,
@@ -93,8 +107,6 @@ def memory_per_gpu(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: 
             eager_attention=runs_math_attention(arch, rt.profile, fp32=rt.activation_bytes_per_element == 4),
             explicit_mask=prefill_masked_attention(arch, rt.profile),
         ).bytes
-        if rt.profile.sliding_window_prefill_full and arch.layer_windows:
-            kv = maximum(kv, rank_kv_bytes(arch, rt, tp, batch, prompt, ignore_windows=True))
         # recurrent state: fixed per sequence; its heads split over the TP ranks as attention heads do (vLLM)
         state = -(-state_bytes(arch, batch, rt.activation_bytes_per_element) // tp)
         dynamic = kv + state + activation

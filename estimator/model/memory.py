@@ -113,17 +113,18 @@ class KvLayers:
 
 def kv_cache_layers(arch: Architecture, tokens: int, batch: int, fmt: NumberFormat, *,
                     decompressed_mla: bool = False, kv_heads_divisor: int = 1,
-                    ignore_windows: bool = False) -> list[KvLayers]:
+                    ignore_windows: bool = False, hold_all: bool = False) -> list[KvLayers]:
     """KV cache split by window: a sliding-window layer holds min(tokens, window) tokens (formulas.md, KV cache).
 
     bytes = layers × elements per token × held tokens × batch × bits / 8, with the elements divided over
     ``kv_heads_divisor`` tensor-parallel ranks where the heads shard. ``ignore_windows``: every layer holds all
-    ``tokens`` (transformers' DynamicCache right after a prefill, before its next update crops the window).
+    ``tokens`` (transformers' DynamicCache right after a prefill, before its next update crops the window), as one
+    group; ``hold_all``: the same, each window's layers still a group of their own.
     """
     bits = Fraction(str(fmt.bits_per_weight))
     out = []
     for window, count in window_groups(arch, ignore_windows=ignore_windows):
-        held = tokens if window is None else minimum(tokens, window)
+        held = tokens if window is None or hold_all else minimum(tokens, window)
         elements = kv_elements_per_token(arch, 0, decompressed_mla=decompressed_mla)
         per_rank = math.ceil(elements / kv_heads_divisor)
         out.append(KvLayers(window, count, held, bytes_of(count * per_rank * held * batch, bits)))
@@ -309,15 +310,12 @@ def runtime_overhead_bytes(capacity_bytes: int, profile: EfficiencyProfile, *, t
 @cache  # pure, of frozen specs: the capacity searches ask for it at every step
 def sharded_weights_bytes(arch: Architecture, fmt: NumberFormat, tensor_parallel: int) -> int:
     """Weights on one of ``tensor_parallel`` ranks: linear layers and the (vocab-parallel) embedding and head
-    split evenly; norms, biases, routers and position tables are replicated on every rank (Megatron/vLLM)."""
-    if fmt.stored_roles:  # the files' bytes per role: split or replicated as a role's tensors are
-        return sum(math.ceil(s.bytes / tensor_parallel) if _is_sharded_role(s.role) else s.bytes
-                   for s in weight_shares(arch, fmt))
-    total = 0
-    for group in tensor_inventory(arch):
-        group_bytes = bytes_of(group.total, tensor_bits(group.role, fmt))
-        total += math.ceil(group_bytes / tensor_parallel) if _is_sharded(group) else group_bytes
-    return total
+    split evenly; norms, biases, routers and position tables are replicated on every rank (Megatron/vLLM).
+
+    By role, as `weight_shares` counts them (a checkpoint's stored bytes per role too; sharding depends on the
+    role alone), each sharded role's bytes rounded up once: on one rank this is exactly `weights_bytes`."""
+    return sum(-(-s.bytes // tensor_parallel) if _is_sharded_role(s.role) else s.bytes
+               for s in weight_shares(arch, fmt))
 
 
 def _is_sharded(group: TensorGroup) -> bool:

@@ -6,9 +6,9 @@ nothing downstream reads their text (code selects, as ``sweep`` does for its per
 into a sentence with byte counts in decimal GB (``binary=False``, the default output) or binary GiB
 (``binary=True``, ``--units gib``); rates stay decimal, as datasheets state them.
 
-The wording lives here, beside the codes, and not in ``render/``: a report's JSON keeps a readable sentence beside
-each record (``{"code", "values", "text"}``, text in decimal units) and `report.flatten` joins those texts into one
-CSV column, so the report models — below ``render/`` — need the wording. Renderers call `word` with the user's units.
+The wording lives here, beside the codes, and not in ``render/``: a report's JSON keeps a readable sentence beside each
+record (``{"code", "values", "text"}``, text in decimal units) and `report.flatten` joins those texts into one CSV
+column, so the report models — below ``render/`` — need the wording. Renderers call `word` with the user's units.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import computed_field, model_validator
 
 from estimator.notes.arithmetic import EXPECTED as _EXPECTED
-from estimator.notes.arithmetic import Bytes, divided, expected, kv_split, span, weights_split
+from estimator.notes.arithmetic import TIERS, Bytes, divided, expected, gpu_buffers, kv_split, span, weights_split
 from estimator.notes.model_notes import HEADERS, TOWERS, headers, towers_counted, uncounted_towers
 from estimator.report import Frozen
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
@@ -64,6 +64,7 @@ class NoteCode(str, Enum):
     KV_FULL_CONTEXT = "kv-full-context"
     LOGITS = "logits"
     TENSOR_PARALLEL = "tensor-parallel"
+    GPU_BUFFERS = "gpu-buffers"
     PREFILL_CHUNK = "prefill-chunk"
     SAVED_ACTIVATIONS = "saved-activations"
     LOSS_ONLY = "loss-only"
@@ -118,7 +119,6 @@ _Wording = Callable[[Mapping[str, Any], Bytes], str]
 _NUM = (int, float)
 _OPT_INT = (int, type(None))
 _C = NoteCode
-_TIERS = {"link": "the intra-node link", "pcie": "PCIe between link domains", "network": "the scale-out network"}
 
 # code → (the values it carries and their types, its sentence). A float value also takes an int (a whole number).
 _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
@@ -166,7 +166,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         "no card has a price: add purchase or per-hour prices with --prices (docs/planning.md)")),
     _C.TP_CROSSES_DOMAIN: ({"gpus": int, "domain": int, "link": str, "tier": str, "gb_per_s": float}, lambda v, b: (
         f"tensor parallel {v['gpus']} crosses the {v['domain']}-GPU {v['link']} domain: its all-reduces run over "
-        f"{_TIERS[v['tier']]} at {v['gb_per_s']:g} GB/s per direction (serving engines keep TP inside one domain)")),
+        f"{TIERS[v['tier']]} at {v['gb_per_s']:g} GB/s per direction (serving engines keep TP inside one domain)")),
     _C.PROFILE: ({"profile": str, "description": str}, lambda v, b: (
         f"efficiency profile '{v['profile']}': {v['description']}")),
     _C.MLA_CACHE: ({"layout": str}, lambda v, b: "multi-head latent attention: KV cache holds " + (
@@ -213,6 +213,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         f"logits computed for {'every prompt position' if v['positions'] == 'all' else 'the last position only'}")),
     _C.TENSOR_PARALLEL: ({"gpus": int}, lambda v, b: (
         f"tensor parallel over {v['gpus']} GPUs: linear layers and vocabulary split, norms replicated")),
+    _C.GPU_BUFFERS: ({"gpus": int, "nccl_bytes": int, "ddp_bytes": int}, gpu_buffers),
     _C.SAVED_ACTIVATIONS: ({"residual": str, "attention": str}, lambda v, b: (
         "activations counted from the tensors PyTorch autograd saves in a Hugging Face transformers layer "
         f"({v['residual']} residual stream, {v['attention']} attention, no dropout)")),

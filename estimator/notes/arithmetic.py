@@ -1,5 +1,6 @@
 """The wording of the arithmetic lines (`--explain`) whose sentence is more than a format string: how a term divides
-over the tensor-parallel GPUs, and the rule that combines a phase's parts into its expected time."""
+over the tensor-parallel GPUs, the rule that combines a phase's parts into its expected time, and what more GPUs add
+to each GPU's memory."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 
 from estimator.units import format_seconds
 
+# a link tier in words
+TIERS = {"link": "the intra-node link", "pcie": "PCIe between link domains", "network": "the scale-out network"}
 Bytes = Callable[[float], str]  # a byte count → "140.0 GB" or "130.4 GiB"
 EXPECTED: dict[str, type | tuple[type, ...]] = {
     "profile": str, "compute_s": float, "weights_s": float, "elementwise_s": float, "kv_s": float, "layers": int,
@@ -64,3 +67,10 @@ def expected(phase: str, v: Mapping[str, Any], b: Bytes) -> str:
     if v["seconds"] > max(gpu, v["host_s"]) + v["communication_s"]:
         text += f"; raised to the roofline bound {s(v['bound_s'])}"
     return f"{text} → {s(v['seconds'])}"
+
+
+def gpu_buffers(v: Mapping[str, Any], b: Bytes) -> str:
+    """What a GPU of a multi-GPU job holds that one GPU alone does not: NCCL buffers, DDP's gradient buckets."""
+    ddp = f" and {b(v['ddp_bytes'])} of DDP gradient buckets" if v["ddp_bytes"] else ""
+    return (f"each of the {v['gpus']} GPUs holds {b(v['nccl_bytes'])} of NCCL buffers (in overhead){ddp}, which one "
+            "GPU alone does not")

@@ -9,9 +9,9 @@
   slicing every expert; the report states the experts each GPU holds.
 - **Replicas**: independent data-parallel copies; a server's GPUs left over by one replica hold more replicas.
 
-Memory per GPU of a stage: (weights + KV cache) ÷ pp + the prefill activation peak + runtime overhead of the TP
-group (the peak is one layer's and the logits', which the last stage holds), and it must leave the ``headroom``
-fraction of capacity free, as serving engines do (vLLM's gpu_memory_utilization 0.9 keeps 10 %).
+Memory per GPU of a stage: (weights + KV cache + recurrent state) ÷ pp + the prefill activation peak + runtime
+overhead of the TP group (the peak is one layer's and the logits', which the last stage holds), and it must leave
+the ``headroom`` fraction of capacity free, as serving engines do (vLLM's gpu_memory_utilization 0.9 keeps 10 %).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
-from estimator.model.capacity import MAX_BATCH, MAX_TOKENS, largest_true
+from estimator.model.capacity import MAX_BATCH, MAX_TOKENS, largest_true, longest_prompt
 from estimator.model.collectives import Link, group_link
 from estimator.model.footprint import memory_per_gpu
 from estimator.model.parallel import tensor_parallel_degrees
@@ -52,10 +52,11 @@ class StageMemory:
     kv: int | None
     activation: int | None
     overhead: int
+    state: int = 0  # the recurrent state of this stage's Mamba / DeltaNet layers (`estimator.model.state`)
 
     @property
     def total(self) -> int:
-        return self.weights + (self.kv or 0) + (self.activation or 0) + self.overhead
+        return self.weights + (self.kv or 0) + (self.activation or 0) + self.overhead + self.state
 
 
 def layouts(model: ModelSpec, system: SystemSpec, *, max_nodes: int, allow_tp_across: bool) -> list[Layout]:
@@ -75,7 +76,7 @@ def stage_memory(model: ModelSpec, gpu: GpuSpec, rt: Runtime, layout: Layout, ba
     m = memory_per_gpu(model, gpu, rt, layout.tp, batch, prompt, output)
     pp = layout.pp
     return StageMemory(math.ceil(m.weights / pp), None if m.kv is None else math.ceil(m.kv / pp), m.activation,
-                       m.overhead)
+                       m.overhead, math.ceil(m.state / pp))
 
 
 def usable_bytes(gpu: GpuSpec, headroom: float) -> int:
@@ -104,7 +105,7 @@ def max_replica_context(model: ModelSpec, gpu: GpuSpec, rt: Runtime, layout: Lay
     def fits(prompt: int) -> bool:
         return stage_memory(model, gpu, rt, layout, batch, prompt, output).total <= limit
 
-    prompt = largest_true(fits, 1, MAX_TOKENS - output)
+    prompt = longest_prompt(fits, batch, MAX_TOKENS - output, rt.profile.prefill_chunk_tokens)
     return 0 if prompt < 1 else prompt + output
 
 

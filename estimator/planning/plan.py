@@ -91,6 +91,7 @@ class PlanOption(Frozen):
     kv_cache_per_gpu_bytes: int | None
     activation_per_gpu_bytes: int | None
     overhead_per_gpu_bytes: int | None
+    state_per_gpu_bytes: int | None  # hybrids' Mamba / DeltaNet state; memory_per_gpu_bytes is the sum of these five
     memory_per_gpu_bytes: int | None
     capacity_bytes: int
     headroom_bytes: int | None
@@ -175,7 +176,8 @@ def _option(search: Search, point: Point, prices: Prices, wanted: int | None) ->
         time_to_first_token_s=serving.time_to_first_token_s, time_per_output_token_s=tpot,
         prefill_busy_fraction=serving.prefill_busy_fraction, step_tokens=search.settings.step_tokens,
         weights_per_gpu_bytes=mem.weights, kv_cache_per_gpu_bytes=mem.kv, activation_per_gpu_bytes=mem.activation,
-        overhead_per_gpu_bytes=mem.overhead, memory_per_gpu_bytes=mem.total, capacity_bytes=gpu.memory_bytes,
+        overhead_per_gpu_bytes=mem.overhead, state_per_gpu_bytes=mem.state,
+        memory_per_gpu_bytes=mem.total, capacity_bytes=gpu.memory_bytes,
         headroom_bytes=gpu.memory_bytes - mem.total, headroom_fraction=1 - mem.total / gpu.memory_bytes,
         bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s, peak_flop_per_s=point.chunk.gpu.peak_flop_per_s,
         prefill_flops=point.chunk.time.prefill_flops, decode_bytes=None if decode is None else decode.time.decode_bytes,

@@ -29,7 +29,7 @@ from estimator.model.footprint import (
     SIZE_LIMIT_BYTES,
     GpuMemory,
     memory_per_gpu,
-    rank_kv_layers,
+    peak_kv_layers,
     within_size_limit,
 )
 from estimator.model.phases import job_costs
@@ -238,11 +238,11 @@ def _time_columns(np: Any, model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload,
 
 
 def _kv_by_window(model: ModelSpec, w: InferenceWorkload, b: Ints, p: Ints, o: Ints) -> list[Any]:
-    """estimate's ``memory.kv_by_window`` JSON at every point, as parts (`footprint.rank_kv_layers` of the grid)."""
+    """estimate's ``memory.kv_by_window`` JSON at every point, as parts (`footprint.peak_kv_layers` of the grid)."""
     assert model.arch is not None
     tp = w.tensor_parallel
     parts: list[Any] = []
-    for g in rank_kv_layers(model.arch, w, tp, b, p + o):
+    for g in peak_kv_layers(model.arch, w, tp, b, p, o):
         parts += [f'{"," if parts else "["}{{"window":{json.dumps(g.window)},"layers":{g.layers},"tokens":', g.tokens,
                   ',"bytes":', g.bytes, ',"total_bytes":', g.bytes * tp, "}"]
     return [*parts, "]"]

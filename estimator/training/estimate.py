@@ -277,6 +277,9 @@ def _assumptions(w: TrainingWorkload, st: _States, act: _Activations) -> list[No
                                 base=w.qlora.name if w.qlora else "16 bit"))
     if w.pp > 1:
         assumptions.append(note(NoteCode.PIPELINE_1F1B, in_flight=act.in_flight, virtual_stages=w.virtual_stages))
+    if w.gpus > 1:  # what more GPUs add to each GPU's memory
+        assumptions.append(note(NoteCode.GPU_BUFFERS, gpus=w.gpus, nccl_bytes=prof.nccl_buffer_bytes,
+                                ddp_bytes=st.ddp_buckets))
     return assumptions
 
 
