@@ -173,6 +173,8 @@ class NumberFormat(_Spec):
         """The same grouped format with another group size: overhead bits are spread over the new group."""
         if self.group_size is None or self.group_overhead_bits is None:
             raise ValueError(f"format {self.name} has no group size")
+        if group_size < 1:
+            raise ValueError(f"a group holds at least one weight, got group size {group_size}")
         base_bits = self.bits_per_weight - self.group_overhead_bits / self.group_size
         return self.model_copy(
             update={"group_size": group_size, "bits_per_weight": base_bits + self.group_overhead_bits / group_size}

@@ -111,6 +111,7 @@ def number_format(catalog: Catalog, name: str, group_size: int | None) -> Number
     """A weight format by name, with ``--group-size`` applied where the format is grouped."""
     fmt = catalog.formats.get(name)
     if group_size is not None:
+        _check_group_size(group_size)
         if fmt.group_size is None:
             raise WorkloadInvalid(f"--group-size applies to grouped formats (gptq-int4, awq-int4, nf4, mxfp4, "
                                   f"nvfp4), not {fmt.name}")
@@ -134,7 +135,16 @@ def weights_format(catalog: Catalog, model: ModelSpec, dtype: str | None, group_
     if model.checkpoint is None:
         return number_format(catalog, "bf16", group_size)
     fmt = checkpoint_format(model.checkpoint, catalog.formats.get(model.checkpoint.base))
+    if group_size is not None:
+        _check_group_size(group_size)
     return fmt.with_group_size(group_size) if group_size is not None and fmt.group_size is not None else fmt
+
+
+def _check_group_size(group_size: int) -> None:
+    """A group holds at least one weight: a zero or negative size would divide the scale bits by nothing or make
+    them negative (the fuzz campaign's `--group-size -1` gave negative weights that "fit")."""
+    if group_size < 1:
+        raise WorkloadInvalid(f"--group-size must be a positive number of weights per group, got {group_size}")
 
 
 def kv_format(catalog: Catalog, weights: NumberFormat, kv_dtype: str | None) -> NumberFormat:

@@ -121,3 +121,15 @@ def test_every_catalog_listing_takes_format(cli: Cli, shipped_catalog: object) -
         assert len(csv_lines) == len(rows) + 1, listing  # a header and one line per entry
     hgx = next(r for r in json.loads(cli("systems", "-f", "json").stdout) if r["name"] == "hgx-h100")
     assert (hgx["gpus_per_node"], hgx["gpu_name"]) == (8, "NVIDIA H100 SXM5 80GB")
+
+
+@pytest.mark.parametrize("model", ["13B", "llama-3.2-1b"])
+@pytest.mark.parametrize("size", ["-1", "0"])
+def test_group_size_negative_or_zero_is_refused(cli: Cli, model: str, size: str) -> None:
+    """The long fuzz run (seed 3) found `--model 13B --dtype gptq-int4 --group-size -1` printing negative weights."""
+    for command in (["estimate"], ["plan", "--concurrency", "1"]):
+        result = cli(*command, "--model", model, "--gpu", "h100", "--dtype", "gptq-int4", "--group-size", size)
+        assert result.exit_code != 0
+        assert result.stdout == ""
+        assert result.stderr.strip().splitlines() == [
+            f"error: --group-size must be a positive number of weights per group, got {size}"]
