@@ -149,13 +149,17 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
                   f"weights {w.dtype}, KV {w.kv_dtype}, profile {w.profile}"
                   + (f", MLA cache {w.mla_cache}" if w.mla_cache else ""))
 
-    rows = [["weights", _bytes(mem.weights_bytes, binary), ""]]
+    rows = [["weights", _bytes(mem.weights_bytes, binary), _bytes(mem.weights_per_gpu_bytes, binary)]]
     for part in mem.weights_by_role:
         rows.append([f"  {part.role} @ {part.bits_per_weight:g} bit", _bytes(part.bytes, binary), ""])
+    if mem.weights_replicated_bytes:  # so that the total column adds up: the copies beyond the model's one
+        rows.append(["weights held again (replicated)", _bytes(mem.weights_replicated_bytes, binary), ""])
     rows.append(["KV cache", _bytes(mem.kv_cache_bytes, binary), _bytes(mem.kv_cache_per_gpu_bytes, binary)])
     for kv in mem.kv_by_window:
         span = "global" if kv.window is None else f"window {kv.window:,}"
         rows.append([f"  {kv.layers} layers {span} × {kv.tokens:,} tok", _bytes(kv.total_bytes, binary), ""])
+    if mem.state_bytes:
+        rows.append(["recurrent state", _bytes(mem.state_bytes, binary), _bytes(mem.state_per_gpu_bytes, binary)])
     verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"
     rows += [["activations (prefill peak)", _bytes(mem.activation_bytes, binary),
               _bytes(mem.activation_per_gpu_bytes, binary)],
