@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from estimator.catalog.registry import validation_message
 from estimator.cli.options import (
+    ForceOption,
     GroupSizeOption,
     Logits,
     LogitsOption,
@@ -127,6 +128,7 @@ def estimate_command(
     qlora: Annotated[bool, typer.Option("--qlora", help="Train: 4-bit NF4 base (needs --lora-rank).")] = False,
     output: OutputOption = None,
     plot: PlotOption = None,
+    force: ForceOption = False,
     calibration: Annotated[Path | None, typer.Option(help="Calibration file from `estimator calibrate` (default: "
                                                      "the user config dir's, when it has this card).")] = None,
 ) -> None:

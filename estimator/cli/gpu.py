@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from estimator.catalog.registry import Catalog
-from estimator.cli.options import OutputFormat, catalog_for, check_format, positive
+from estimator.cli.options import ForceOption, OutputFormat, catalog_for, check_format, positive
 from estimator.errors import DeviceUnavailable, WorkloadInvalid
 from estimator.inference.report import Report
 from estimator.live.probe import (
@@ -29,7 +29,7 @@ from estimator.live.probe import (
     match_catalog,
 )
 from estimator.render.formats import write_report
-from estimator.render.live_tables import mib_text, optional_text, render_gpu, render_validation
+from estimator.render.live_tables import mib_text, optional_text, render_calibration, render_gpu, render_validation
 from estimator.training.options import Mode
 from estimator.units import MIB, format_bytes
 
@@ -206,6 +206,7 @@ def calibrate_command(
     out: Annotated[Path | None, typer.Option(help="Calibration file to write (default: the user config dir's "
                                              "estimator/calibration.yaml, which estimate reads).")] = None,
     specs_dir: Annotated[Path | None, typer.Option("--specs-dir", help="Another specs folder.")] = None,
+    force: ForceOption = False,  # replaces this card's entry (or a file that is no calibration file), keeps others
 ) -> None:
     """Measure this GPU (bandwidth, FLOP/s, overheads, graph cost) and write a calibration file.
 
@@ -213,16 +214,27 @@ def calibrate_command(
     Examples:
       estimator calibrate
       estimator calibrate --out h200.yaml
+      estimator calibrate --force             (measure again: replaces this card's entry)
     """
     from rich.console import Console
-    from rich.table import Table
 
     from estimator.live import measure
-    from estimator.live.calibration import GpuCalibration, derive_overrides, save_calibration, user_calibration_path
+    from estimator.live.calibration import (
+        GpuCalibration,
+        check_calibration_target,
+        derive_overrides,
+        save_calibration,
+        user_calibration_path,
+    )
+    from estimator.render.output import check_target
 
+    if out is not None:
+        check_target(out, force=True)  # a folder, a missing folder, a read-only one: refused before measuring
     measure.require_torch()
     snapshot = _read()
     gpu = snapshot.gpus[0]
+    path = out if out is not None else user_calibration_path()
+    check_calibration_target(path, gpu.name, force=force)  # before minutes of measuring, not after
     spec = match_catalog(gpu, catalog_for(specs_dir))
     raw = measure.calibrate()
     overrides = derive_overrides(raw, spec, gpu.memory_total_bytes)
@@ -239,24 +251,9 @@ def calibrate_command(
         graph_layer_s=raw["graph_layer_s"], graph_bandwidth_bytes_per_s=raw["graph_bandwidth_bytes_per_s"],
         profile_overrides=overrides,
     )
-    path = out if out is not None else user_calibration_path()
-    save_calibration(path, entry)
+    save_calibration(path, entry, force=force)
     console = Console()
-    table = Table("measured", "value", title=f"calibration of {gpu.name} → {path}")
-    table.add_row("copy (read + write)", f"{entry.copy_bytes_per_s / 1e9:,.0f} GB/s")
-    table.add_row("read (reduction)", f"{entry.read_bytes_per_s / 1e9:,.0f} GB/s")
-    table.add_row("bf16 GEMV", f"{entry.gemv_bytes_per_s / 1e9:,.0f} GB/s")
-    for dtype, rate in entry.matmul_flop_per_s.items():
-        table.add_row(f"matmul {dtype} 8192³", f"{rate / 1e12:,.1f} TFLOP/s")
-    table.add_row("driver reserved", format_bytes(entry.driver_reserved_bytes, binary=True))
-    table.add_row("CUDA context", format_bytes(entry.cuda_context_bytes, binary=True))
-    table.add_row("cuBLAS workspace", format_bytes(entry.workspace_bytes, binary=True))
-    table.add_row("graph kernel", f"{entry.graph_kernel_s * 1e6:.2f} µs")
-    table.add_row("lean decode per layer", f"{entry.graph_layer_s * 1e6:.1f} µs")
-    table.add_row("lean decode bandwidth", f"{entry.graph_bandwidth_bytes_per_s / 1e9:,.0f} GB/s")
-    for key, value in overrides.items():
-        table.add_row(f"profile: {key}", f"{value:.4g}")
-    console.print(table)
+    render_calibration(console, entry, str(path))
     if spec is None:
         console.print(f"{gpu.name} is not in the catalog: efficiency fractions were not derived", highlight=False)
 

@@ -80,11 +80,19 @@ def refuse(command: str, given: dict[str, bool]) -> None:
 
 SpecsDir = Annotated[Path | None, typer.Option("--specs-dir", help="Read specs from this folder instead of the "
                                                 "packaged catalog (same layout as specs/).")]
-def _writable(path: Path | None) -> Path | None:
-    """Option callback: an output path is checked before the command does any work."""
+def _writable(ctx: typer.Context, path: Path | None) -> Path | None:
+    """Option callback: an output path is checked before the command does any work (``--force`` is eager, so it
+    is parsed before every path wherever it stands on the line)."""
     if path is not None:
-        check_target(path)
+        check_target(path, force=bool(ctx.params.get("force")))
     return path
+
+
+# Every command that writes a file takes it: an existing file is replaced only when asked (the fuzz campaign found
+# every output overwritten without a word). Eager: read before the output options whose callbacks consult it.
+ForceOption = Annotated[bool, typer.Option("--force", is_eager=True,
+                                           help="Replace what exists: an -o or --plot file, calibrate's "
+                                                "entry for this card.")]
 
 
 PlotOption = Annotated[Path | None, typer.Option(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 import typer
 
 from estimator.cli.options import (
+    ForceOption,
     GroupSizeOption,
     Logits,
     LogitsOption,
@@ -199,6 +200,7 @@ def plan_command(
     units: Annotated[Units | None, typer.Option(help="Not taken here: plan's table is in GB; --format json gives "
                                                 "bytes.")] = None,
     plot: PlotOption = None,
+    force: ForceOption = False,
     specs_dir: SpecsDirOption = None,
 ) -> None:
     """Rank servers and layouts for a serving workload.
@@ -304,6 +306,7 @@ def sweep_command(
     explain: Annotated[bool, typer.Option("--explain", help="Not taken here: see estimate --explain.")] = False,
     units: Annotated[Units | None, typer.Option(help="Not taken here: sweep writes bytes.")] = None,
     plot: PlotOption = None,
+    force: ForceOption = False,
     progress: Annotated[bool, typer.Option(help="Progress bar (shown only in a terminal).")] = True,
     specs_dir: SpecsDirOption = None,
 ) -> None:

@@ -109,16 +109,49 @@ def load_calibration(path: Path) -> CalibrationFile:
     return file
 
 
-def save_calibration(path: Path, entry: GpuCalibration) -> None:
-    """Write ``entry`` into the file at ``path``, keeping the entries of other cards already there."""
-    existing = load_calibration(path) if path.is_file() else CalibrationFile()
+def check_calibration_target(path: Path, gpu: str, *, force: bool) -> None:
+    """Refuse, before a card is measured, a write that would lose work: replacing the entry ``path`` already holds
+    for ``gpu``, or a file that is no calibration file, unless ``force``. Adding another card's entry is the file's
+    purpose (one file holds every card) and needs no --force."""
+    if force or not path.is_file():
+        return
+    try:
+        existing = load_calibration(path)
+    except SpecInvalid as error:
+        raise WorkloadInvalid(f"{error}: pass --force to replace the file") from None
+    entry = existing.gpus.get(gpu)
+    if entry is not None:
+        raise WorkloadInvalid(f"{path} holds a calibration of {gpu} (measured {entry.measured_at}): pass --force to "
+                              "replace it")
+
+
+def save_calibration(path: Path, entry: GpuCalibration, *, force: bool = False) -> None:
+    """Write ``entry`` into the file at ``path``, keeping the entries of other cards already there (``force``: a
+    file that is no calibration file is replaced, not merged). The file is written to a temporary name beside it
+    and renamed over it when complete, so a full disk or a killed run never loses the cards already in it."""
+    try:
+        existing = load_calibration(path) if path.is_file() else CalibrationFile()
+    except SpecInvalid:
+        if not force:
+            raise
+        existing = CalibrationFile()
     gpus = {**existing.gpus, entry.gpu: entry}
     data = CalibrationFile(gpus=gpus).model_dump(mode="json")
     path.parent.mkdir(parents=True, exist_ok=True)
     header = "# Written by `estimator calibrate`; read by `estimate` (see estimator/live/calibration.py).\n"
+    import tempfile
+
     import yaml
 
-    path.write_text(header + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(header + yaml.safe_dump(data, sort_keys=False))
+        os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
 
 
 def user_calibration_path() -> Path:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from estimator.catalog.registry import Catalog
+    from estimator.live.calibration import GpuCalibration
     from estimator.live.validation import Point
 
 
@@ -76,6 +77,24 @@ def render_validation(console: Console, title: str, pts: Sequence[Point]) -> Non
                Column("error", wrap=True), Column("target", wrap=True)]
     print_table(console, columns, [[escape(cell) for cell in row] for row in rows], key=2,
                 title=f"{escape(title)}: predicted vs measured")
+
+
+def render_calibration(console: Console, entry: GpuCalibration, path: str) -> None:
+    """What `estimator calibrate` measured and the profile values it derived, laid out for the console's width."""
+    rows = [["copy (read + write)", f"{entry.copy_bytes_per_s / 1e9:,.0f} GB/s"],
+            ["read (reduction)", f"{entry.read_bytes_per_s / 1e9:,.0f} GB/s"],
+            ["bf16 GEMV", f"{entry.gemv_bytes_per_s / 1e9:,.0f} GB/s"]]
+    rows += [[f"matmul {dtype} 8192³", f"{rate / 1e12:,.1f} TFLOP/s"]
+             for dtype, rate in entry.matmul_flop_per_s.items()]
+    rows += [["driver reserved", format_bytes(entry.driver_reserved_bytes, binary=True)],
+             ["CUDA context", format_bytes(entry.cuda_context_bytes, binary=True)],
+             ["cuBLAS workspace", format_bytes(entry.workspace_bytes, binary=True)],
+             ["graph kernel", f"{entry.graph_kernel_s * 1e6:.2f} µs"],
+             ["lean decode per layer", f"{entry.graph_layer_s * 1e6:.1f} µs"],
+             ["lean decode bandwidth", f"{entry.graph_bandwidth_bytes_per_s / 1e9:,.0f} GB/s"]]
+    rows += [[f"profile: {key}", f"{value:.4g}"] for key, value in entry.profile_overrides.items()]
+    print_table(console, [Column("measured", wrap=True), Column("value")], [[escape(c) for c in row] for row in rows],
+                title=f"calibration of {escape(entry.gpu)} → {escape(path)}")
 
 
 def _value(term: str, value: float) -> str:

@@ -18,8 +18,8 @@ from typing import TextIO
 from estimator.errors import WorkloadInvalid
 
 
-def check_target(path: Path) -> None:
-    """Refuse, with one line, an output path that cannot be written."""
+def check_target(path: Path, *, force: bool = False) -> None:
+    """Refuse, with one line, an output path that cannot be written, or that exists unless ``force``."""
     try:
         if path.is_dir():
             raise WorkloadInvalid(f"{path} is a folder: give a file name inside it")
@@ -34,6 +34,8 @@ def check_target(path: Path) -> None:
         os.unlink(probe)
         if path.exists() and not os.access(path, os.W_OK):
             raise WorkloadInvalid(f"cannot write {path}: the file is read-only")
+        if path.exists() and not force:
+            raise WorkloadInvalid(f"{path} exists: pass --force to replace it")
     except OSError as error:  # a name too long, a path through a file
         raise WorkloadInvalid(f"cannot write {path}: {error.strerror or error}") from None
 

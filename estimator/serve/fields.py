@@ -19,7 +19,7 @@ from estimator.errors import WorkloadInvalid
 # Never read from a request: each names a file or folder on the server, or a terminal's rendering. The API's own
 # `format` field picks JSON, CSV or XLSX.
 SERVER_ONLY = frozenset({"specs_dir", "calibration", "plot", "output", "prices", "output_format", "units", "explain",
-                         "progress"})
+                         "progress", "force"})
 RESERVED = frozenset({"format"})
 MAX_QUERY_CHARS = 4096  # a share link of every field is under 1,000 characters; a request past this is refused
 _TRUE, _FALSE = ("true", "1", "yes", "on", ""), ("false", "0", "no", "off")

@@ -6,7 +6,8 @@ into a scratch folder. A case passes when the CLI keeps its promise:
 - exit 0: something on stdout; JSON output parses with no NaN or infinity and no negative figure (a headroom may
   be negative: it says by how much a job does not fit);
 - exit ≠ 0: nothing on stdout, and exactly one line on stderr that starts with ``error:``;
-- never an exception escaping the CLI (a traceback), never longer than `CASE_SECONDS`.
+- never an exception escaping the CLI (a traceback), never longer than `CASE_SECONDS`;
+- a file from earlier work (``taken.*``) named as an output is never replaced without ``--force``.
 
 `tests/fuzz/test_campaign.py` runs a fast slice in CI; ``python benchmarks/fuzz_campaign.py --cases 100000``
 runs the long one and writes docs/reliability.md. The same seed always gives the same cases.
@@ -155,10 +156,16 @@ def _enums(rng: random.Random, names: Sequence[str], k: int) -> list[str]:
     return out
 
 
-def _output_target(rng: random.Random) -> list[str]:
-    return rng.choice([[], [], ["-o", "{dir}/out.csv"], ["-o", "{dir}/missing/out.csv"], ["-o", "{dir}"],
-                       ["-o", "/proc/version"], ["--plot", "{dir}/chart.png"], ["--plot", "{dir}/chart.bmp"],
-                       ["--plot", "{dir}/missing/chart.png"]])
+def _output_target(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
+    target = rng.choice([[], [], ["-o", "{dir}/out.csv"], ["-o", "{dir}/missing/out.csv"], ["-o", "{dir}"],
+                         ["-o", "/proc/version"], ["--plot", "{dir}/chart.png"], ["--plot", "{dir}/chart.bmp"],
+                         ["--plot", "{dir}/missing/chart.png"], ["-o", "{dir}/taken.csv"],
+                         ["--plot", "{dir}/taken.png"]])
+    if target and "taken" in target[1]:  # a file from earlier work: refused in one line, replaced with --force
+        files.append((target[1].removeprefix("{dir}/"), b"earlier work\n"))
+        if rng.random() < 0.5:
+            target.insert(rng.choice([0, 2]), "--force")
+    return target
 
 
 def _estimate(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
@@ -205,18 +212,17 @@ def _plan(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
         name, content = rng.choice(hostile_yaml())
         files.append((f"prices-{name}.yaml", content))
         args += ["--prices", "{dir}/" + f"prices-{name}.yaml"]
-    return args + _output_target(rng)
+    return args + _output_target(rng, files)
 
 
 def _sweep(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
-    del files
     models = ",".join(rng.sample(MODELS[:12], k=rng.randint(1, 2)))
     args = ["sweep", "--model", models, "--gpu", ",".join(rng.sample(GPUS[:8], k=rng.randint(1, 2)))]
     for option in ("--batch", "--prompt-tokens", "--output-tokens", "--gpus"):
         if rng.random() < 0.5:
             args += [option, ",".join(rng.choice(COUNTS[:10]) for _ in range(rng.randint(1, 3)))]
     args += _enums(rng, ["--format", "--profile"], rng.randint(0, 1))
-    target = _output_target(rng)
+    target = _output_target(rng, files)
     return args + (target or ["-o", "{dir}/grid.csv"])
 
 
@@ -279,6 +285,9 @@ def run(case: Case, scratch: Path) -> Outcome:
         sys.argv = argv
     outcome = Outcome(case, code, out.getvalue(), err.getvalue(), time.perf_counter() - start, escaped)
     outcome.problems = problems(outcome)
+    if "--force" not in case.args:  # earlier work is never replaced unasked
+        outcome.problems += [f"{name} replaced without --force" for name, content in case.files
+                             if name.startswith("taken.") and (scratch / name).read_bytes() != content]
     return outcome
 
 

@@ -1,0 +1,110 @@
+"""Fuzz-campaign class 'every output overwrites without asking': an existing output file is replaced only with
+--force, and the refusal is one line before any work (stdout empty, the old file untouched). --force is one
+option (estimator/cli/options.py) in every command that writes; calibrate keeps other cards' entries and refuses
+only to replace this card's entry or a file that is no calibration file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from estimator.errors import SpecInvalid, WorkloadInvalid
+from estimator.live.calibration import (
+    GpuCalibration,
+    check_calibration_target,
+    load_calibration,
+    save_calibration,
+)
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+ESTIMATE = ("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--format", "json")
+TRAIN = ("estimate", "--mode", "train", "--model", "llama-3.2-1b", "--gpu", "h100", "--format", "json")
+PLAN = ("plan", "--model", "llama-3.1-8b", "--concurrency", "8", "--gpu", "h100", "--format", "json")
+SWEEP = ("sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,8", "--format", "csv")
+
+
+def _refused(result: CliResult, target: Path) -> None:
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == f"error: {target} exists: pass --force to replace it\n"
+    assert target.read_text() == "earlier work\n"
+
+
+@pytest.mark.parametrize("args", [ESTIMATE, TRAIN, PLAN, SWEEP], ids=["estimate", "train", "plan", "sweep"])
+def test_an_existing_output_is_refused_without_force(cli: Cli, tmp_path: Path, args: tuple[str, ...]) -> None:
+    target = tmp_path / "out.txt"
+    target.write_text("earlier work\n")
+    _refused(cli(*args, "-o", str(target)), target)
+    _refused(cli(*args, "--output", str(target)), target)
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_force_replaces_the_output_wherever_it_stands(cli: Cli, tmp_path: Path, where: str) -> None:
+    target = tmp_path / "report.json"
+    target.write_text("earlier work\n")
+    args = ("--force", "-o", str(target)) if where == "before" else ("-o", str(target), "--force")
+    result = cli(*ESTIMATE, *args)
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(target.read_text())["model"]["name"] == "llama-3.1-8b"
+
+
+def test_an_existing_plot_is_refused_without_force(cli: Cli, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    chart = tmp_path / "chart.png"
+    chart.write_text("earlier work\n")
+    _refused(cli(*ESTIMATE, "--plot", str(chart)), chart)
+    assert cli(*ESTIMATE, "--plot", str(chart), "--force").exit_code == 0
+    assert chart.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_new_file_needs_no_force(cli: Cli, tmp_path: Path) -> None:
+    target = tmp_path / "grid.csv"
+    assert cli(*SWEEP, "-o", str(target)).exit_code == 0
+    assert target.read_text().startswith("schema_version,model.name,")
+
+
+def test_force_is_one_option_in_every_writing_command(cli: Cli) -> None:
+    for command in ("estimate", "plan", "sweep", "calibrate"):
+        assert "--force" in cli(command, "--help", columns=200).stdout, command
+
+
+def _card(name: str = "NVIDIA H200") -> GpuCalibration:
+    return GpuCalibration(gpu=name, catalog_gpu=None, measured_at="2026-11-30", memory_total_bytes=1,
+                          copy_bytes_per_s=1.0, read_bytes_per_s=1.0, gemv_bytes_per_s=1.0, matmul_flop_per_s={},
+                          driver_reserved_bytes=0, cuda_context_bytes=0, workspace_bytes=0, graph_kernel_s=0.0,
+                          graph_layer_s=0.0, graph_bandwidth_bytes_per_s=1.0, profile_overrides={})
+
+
+def test_calibrate_adds_a_card_but_refuses_to_replace_one_without_force(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.yaml"
+    check_calibration_target(path, "NVIDIA H200", force=False)  # no file yet
+    save_calibration(path, _card())
+    check_calibration_target(path, "NVIDIA L4", force=False)  # another card: the file holds every card
+    with pytest.raises(WorkloadInvalid, match=r"holds a calibration of NVIDIA H200 \(measured 2026-11-30\): pass "
+                                              "--force to replace it"):
+        check_calibration_target(path, "NVIDIA H200", force=False)
+    check_calibration_target(path, "NVIDIA H200", force=True)
+
+
+def test_calibrate_refuses_a_file_that_is_no_calibration_without_force(tmp_path: Path) -> None:
+    path = tmp_path / "calibration.yaml"
+    path.write_text("my notes: [\n")
+    with pytest.raises(WorkloadInvalid, match=r"malformed YAML.*pass --force to replace the file"):
+        check_calibration_target(path, "NVIDIA H200", force=False)
+    with pytest.raises(SpecInvalid, match="malformed YAML"):
+        save_calibration(path, _card())
+    assert path.read_text() == "my notes: [\n"
+    save_calibration(path, _card(), force=True)
+    assert set(load_calibration(path).gpus) == {"NVIDIA H200"}
+    assert [p.name for p in tmp_path.iterdir()] == ["calibration.yaml"]  # no temporary left beside it
+
+
+def test_calibrate_out_in_a_missing_folder_is_refused_before_measuring(cli: Cli, tmp_path: Path) -> None:
+    result = cli("calibrate", "--out", str(tmp_path / "missing" / "cal.yaml"))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == f"error: cannot write {tmp_path / 'missing' / 'cal.yaml'}: folder {tmp_path / 'missing'} " \
+                            "does not exist\n"
