@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from estimator.catalog.files import MAX_INDEX_BYTES, read_limited
 from estimator.errors import SpecInvalid
 
 MAX_HEADER_BYTES = 100_000_000  # safetensors' own ceiling on a header (its MAX_HEADER_SIZE)
@@ -152,8 +153,9 @@ def safetensors_tensors(path: Path) -> list[StoredTensor]:
 def _shards(folder: Path) -> list[Path]:
     index = folder / "model.safetensors.index.json"
     if index.is_file():
+        raw = read_limited(index, MAX_INDEX_BYTES, "safetensors index")
         try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            weight_map = json.loads(raw)["weight_map"]
             names = sorted(set(weight_map.values()))
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
             raise SpecInvalid(f"{index}: not a safetensors index (a JSON object with a weight_map)") from None

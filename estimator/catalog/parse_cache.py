@@ -18,6 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from estimator.catalog.files import MAX_SPEC_FILE_BYTES, read_limited
+from estimator.errors import SpecInvalid
+
 _FORMAT = 1  # bump when the cached representation changes
 _MAX_ENTRIES = 4096  # a cache grown past this (many edited files over time) starts afresh
 
@@ -81,9 +84,9 @@ def parse_all(paths: list[Path], parse: Callable[[Path], Any]) -> list[Any]:
     out = []
     for path in paths:
         try:
-            key = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError:
-            out.append(parse(path))  # parse() reports the unreadable file
+            key = hashlib.sha256(read_limited(path, MAX_SPEC_FILE_BYTES, "")).hexdigest()
+        except SpecInvalid:
+            out.append(parse(path))  # parse() reports the unreadable or oversized file
             continue
         if key in entries:
             out.append(entries[key])

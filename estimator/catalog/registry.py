@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.checkpoint_files import StoredWeights, stored_safetensors
 from estimator.catalog.checkpoint_quant import CheckpointQuant, read_quantization
-from estimator.catalog.files import default_specs_dir, read_yaml
+from estimator.catalog.files import MAX_CONFIG_BYTES, default_specs_dir, read_limited, read_yaml
 from estimator.catalog.hf_config import architecture_from_config
 from estimator.catalog.parse_cache import parse_all
 from estimator.catalog.profiles import EfficiencyProfile
@@ -261,9 +261,10 @@ def _checkpoint(config: Any) -> tuple[CheckpointQuant | None, str | None]:
 
 
 def _read_config(file: Path) -> Any:
+    raw = read_limited(file, MAX_CONFIG_BYTES, "config.json")
     try:
-        config = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
+        config = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as error:
         raise SpecInvalid(f"{file}: cannot read: {error}") from None
     except json.JSONDecodeError as error:
         raise SpecInvalid(f"{file}: malformed JSON: {error}") from None

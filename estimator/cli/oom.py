@@ -28,7 +28,7 @@ from estimator.training.options import Attention, Optimizer, Recompute
 from estimator.training.report import TrainingReport
 
 AnyReport = Report | TrainingReport
-MAX_INPUT_BYTES = 1 << 30
+MAX_INPUT_BYTES = 1 << 30  # 1 GiB from a file or stdin: a _dump_snapshot pickle of a long job is tens of MB
 OOM_FORMATS = (OutputFormat.table, OutputFormat.json)
 
 
@@ -43,9 +43,13 @@ def _read(sources: list[Path]) -> list[tuple[str, bytes]]:
             out.append(("stdin", sys.stdin.buffer.read(MAX_INPUT_BYTES)))
             continue
         try:
-            out.append((str(path), path.read_bytes()))
+            with path.open("rb") as file:
+                raw = file.read(MAX_INPUT_BYTES + 1)  # never more than the ceiling, whatever the file is
         except OSError as error:
             raise WorkloadInvalid(f"cannot read {path}: {error.strerror or error}") from None
+        if len(raw) > MAX_INPUT_BYTES:
+            raise WorkloadInvalid(f"{path}: larger than {MAX_INPUT_BYTES >> 30} GiB, the most oom reads from one file")
+        out.append((str(path), raw))
     return out
 
 

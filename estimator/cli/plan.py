@@ -252,8 +252,8 @@ def _price_book(catalog: Catalog, prices: Path | None) -> Prices:
     from estimator.catalog.files import read_yaml
     from estimator.planning.plan import load_prices
 
-    costs = read_yaml(catalog.root / "costs.yaml")
-    user = None if prices is None else read_yaml(prices)
+    costs = read_yaml(catalog.root / "costs.yaml", "costs file")
+    user = None if prices is None else read_yaml(prices, "prices file")
     if user is not None and not isinstance(user, dict):
         from estimator.errors import SpecInvalid
 

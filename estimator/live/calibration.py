@@ -202,9 +202,10 @@ def calibrated_profile(profile: EfficiencyProfile, gpu: GpuSpec, path: Path | No
         return profile
     try:
         entry = entry_for(load_calibration(user), gpu)
+        return profile if entry is None else apply_calibration(profile, entry, str(user))
     except SpecInvalid as error:
         # A file nobody named on this command line must not break every estimate on every card: say so, once, and
-        # estimate with the shipped profile (an explicit --calibration with the same file is refused instead).
+        # estimate with the shipped profile (an explicit --calibration with the same file is refused instead). An
+        # entry the file's schema takes but the profile does not (a bandwidth fraction of 7) is ignored the same way.
         sys.stderr.write(f"warning: ignoring the calibration file: {error}\n")
         return profile
-    return profile if entry is None else apply_calibration(profile, entry, str(user))
