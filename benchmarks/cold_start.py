@@ -5,7 +5,7 @@ Run from the repository root:  python benchmarks/cold_start.py [--repeats 21]
 Each command runs in turn with the baseline (A B A B …) and the ratio is taken pair by pair, so it holds when the
 machine's speed drifts (issue 10's targets: ``--format json`` ≤ 12 ×, the table ≤ 15 × the baseline). The command
 is the `estimate` console script's own entry point, so the figures are what a user's ``estimate …`` costs.
-See ``python -X importtime -c "from estimator.cli.estimate import estimate_main"`` for a per-module breakdown.
+See ``python -X importtime -c "from estimator.cli.estimate_fast import estimate_main"`` for a per-module breakdown.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ENTRY = "import sys; from estimator.cli.estimate import estimate_main; sys.argv[0] = 'estimate'; estimate_main()"
+ENTRY = "import sys; from estimator.cli.estimate_fast import estimate_main; sys.argv[0] = 'estimate'; estimate_main()"
 ARGS = ["--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "4"]
 BASELINE = ["-c", "pass"]
 COMMANDS = {

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn
 
-import typer
 from pydantic import ValidationError
 
 from estimator.catalog.registry import validation_message
@@ -17,14 +17,25 @@ def _fail(message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
+def _aborted(error: Exception) -> bool:
+    """Whether ``error`` is typer's Abort (a prompt refused). Without typer imported (the `estimate` console
+    script's fast path) no Abort can have been raised, so typer is not imported to ask."""
+    typer = sys.modules.get("typer")
+    return typer is not None and isinstance(error, typer.Abort)
+
+
 def run(command: Any, args: list[str] | None = None) -> None:
     """Run a (typer) click command with every error reduced to one line on stderr and a non-zero exit."""
+    guarded(lambda: command.main(args=args, standalone_mode=False))
+
+
+def guarded(call: Callable[[], Any]) -> None:
+    """``call()`` with every error reduced to one line on stderr and a non-zero exit (a non-zero int it returns
+    is the exit status)."""
     try:
-        code = command.main(args=args, standalone_mode=False)
+        code = call()
     except EstimatorError as error:
         _fail(str(error), error.exit_code)
-    except typer.Abort:
-        _fail("aborted", 130)
     except ValidationError as error:
         _fail(validation_message(error), 2)
     except KeyboardInterrupt:
@@ -35,6 +46,8 @@ def run(command: Any, args: list[str] | None = None) -> None:
         where = f": {error.filename}" if error.filename else ""
         _fail(f"{error.strerror or error}{where}", 2)
     except Exception as error:
+        if _aborted(error):
+            _fail("aborted", 130)
         # Usage errors (missing or unknown option, bad choice) are click exceptions; typer vendors click, so they
         # are recognised by their interface rather than their class.
         if hasattr(error, "format_message") and hasattr(error, "exit_code"):
