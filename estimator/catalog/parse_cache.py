@@ -25,15 +25,21 @@ _FORMAT = 1  # bump when the cached representation changes
 _MAX_ENTRIES = 4096  # a cache grown past this (many edited files over time) starts afresh
 
 
-def _cache_file() -> Path | None:
+def cache_folder() -> Path | None:
+    """The estimator's cache folder (``ESTIMATOR_CACHE_DIR``, else the user's cache folder); None when off."""
     setting = os.environ.get("ESTIMATOR_CACHE_DIR")
     if setting == "off":
         return None
     if setting:
-        return Path(setting) / "parsed-specs.json"
+        return Path(setting)
     from platformdirs import user_cache_dir
 
-    return Path(user_cache_dir("estimator")) / "parsed-specs.json"
+    return Path(user_cache_dir("estimator"))
+
+
+def _cache_file() -> Path | None:
+    folder = cache_folder()
+    return None if folder is None else folder / "parsed-specs.json"
 
 
 _loaded: dict[Path, dict[str, Any]] = {}  # each cache file is read once per process (a catalog reads 6 folders)
@@ -76,23 +82,29 @@ def _survives_json(data: Any) -> bool:
 
 def parse_all(paths: list[Path], parse: Callable[[Path], Any]) -> list[Any]:
     """``parse(path)`` for every path, served from the cache where a file's bytes are unchanged."""
+    return [data for _, data in parse_all_keyed(paths, parse)]
+
+
+def parse_all_keyed(paths: list[Path], parse: Callable[[Path], Any]) -> list[tuple[str | None, Any]]:
+    """(the SHA-256 of the file's bytes, ``parse(path)``) for every path, served from the cache where a file's
+    bytes are unchanged; the hash is None when the cache is off or the file unreadable."""
     file = _cache_file()
     if file is None:
-        return [parse(p) for p in paths]
+        return [(None, parse(p)) for p in paths]
     entries = _load(file)
     changed = False
-    out = []
+    out: list[tuple[str | None, Any]] = []
     for path in paths:
         try:
             key = hashlib.sha256(read_limited(path, MAX_SPEC_FILE_BYTES, "")).hexdigest()
         except SpecInvalid:
-            out.append(parse(path))  # parse() reports the unreadable or oversized file
+            out.append((None, parse(path)))  # parse() reports the unreadable or oversized file
             continue
         if key in entries:
-            out.append(entries[key])
+            out.append((key, entries[key]))
             continue
         data = parse(path)
-        out.append(data)
+        out.append((key, data))
         if _survives_json(data):
             entries[key] = data
             changed = True

@@ -6,7 +6,6 @@ Models can also come from a local ``config.json`` (or a folder holding one) or a
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -18,14 +17,13 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from estimator.catalog.architecture import Architecture, ModelSpec
+from estimator.catalog.built_cache import built_cache
 from estimator.catalog.checkpoint_files import StoredWeights, stored_safetensors
 from estimator.catalog.checkpoint_quant import CheckpointQuant, read_quantization
 from estimator.catalog.files import MAX_CONFIG_BYTES, default_specs_dir, read_limited, read_yaml
-from estimator.catalog.hf_config import architecture_from_config
-from estimator.catalog.parse_cache import parse_all
+from estimator.catalog.parse_cache import cache_folder, parse_all_keyed
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec, NumberFormat
-from estimator.catalog.suggest import model_hint, model_suggestions
 from estimator.catalog.systems import SystemSpec
 from estimator.errors import SpecInvalid, SpecNotFound
 from estimator.units import parse_count
@@ -72,6 +70,8 @@ def model_from_mapping(data: Mapping[str, Any], path: Path) -> ModelSpec:
         raise SpecInvalid(f"{path}: unknown keys {', '.join(unknown)}")
     if not isinstance(data.get("config"), Mapping):
         raise SpecInvalid(f"{path}: 'config' must be the model's config.json mapping")
+    from estimator.catalog.hf_config import architecture_from_config  # the families load only for a build
+
     try:
         arch = architecture_from_config(data["config"])
     except SpecInvalid as error:
@@ -96,13 +96,16 @@ class Registry(Generic[T]):
 
     Every file is parsed and indexed by its names when the catalog loads (so duplicate names and malformed YAML
     are caught at once), but a spec is validated only when first asked for: a command that needs one GPU and one
-    model does not build all of them. Iterating validates everything.
+    model does not build all of them. Iterating validates everything. A built spec is kept in the built-spec
+    cache (`built_cache.py`) by its file's content hash (``keys``), when it has one, and must be a ``made``.
     """
 
     kind: str
     entries: tuple[tuple[Path, Mapping[str, Any]], ...]
     build: Callable[[Mapping[str, Any], Path], T]
     listing: str = ""  # where the user sees every name (a command), said when no name is close
+    keys: tuple[str | None, ...] = ()  # each entry's file hash from the parsed-spec cache (None: not cached)
+    made: type[Any] | None = None  # the class ``build`` returns
     _index: dict[str, int] = field(default_factory=dict, compare=False)
     _spelled: dict[str, str] = field(default_factory=dict, compare=False)
     _built: dict[int, T] = field(default_factory=dict, compare=False)
@@ -118,9 +121,22 @@ class Registry(Generic[T]):
 
     def _at(self, position: int) -> T:
         if position not in self._built:
-            path, data = self.entries[position]
-            self._built[position] = self.build(data, path)
+            self._built[position] = self._cached_build(position)
         return self._built[position]
+
+    def _cached_build(self, position: int) -> T:
+        path, data = self.entries[position]
+        sha = self.keys[position] if position < len(self.keys) else None
+        store = built_cache(cache_folder()) if sha is not None and self.made is not None else None
+        key = f"{self.kind}\0{path.name}\0{sha}"  # the file name too: a model's name defaults to it
+        if store is not None and self.made is not None:
+            found: T | None = store.get(key, self.made)
+            if found is not None:
+                return found
+        built = self.build(data, path)
+        if store is not None:
+            store.put(key, built)
+        return built
 
     def get(self, name: str) -> T:
         position = self._index.get(normalize(name))
@@ -131,6 +147,8 @@ class Registry(Generic[T]):
         return self._at(position)
 
     def suggest(self, name: str) -> list[str]:
+        import difflib
+
         close = difflib.get_close_matches(normalize(name), list(self._spelled), n=3, cutoff=0.5)
         return [self._spelled[c] for c in close]
 
@@ -183,17 +201,20 @@ class Catalog:
         def files(sub: str) -> list[Path]:
             return sorted((root / sub).glob("*.yaml"))
 
-        def entries(sub: str) -> tuple[tuple[Path, Mapping[str, Any]], ...]:
+        def registry(kind: str, sub: str, made: type[Any], build: Callable[[Mapping[str, Any], Path], Any],
+                     listing: str = "") -> Registry[Any]:
             paths = files(sub)
-            return tuple(_checked(p, data) for p, data in zip(paths, parse_all(paths, read_yaml), strict=True))
+            parsed = parse_all_keyed(paths, read_yaml)
+            return Registry(kind, tuple(_checked(p, data) for p, (_, data) in zip(paths, parsed, strict=True)), build,
+                            listing=listing, keys=tuple(key for key, _ in parsed), made=made)
 
         return cls(
-            gpus=Registry("GPU", entries("gpus"), _builder(GpuSpec), listing="`estimator gpus` lists every card"),
-            models=Registry("model", entries("models"), model_from_mapping),
-            formats=Registry("dtype", entries("quant"), _builder(NumberFormat)),
-            profiles=Registry("profile", entries("profiles"), _builder(EfficiencyProfile)),
+            gpus=registry("GPU", "gpus", GpuSpec, _builder(GpuSpec), listing="`estimator gpus` lists every card"),
+            models=registry("model", "models", ModelSpec, model_from_mapping),
+            formats=registry("dtype", "quant", NumberFormat, _builder(NumberFormat)),
+            profiles=registry("profile", "profiles", EfficiencyProfile, _builder(EfficiencyProfile)),
             root=root,
-            systems=Registry("system", entries("systems"), _builder(SystemSpec),
+            systems=registry("system", "systems", SystemSpec, _builder(SystemSpec),
                              listing="`estimator systems` lists every server"),
         )
 
@@ -227,6 +248,8 @@ class Catalog:
         try:
             return self.models.get(text)
         except SpecNotFound:
+            from estimator.catalog.suggest import model_hint, model_suggestions
+
             close = model_suggestions(text, ((_names(data, path)[0], data) for path, data in self.models.entries))
             raise SpecNotFound("model", text, close, hint=model_hint(text)) from None
 
@@ -334,6 +357,8 @@ def model_from_config(config: Any, *, source: str, default_name: str,
                       stored: StoredWeights | None = None) -> ModelSpec:
     """A model from a Hugging Face config.json already parsed (a file's, or one sent to `estimator serve`);
     ``source`` names it in errors and in the model's sources; ``stored``: its files' weights, when read."""
+    from estimator.catalog.hf_config import architecture_from_config
+
     checkpoint, checkpoint_error = _checkpoint(config)
     try:
         arch = architecture_from_config(config)

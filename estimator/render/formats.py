@@ -24,7 +24,6 @@ from estimator.errors import WorkloadInvalid
 from estimator.inference.report import MemoryReport, Report
 from estimator.notes import Note, word
 from estimator.render.output import write_text_atomically
-from estimator.render.xlsx import write_xlsx
 from estimator.report import flatten
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
 
@@ -102,6 +101,8 @@ def write_report(output_format: str, document: BaseModel | Iterable[Row], output
     elif output is None:
         raise WorkloadInvalid("--format xlsx needs --output FILE.xlsx")
     else:
+        from estimator.render.xlsx import write_xlsx  # only for --format xlsx
+
         write_xlsx(keys, rows, output, sheet=sheet, notes=notes)
 
 
