@@ -70,9 +70,10 @@ class _Terms:
     step: PhaseCost  # at the mean context of generation (tokens/s)
 
 
-def _terms(model: ModelSpec, w: InferenceWorkload, tp: int, kv_per_gpu: int) -> _Terms:
+def _terms(model: ModelSpec, w: InferenceWorkload, tp: int, kv_per_gpu: int, expert_groups: int = 1) -> _Terms:
     arch = model.arch
-    costs = job_costs(model, w, tp, w.batch, w.prompt_tokens, w.output_tokens, kv_per_gpu)
+    costs = job_costs(model, w, tp, w.batch, w.prompt_tokens, w.output_tokens, kv_per_gpu,
+                      expert_groups=expert_groups)
     if arch is None:  # a model known only by its size: weights, and 2 × params FLOPs per token
         assert model.generic_params is not None
         params = model.generic_params
@@ -281,9 +282,12 @@ def _model_info(model: ModelSpec, terms: _Terms) -> ModelInfo:
 
 def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, requested_gpu: str = "",
              system: SystemSpec | None = None, nodes: int = 1, system_assumed: bool = False,
-             gpu_alone: bool = False) -> Report:
+             gpu_alone: bool = False, expert_groups: int = 1) -> Report:
     """Memory and time of ``workload`` running ``model`` on ``workload.tensor_parallel`` × ``gpu`` (in ``nodes`` ×
-    ``system`` when given: the tensor-parallel all-reduces then run over the link the group crosses)."""
+    ``system`` when given: the tensor-parallel all-reduces then run over the link the group crosses).
+    ``expert_groups`` > 1: these GPUs are one of that many attention groups of an expert-parallel layout, whose
+    decode reads the experts its share of the EP group holds (`compute.decode_weight_bytes`; the planner adds
+    the all-to-all and the memory, `planning.layouts`)."""
     w = workload
     arch = model.arch
     tp = w.tensor_parallel
@@ -297,7 +301,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
         raise WorkloadInvalid(f"--kv-dtype {w.kv_format.name} is not a KV-cache format; use bf16, fp16, fp8 or int8")
     mem = memory_per_gpu(model, gpu, w, tp, w.batch, w.prompt_tokens, w.output_tokens)
     required = gpus_required(model, gpu, w, w.batch, w.prompt_tokens, w.output_tokens)
-    terms = _terms(model, w, tp, mem.kv or 0)
+    terms = _terms(model, w, tp, mem.kv or 0, expert_groups)
     experts_read = None
     if arch is not None and arch.moe is not None:
         experts_read = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token, w.batch)

@@ -76,10 +76,14 @@ def decode_matmul_flops(arch: Architecture, batch: int) -> float:
     return 2 * (linear_params_per_token(arch) + lm_head_numel(arch)) * batch
 
 
-def decode_weight_bytes(arch: Architecture, fmt: NumberFormat, batch: int) -> int:
+def decode_weight_bytes(arch: Architecture, fmt: NumberFormat, batch: int, *, expert_groups: int = 1) -> int:
     """Weights one decode step reads: every tensor once, except the token-embedding table (only ``batch`` rows
     are gathered) and the routed experts no token in the batch picked (expected distinct experts per layer).
-    Exact rationals, rounded up once; on an array of batches, evaluated once per distinct batch."""
+    Exact rationals, rounded up once; on an array of batches, evaluated once per distinct batch.
+
+    ``expert_groups`` g > 1: expert parallel over g attention groups that each decode ``batch`` sequences
+    (`estimator.model.experts`): the experts are spread over g times as many GPUs and hit by g × ``batch``
+    tokens, so the routed part is hit(g × batch) ÷ g (what one group's ranks read between them)."""
     fixed = Fraction(0)  # bytes every step reads whatever the batch
     per_batch: list[tuple[Role, int, Fraction]] = []  # (role, numel, bits) of the tensors the batch decides
     for group in tensor_inventory(arch):
@@ -102,8 +106,9 @@ def decode_weight_bytes(arch: Architecture, fmt: NumberFormat, batch: int) -> in
                 total += min(sequences, numel // arch.hidden_size) * arch.hidden_size * bits / 8
             else:
                 assert arch.moe is not None
-                hit = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token, sequences)
-                total += Fraction(bytes_of(numel, bits)) * Fraction(hit / arch.moe.num_experts)
+                hit = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token,
+                                                sequences * expert_groups)
+                total += Fraction(bytes_of(numel, bits)) * Fraction(hit / arch.moe.num_experts) / expert_groups
         return math.ceil(total)
 
     return per_distinct(read, batch)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.model.compute import attention_flops, decode_matmul_flops, decode_weight_bytes, prefill_matmul_flops
 from estimator.model.elementwise import maximum
+from estimator.model.experts import expert_parallel_weights_bytes
 from estimator.model.footprint import rank_kv_bytes
 from estimator.model.memory import generic_weights_bytes, prefill_masked_attention, sharded_weights_bytes
 from estimator.model.runtime import Runtime
@@ -40,9 +41,10 @@ def eager_ops(arch: Architecture, rt: Runtime, *, decode: bool) -> int:
 
 
 def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: int, context: int,
-                 kv_bytes: float) -> PhaseCost:
+                 kv_bytes: float, expert_groups: int = 1) -> PhaseCost:
     """The prefill of ``batch`` prompts on one of ``tp`` ranks, whose KV cache at ``context`` tokens is
-    ``kv_bytes`` (the prefill writes the prompt's share of it)."""
+    ``kv_bytes`` (the prefill writes the prompt's share of it); under expert parallel over ``expert_groups``
+    attention groups a rank reads the experts it holds (`experts.expert_parallel_weights_bytes`)."""
     act, h, layers = rt.activation_bytes_per_element, arch.hidden_size, arch.num_layers
     prompt_tokens = batch * prompt
     positions = prompt if rt.logits == "all" else 1
@@ -50,7 +52,8 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
     return PhaseCost(
         matmul_flops=prefill_matmul_flops(arch, batch, prompt, logits_positions=positions) / tp,
         attention_flops=attention_flops(arch, batch, prompt, ignore_windows=masked) / tp,
-        weight_bytes=sharded_weights_bytes(arch, rt.weight_format, tp),
+        weight_bytes=sharded_weights_bytes(arch, rt.weight_format, tp) if expert_groups == 1
+        else expert_parallel_weights_bytes(arch, rt.weight_format, tp, tp * expert_groups),
         kv_bytes=kv_bytes * prompt / maximum(context, 1),
         elementwise_bytes=prompt_tokens * _elementwise_bytes_per_token(arch, rt, tp),
         layers=layers,
@@ -99,17 +102,18 @@ class JobCosts:
 
 
 def job_costs(model: ModelSpec, rt: Runtime, tp: int, batch: int, prompt: int, output: int,
-              kv_bytes: float) -> JobCosts:
+              kv_bytes: float, *, expert_groups: int = 1) -> JobCosts:
     """The phases of ``batch`` sequences of ``prompt`` + ``output`` tokens on one of ``tp`` ranks, whose KV cache
-    at the full context is ``kv_bytes`` (see `footprint.memory_per_gpu`)."""
+    at the full context is ``kv_bytes`` (see `footprint.memory_per_gpu`); ``expert_groups``: the attention groups
+    an expert-parallel group spans (`compute.decode_weight_bytes`)."""
     arch = model.arch
     if arch is None:
         assert model.generic_params is not None
         prefill, decode = generic_costs(model.generic_params, rt, tp, batch, prompt)
         return JobCosts(prefill, decode, decode)
-    read_full = decode_weight_bytes(arch, rt.weight_format, batch)
+    read_full = decode_weight_bytes(arch, rt.weight_format, batch, expert_groups=expert_groups)
     context, mean_context = prompt + output, prompt + output // 2
-    return JobCosts(prefill_cost(arch, rt, tp, batch, prompt, context, kv_bytes),
+    return JobCosts(prefill_cost(arch, rt, tp, batch, prompt, context, kv_bytes, expert_groups),
                     decode_cost(arch, rt, tp, batch, context, read_full, kv_bytes),
                     decode_cost(arch, rt, tp, batch, mean_context, read_full,
                                 rank_kv_bytes(arch, rt, tp, batch, mean_context)))

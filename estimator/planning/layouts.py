@@ -4,9 +4,13 @@
   its two all-reduces per layer need the fast link. It crosses a domain only when asked (``allow_tp_across``).
 - **Pipeline parallel** (PP) gives each of ``pp`` stages 1/pp of the layers (weights and KV cache), across domains
   and nodes: a stage hands one activation per token to the next (a point-to-point send over the link between them).
-- **Expert parallel** (EP, MoE models): the experts of each stage are spread over its TP GPUs, whole experts per
-  GPU, and tokens travel to them by all-to-all (dispatch and combine per MoE layer). Memory per GPU is the same as
-  slicing every expert; the report states the experts each GPU holds.
+- **Expert parallel** (EP, MoE models, `estimator.model.experts`): each stage deals its routed experts out whole,
+  ⌈E / ep⌉ to a GPU. At EP = TP (one attention group) every rank holds every token, so the experts' outputs are
+  summed by the TP all-reduce as before (vLLM's expert parallel without data parallel). At EP = TP × g, g > 1,
+  the stage runs g attention groups of TP GPUs side by side (data-parallel attention, each with its own share of
+  the batch; attention, dense layers and shared experts replicated per group) and every MoE layer sends each
+  token to its experts and back by all-to-all over the EP group's slowest link (DeepSeek-V3's deployment). Such
+  layouts take no pipeline parallel (DeepSeek's EP 32 prefill and EP 320 decode units use none).
 - **Replicas**: independent data-parallel copies; a server's GPUs left over by one replica hold more replicas.
 
 Memory per GPU of a stage: (weights + KV cache + recurrent state) ÷ pp + the prefill activation peak + runtime
@@ -24,24 +28,34 @@ from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
 from estimator.model.capacity import MAX_BATCH, MAX_TOKENS, largest_true, longest_prompt
 from estimator.model.collectives import Link, group_link
+from estimator.model.experts import expert_parallel_weights_bytes
+from estimator.model.experts import experts_per_gpu as experts_held
 from estimator.model.footprint import memory_per_gpu
 from estimator.model.parallel import tensor_parallel_degrees
 from estimator.model.runtime import Runtime
 
 DEFAULT_HEADROOM = 0.10  # vLLM's default gpu_memory_utilization = 0.9
 PIPELINE_DEGREES = (1, 2, 3, 4, 6, 8, 12, 16)
+ATTENTION_GROUPS = (2, 4, 8, 16, 32, 64)  # data-parallel attention groups of an expert-parallel stage
 
 
 @dataclass(frozen=True)
 class Layout:
-    """One replica's placement: TP × PP GPUs of ``system``."""
+    """One replica's placement: PP stages of ``groups`` attention groups of TP GPUs each of ``system``; ``ep``:
+    the GPUs a stage's experts are dealt out over (1: a dense model; TP × groups for a MoE model)."""
 
     tp: int
     pp: int
+    ep: int = 1
+
+    @property
+    def groups(self) -> int:
+        """Attention groups per stage (data-parallel attention beside expert parallel): EP ÷ TP, at least 1."""
+        return max(1, self.ep // self.tp)
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp
+        return self.tp * self.groups * self.pp
 
 
 @dataclass(frozen=True)
@@ -61,22 +75,37 @@ class StageMemory:
 
 def layouts(model: ModelSpec, system: SystemSpec, *, max_nodes: int, allow_tp_across: bool) -> list[Layout]:
     """Every TP × PP a replica can take on up to ``max_nodes`` × ``system``, fewest GPUs first: TP a valid degree
-    inside one link domain (or up to a node and beyond when ``allow_tp_across``), PP at most the model's layers."""
+    inside one link domain (or up to a node and beyond when ``allow_tp_across``), PP at most the model's layers;
+    a MoE model's experts over each stage's TP GPUs, and also over g attention groups of them (PP 1, EP at most
+    the experts)."""
     limit = max_nodes * system.gpus_per_node
     tp_limit = limit if allow_tp_across else system.domain_gpus
-    layers = model.arch.num_layers if model.arch is not None else PIPELINE_DEGREES[-1]
-    found = [Layout(tp, pp) for tp in tensor_parallel_degrees(model) if tp <= tp_limit
+    arch = model.arch
+    layers = arch.num_layers if arch is not None else PIPELINE_DEGREES[-1]
+    experts = 0 if arch is None or arch.moe is None else arch.moe.num_experts
+    degrees = [tp for tp in tensor_parallel_degrees(model) if tp <= tp_limit]
+    found = [Layout(tp, pp, tp if experts else 1) for tp in degrees
              for pp in PIPELINE_DEGREES if pp <= layers and tp * pp <= limit]
-    return sorted(found, key=lambda lay: (lay.gpus, lay.pp))
+    found += [Layout(tp, 1, tp * g) for tp in degrees for g in ATTENTION_GROUPS if tp * g <= min(limit, experts)]
+    return sorted(found, key=lambda lay: (lay.gpus, lay.pp, lay.groups))
 
 
 def stage_memory(model: ModelSpec, gpu: GpuSpec, rt: Runtime, layout: Layout, batch: int, prompt: int,
                  output: int) -> StageMemory:
-    """Memory on one GPU of a stage of ``layout`` for ``batch`` sequences (see the module docstring)."""
-    m = memory_per_gpu(model, gpu, rt, layout.tp, batch, prompt, output)
+    """Memory on one GPU of a stage of ``layout`` for ``batch`` sequences (see the module docstring): an attention
+    group's share of them, ⌈batch ÷ groups⌉, and the experts EP deals it."""
+    m = memory_per_gpu(model, gpu, rt, layout.tp, group_batch(layout, batch), prompt, output)
+    weights = m.weights
+    if layout.ep > 1 and model.arch is not None:
+        weights = expert_parallel_weights_bytes(model.arch, rt.weight_format, layout.tp, layout.ep)
     pp = layout.pp
-    return StageMemory(math.ceil(m.weights / pp), None if m.kv is None else math.ceil(m.kv / pp), m.activation,
+    return StageMemory(math.ceil(weights / pp), None if m.kv is None else math.ceil(m.kv / pp), m.activation,
                        m.overhead, math.ceil(m.state / pp))
+
+
+def group_batch(layout: Layout, batch: int) -> int:
+    """Sequences one attention group of ``layout`` runs of the replica's ``batch``: ⌈batch ÷ groups⌉."""
+    return -(-batch // layout.groups)
 
 
 def usable_bytes(gpu: GpuSpec, headroom: float) -> int:
@@ -126,7 +155,7 @@ def replicas_filling(system: SystemSpec, layout: Layout, replicas: int) -> int:
 
 
 def experts_per_gpu(model: ModelSpec, layout: Layout) -> int | None:
-    """Experts each GPU holds of each of its MoE layers under expert parallel over the stage's TP GPUs."""
+    """Experts each GPU holds of each of its MoE layers under the layout's expert parallel."""
     if model.arch is None or model.arch.moe is None:
         return None
-    return math.ceil(model.arch.moe.num_experts / layout.tp)
+    return experts_held(model.arch, layout.ep)

@@ -73,7 +73,7 @@ class PlanOption(Frozen):
     cards: int | None  # GPUs, all replicas
     tensor_parallel: int | None
     pipeline_parallel: int | None
-    expert_parallel: int | None  # MoE: the experts of a stage spread over its TP GPUs
+    expert_parallel: int | None  # MoE: the GPUs a stage deals its experts over (TP × attention groups)
     experts_per_gpu: int | None
     replicas: int | None
     batch_per_replica: int | None
@@ -168,7 +168,7 @@ def _option(search: Search, point: Point, prices: Prices, wanted: int | None) ->
                                     search.settings.headroom)
     return PlanOption(
         rank=None, system=system.name, gpu=gpu.name, feasible=True, reason=None, servers=servers, cards=gpus,
-        tensor_parallel=layout.tp, pipeline_parallel=layout.pp, expert_parallel=layout.tp if moe else None,
+        tensor_parallel=layout.tp, pipeline_parallel=layout.pp, expert_parallel=layout.ep if moe else None,
         experts_per_gpu=experts_per_gpu(search.model, layout), replicas=point.replicas,
         batch_per_replica=point.batch, concurrency=concurrency, max_batch=point.max_batch,
         max_context_tokens=within_position_limit(search.model, by_memory), max_context_tokens_by_memory=by_memory,

@@ -5,13 +5,15 @@ the fewest replicas; then the fewest replicas that also meet the latency limits 
 replicas, smaller batches, lower TTFT and TPOT: monotone). The servers those replicas need are bought whole, so the
 GPUs they leave over hold more replicas. Among layouts the one with the fewest servers, then the most tokens/s,
 then the fewest GPUs wins. Every time comes from `estimate` on the replica's GPUs, joined by the link their group
-crosses, and the continuous-batching model of `serving`.
+crosses, and the continuous-batching model of `serving`. An expert-parallel layout of g attention groups serves
+as g engines stepping together: each group's steps at its ⌈batch ÷ g⌉ sequences, with every MoE layer's dispatch
+and combine (`experts.moe_all_to_all_s`) added to its chunk and its decode step.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from estimator.catalog.architecture import ModelSpec
@@ -22,9 +24,11 @@ from estimator.inference.estimate import estimate
 from estimator.inference.report import Report
 from estimator.inference.workload import InferenceWorkload
 from estimator.model.capacity import largest_true
-from estimator.model.collectives import p2p_s
+from estimator.model.collectives import group_link, p2p_s
+from estimator.model.experts import moe_all_to_all_s
 from estimator.planning.layouts import (
     Layout,
+    group_batch,
     layouts,
     max_replica_batch,
     replicas_filling,
@@ -73,17 +77,26 @@ class Search:
     target_tokens_per_s: float | None
     max_ttft_s: float | None
     max_tpot_s: float | None
-    _reports: dict[tuple[int, int, int, int], Report] = field(default_factory=dict)
+    _reports: dict[tuple[int, int, int, int, int], Report] = field(default_factory=dict)
     last_reason: str | None = None
 
-    def _estimate(self, tp: int, batch: int, prompt: int, output: int) -> Report:
-        key = (tp, batch, prompt, output)
+    def _estimate(self, tp: int, batch: int, prompt: int, output: int, groups: int = 1) -> Report:
+        key = (tp, batch, prompt, output, groups)
         if key not in self._reports:
             w = self.workload.model_copy(update={"batch": batch, "tensor_parallel": tp, "prompt_tokens": prompt,
                                                  "output_tokens": output})
             self._reports[key] = estimate(self.model, self.gpu, w, system=self.system,
-                                          nodes=servers_for(self.system, tp))
+                                          nodes=servers_for(self.system, tp), expert_groups=groups)
         return self._reports[key]
+
+    def _all_to_all_s(self, layout: Layout, tokens: int) -> float:
+        """Every MoE layer's dispatch and combine when each attention group steps ``tokens`` tokens, spread over
+        its TP ranks (sequence parallel), among the EP group (0 with one attention group)."""
+        if layout.groups == 1 or self.model.arch is None:
+            return 0.0
+        link = group_link(self.system, layout.tp * layout.groups)
+        return moe_all_to_all_s(self.model.arch, tokens / layout.tp, self.workload.activation_bytes_per_element,
+                                layout.ep, link)
 
     def _hop_s(self, layout: Layout, tokens: int) -> float:
         """One activation hand-off between pipeline stages for ``tokens`` tokens (0 without pipeline)."""
@@ -96,21 +109,27 @@ class Search:
     def evaluate(self, layout: Layout, batch: int, max_batch: int) -> Point:
         """Serving figures of one replica of ``layout`` at ``batch`` (raises Overloaded when it cannot keep up)."""
         w = self.workload
-        prompt, output = w.prompt_tokens, w.output_tokens
-        c = chunk_tokens(self.settings.step_tokens, batch, prompt)
-        chunk = self._estimate(layout.tp, 1, c, 0)
-        chunk_s = chunk.time.prefill_s + self._hop_s(layout, c)
+        prompt, output, groups = w.prompt_tokens, w.output_tokens, layout.groups
+        share = group_batch(layout, batch)  # one attention group's sequences
+        c = chunk_tokens(self.settings.step_tokens, share, prompt)
+        chunk = self._estimate(layout.tp, 1, c, 0, groups)
+        chunk_s = chunk.time.prefill_s + self._hop_s(layout, c) + self._all_to_all_s(layout, c)
         decode = None
         decode_s = 0.0
         if output:
-            micro = math.ceil(batch / layout.pp)
-            decode = self._estimate(layout.tp, micro, prompt, output)
+            micro = math.ceil(share / layout.pp)
+            decode = self._estimate(layout.tp, micro, prompt, output, groups)
             rate = decode.time.tokens_per_s
             if not rate:
                 raise Overloaded("the model generates no tokens (an encoder)")
-            decode_s = micro / rate + self._hop_s(layout, micro)
-        serving = serve(batch=batch, prompt=prompt, output=output, step_tokens=self.settings.step_tokens,
+            decode_s = micro / rate + self._hop_s(layout, micro) + self._all_to_all_s(layout, micro)
+        serving = serve(batch=share, prompt=prompt, output=output, step_tokens=self.settings.step_tokens,
                         decode_step_s=decode_s, chunk_s=chunk_s)
+        if groups > 1:  # g groups stepping together: g times the sequences, tokens and arrivals
+            serving = replace(serving, batch=batch,
+                              tokens_per_s=None if serving.tokens_per_s is None else serving.tokens_per_s * groups,
+                              requests_per_s=None if serving.requests_per_s is None
+                              else serving.requests_per_s * groups)
         return Point(layout, 1, batch, serving, decode, chunk, max_batch)
 
     def miss(self, point: Point) -> str | None:

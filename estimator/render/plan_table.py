@@ -15,7 +15,7 @@ from estimator.units import format_bytes, format_seconds
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from estimator.planning.plan import PlanReport
+    from estimator.planning.plan import PlanOption, PlanReport
 
 
 def plan_rows(report: PlanReport) -> tuple[list[str], list[dict[str, Any]]]:
@@ -29,6 +29,12 @@ def plan_rows(report: PlanReport) -> tuple[list[str], list[dict[str, Any]]]:
 
 def _num(value: float | None, spec: str = ",.0f") -> str:
     return "—" if value is None else format(value, spec)
+
+
+def _ep(option: PlanOption) -> str:
+    """An " EP n" suffix where a stage's experts spread over more GPUs than its TP group (data-parallel attention)."""
+    ep, tp = option.expert_parallel, option.tensor_parallel
+    return f" EP{ep}" if ep is not None and tp is not None and ep > tp else ""
 
 
 def render_plan(report: PlanReport, console: Console, *, record_to: Path | None = None) -> None:
@@ -59,7 +65,7 @@ def render_plan(report: PlanReport, console: Console, *, record_to: Path | None 
             rows.append(["—", escape(name), *[""] * 13, f"[red]{escape(o.reason or '')}[/]"])
             continue
         row = [str(o.rank) if o.rank else "—", escape(name), _num(o.servers), str(o.cards),
-               f"{o.tensor_parallel}×{o.pipeline_parallel}×{o.replicas}", _num(o.batch_per_replica),
+               f"{o.tensor_parallel}×{o.pipeline_parallel}×{o.replicas}" + _ep(o), _num(o.batch_per_replica),
                _num(o.tokens_per_s),
                "—" if o.time_to_first_token_s is None else format_seconds(o.time_to_first_token_s),
                "—" if o.time_per_output_token_s is None else format_seconds(o.time_per_output_token_s),

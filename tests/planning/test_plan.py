@@ -45,10 +45,12 @@ def test_deepseek_v3_lists_only_layouts_inside_real_servers(shipped_catalog: Cat
         if system.intra_node_link == "pcie":
             assert o.tensor_parallel == 1  # no PCIe card at TP > 1, let alone 8
     by = {o.system: o for o in ranked}
-    assert (by["hgx-h200"].servers, by["hgx-h200"].tensor_parallel, by["hgx-h200"].pipeline_parallel) == (1, 8, 1)
-    assert (by["hgx-h100"].servers, by["hgx-h100"].tensor_parallel, by["hgx-h100"].pipeline_parallel) == (2, 8, 2)
-    assert by["mi300x-platform"].tensor_parallel == 8
+    # one HGX H200: EP 8 over the node (8 attention groups: the MLA latent cache is not split by TP, so
+    # data-parallel attention reads 1/8 of it per GPU), 32 of the 256 experts per GPU
+    assert (by["hgx-h200"].servers, by["hgx-h200"].cards, by["hgx-h200"].pipeline_parallel) == (1, 8, 1)
     assert by["hgx-h200"].expert_parallel == 8 and by["hgx-h200"].experts_per_gpu == 32  # 256 experts ÷ 8
+    assert (by["hgx-h100"].servers, by["hgx-h100"].tensor_parallel, by["hgx-h100"].pipeline_parallel) == (2, 8, 2)
+    assert (by["mi300x-platform"].cards, by["mi300x-platform"].expert_parallel) == (8, 8)
 
 
 def test_owned_cost_is_servers_amortised_plus_their_power(catalog: Catalog,
