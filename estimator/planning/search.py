@@ -125,11 +125,10 @@ class Search:
             decode_s = micro / rate + self._hop_s(layout, micro) + self._all_to_all_s(layout, micro)
         serving = serve(batch=share, prompt=prompt, output=output, step_tokens=self.settings.step_tokens,
                         decode_step_s=decode_s, chunk_s=chunk_s)
-        if groups > 1:  # g groups stepping together: g times the sequences, tokens and arrivals
-            serving = replace(serving, batch=batch,
-                              tokens_per_s=None if serving.tokens_per_s is None else serving.tokens_per_s * groups,
-                              requests_per_s=None if serving.requests_per_s is None
-                              else serving.requests_per_s * groups)
+        # g groups stepping together (fewer sequences than groups leave some idle: tokens/s counts those served)
+        if groups > 1 and serving.time_per_output_token_s is not None:
+            tpot = serving.time_per_output_token_s
+            serving = replace(serving, batch=batch, tokens_per_s=batch / tpot, requests_per_s=batch / (output * tpot))
         return Point(layout, 1, batch, serving, decode, chunk, max_batch)
 
     def miss(self, point: Point) -> str | None:

@@ -60,3 +60,6 @@ def test_an_expert_parallel_step_pays_dispatch_and_combine(
     assert abs(point.serving.time_per_output_token_s - tpot) <= 1e-12 * tpot
     assert point.serving.batch == 64 and point.serving.tokens_per_s is not None
     assert abs(point.serving.tokens_per_s - 64 / tpot) <= 1e-9 * point.serving.tokens_per_s  # 16 groups × 4 / TPOT
+    few = search.evaluate(layout, 8, 64)  # 8 sequences leave 8 of the 16 groups idle: tokens/s counts those 8
+    assert few.serving.time_per_output_token_s is not None and few.serving.tokens_per_s is not None
+    assert abs(few.serving.tokens_per_s - 8 / few.serving.time_per_output_token_s) <= 1e-9 * few.serving.tokens_per_s

@@ -190,4 +190,6 @@ def _check_option(o: PlanOption) -> None:
              o.overhead_per_gpu_bytes, o.state_per_gpu_bytes]
     assert o.memory_per_gpu_bytes == sum(p for p in parts if p is not None)
     assert o.headroom_bytes == o.capacity_bytes - (o.memory_per_gpu_bytes or 0)
-    assert o.cards == (o.replicas or 0) * (o.tensor_parallel or 0) * (o.pipeline_parallel or 0)
+    # a stage of an expert-parallel layout is EP GPUs (EP ÷ TP attention groups of TP GPUs), else TP GPUs
+    stage = max(o.tensor_parallel or 0, o.expert_parallel or 0)
+    assert o.cards == (o.replicas or 0) * stage * (o.pipeline_parallel or 0)
