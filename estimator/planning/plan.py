@@ -254,7 +254,7 @@ def plan(model: ModelSpec, systems: Iterable[tuple[SystemSpec, GpuSpec]], worklo
             failed.append(_empty(system, gpu, str(error), settings))
             continue
         if point is None:
-            failed.append(_empty(system, gpu, search.last_reason or "no layout fits", settings))
+            failed.append(_empty(system, gpu, search.beyond or search.last_reason or "no layout fits", settings))
         else:
             feasible.append(_option(search, point, prices, goal.concurrency))
     feasible.sort(key=lambda o: _sort_key(o, sort))

@@ -39,6 +39,9 @@ from estimator.planning.serving import Overloaded, Serving, chunk_tokens, serve
 from estimator.report import Frozen
 
 GoalKind = Literal["concurrency", "throughput", "latency"]
+# The most replicas of one layout a plan holds (4,096 replicas of one 8-GPU server is 32,768 GPUs, the size of the
+# largest published training clusters, far past any serving fleet of one model). A goal that needs more is beyond
+# any plan, said in one reason per system; the search's work never grows with the goal past it.
 MAX_REPLICAS = 4096
 
 
@@ -79,6 +82,7 @@ class Search:
     max_tpot_s: float | None
     _reports: dict[tuple[int, int, int, int, int], Report] = field(default_factory=dict)
     last_reason: str | None = None
+    beyond: str | None = None  # why the goal is past MAX_REPLICAS in a layout that serves it: the reason to give
 
     def _estimate(self, tp: int, batch: int, prompt: int, output: int, groups: int = 1) -> Report:
         key = (tp, batch, prompt, output, groups)
@@ -165,7 +169,11 @@ class Search:
             return self._ok(layout, math.ceil(wanted / replicas), max_batch) is None
 
         top = min(wanted, MAX_REPLICAS)
-        if first > top or fails(top):
+        if first > top:
+            self.beyond = (f"{wanted:,} sequences need {first:,} replicas of {layout.tp}×{layout.pp} GPUs (at "
+                           f"most {max_batch:,} sequences each), more than the {MAX_REPLICAS:,} a plan holds")
+            return None
+        if fails(top):
             return None
         replicas = largest_true(fails, first, top) + 1
         replicas = min(replicas_filling(self.system, layout, replicas), wanted)
@@ -179,7 +187,11 @@ class Search:
         if not rate:
             return None
         replicas = max(1, math.ceil(target / rate))
-        for _ in range(64):  # the limits may want smaller batches: more replicas
+        if replicas > MAX_REPLICAS:  # the most a replica makes is at its largest batch: no plan reaches the target
+            self.beyond = (f"{target:,.0f} tokens/s needs {replicas:,} replicas of {layout.tp}×{layout.pp} GPUs "
+                           f"(at most {rate:,.0f} tokens/s each), more than the {MAX_REPLICAS:,} a plan holds")
+            return None
+        while True:  # the limits may want smaller batches: more replicas, doubled up to MAX_REPLICAS
             share = target / replicas
 
             def short(batch: int) -> bool:
@@ -193,7 +205,6 @@ class Search:
             replicas *= 2
             if replicas > MAX_REPLICAS:
                 return None
-        return None
 
     def _latency(self, layout: Layout, max_batch: int) -> Point | None:
         """The largest batch one replica serves within the limits, replicated over the servers it needs."""
