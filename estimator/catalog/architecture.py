@@ -9,7 +9,7 @@ embeddings. `estimator.catalog.hf_config` builds one from a Hugging Face ``confi
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -23,6 +23,7 @@ from estimator.catalog.checkpoint_quant import CheckpointQuant
 MAX_LAYERS = 4096
 MAX_WIDTH = 2**24  # 16,777,216: any width, head count, vocabulary, expert count or context length
 MAX_PARAMS = 10**15
+Count = Annotated[int, Field(ge=0, le=MAX_PARAMS)]  # a tower's parameters, or how many of it
 
 
 class _Arch(BaseModel):
@@ -58,7 +59,8 @@ class Mamba2(_Arch):
     proj_bias: bool = False
     conv_bias: bool = True
     gated_norm: bool = True
-    state_dtype_bytes: int | None = Field(default=None, gt=0)  # the config's mamba_ssm_cache_dtype, when it says
+    # the config's mamba_ssm_cache_dtype, when it says (at most 8 bytes: fp64)
+    state_dtype_bytes: int | None = Field(default=None, gt=0, le=8)
 
     @property
     def inner(self) -> int:
@@ -78,7 +80,7 @@ class GatedDeltaNet(_Arch):
     head_k_dim: int = Field(gt=0, le=MAX_WIDTH)
     head_v_dim: int = Field(gt=0, le=MAX_WIDTH)
     conv_kernel: int = Field(gt=0, le=MAX_WIDTH)
-    state_dtype_bytes: int | None = Field(default=None, gt=0)  # the config's mamba_ssm_dtype, when it says
+    state_dtype_bytes: int | None = Field(default=None, gt=0, le=8)  # the config's mamba_ssm_dtype, when it says
 
     @property
     def key_dim(self) -> int:
@@ -168,7 +170,7 @@ class Architecture(_Arch):
     mlp: Mlp
     moe: MixtureOfExperts | None = None
     moe_layers: tuple[bool, ...] = ()
-    layer_windows: tuple[int | None, ...] = ()
+    layer_windows: tuple[Annotated[int, Field(le=MAX_WIDTH)] | None, ...] = ()
     norm: Literal["rms", "layer", "layer_nobias"] = "rms"  # layer_nobias: LayerNorm with a weight only (Cohere)
     norms_per_layer: int = Field(default=2, ge=0, le=MAX_WIDTH)
     final_norm: bool = True
@@ -188,7 +190,7 @@ class Architecture(_Arch):
     final_logit_softcapping: bool = False  # Gemma 2: logits ÷ cap → tanh → × cap
     # a multimodal wrapper's vision/audio towers and projector (estimator.catalog.towers): (name, role, numel,
     # count) rows, and the config keys they were read from
-    towers: tuple[tuple[str, str, int, int], ...] = ()
+    towers: tuple[tuple[str, str, Count, Count], ...] = ()
     towers_read: tuple[str, ...] = ()
 
     @model_validator(mode="after")

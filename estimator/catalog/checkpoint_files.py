@@ -19,9 +19,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from estimator.catalog.files import MAX_INDEX_BYTES, read_limited
+from estimator.catalog.specs import MAX_ELEMENTS, Elements, StoredBytes
 from estimator.errors import SpecInvalid
 
 MAX_HEADER_BYTES = 100_000_000  # safetensors' own ceiling on a header (its MAX_HEADER_SIZE)
@@ -73,9 +76,9 @@ class StoredWeights:
     """What a checkpoint's files hold, summed by role: (role, elements, bytes), largest first."""
 
     source: Literal["safetensors", "gguf"]
-    files: int
-    tensors: int
-    roles: tuple[tuple[str, int, int], ...]
+    files: Annotated[int, Field(ge=0, le=1_000_000)]  # shards: DeepSeek-V3 ships 163
+    tensors: Annotated[int, Field(ge=0, le=MAX_ELEMENTS)]  # each holds at least one element
+    roles: tuple[tuple[str, Elements, StoredBytes], ...]
     compute_dtype: str  # what its dominant linear-weight dtype computes in (bf16, fp16, fp32, fp8)
 
     @property

@@ -18,13 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from estimator.catalog.specs import NumberFormat
+from pydantic import Field
+
+from estimator.catalog.specs import MAX_GROUP_SIZE, NumberFormat
 from estimator.errors import SpecInvalid
 
 FP32_SCALE_BITS = 32  # DeepSeek's weight_scale_inv blocks are float32 (its README_WEIGHTS.md)
 BF16_SCALE_BITS = 16  # compressed-tensors pack-quantized scales are stored in the checkpoint dtype (bf16)
+# a group, or a block's side, is at most a row: MAX_GROUP_SIZE (2**24, architecture.MAX_WIDTH) weights
+GroupSize = Annotated[int, Field(gt=0, le=MAX_GROUP_SIZE)]
+BlockSide = Annotated[int, Field(gt=0, le=MAX_GROUP_SIZE)]
 
 
 @dataclass(frozen=True)
@@ -34,9 +39,17 @@ class CheckpointQuant:
     method: str
     base: str
     scope: Literal["linear", "experts"] = "linear"
-    group_size: int | None = None  # a grouped format's group size (GPTQ, AWQ, compressed-tensors int4)
-    block: tuple[int, int] | None = None  # FP8 block scales: rows × columns per fp32 scale
+    group_size: GroupSize | None = None  # a grouped format's group size (GPTQ, AWQ, compressed-tensors int4)
+    block: tuple[BlockSide, BlockSide] | None = None  # FP8 block scales: rows × columns per fp32 scale
     summary: str = ""
+
+    def __post_init__(self) -> None:
+        """A config.json's group or block outside its ceiling is one line, as a spec field's would be."""
+        if self.group_size is not None and not 0 < self.group_size <= MAX_GROUP_SIZE:
+            raise SpecInvalid(f"quantization_config group_size {self.group_size} is outside 1..{MAX_GROUP_SIZE:,}")
+        if self.block is not None and not all(0 < side <= MAX_GROUP_SIZE for side in self.block):
+            raise SpecInvalid(f"quantization_config weight_block_size {list(self.block)} is outside "
+                              f"1..{MAX_GROUP_SIZE:,}")
 
     @property
     def format_name(self) -> str:

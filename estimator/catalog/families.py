@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -84,7 +84,7 @@ class DeltaNetSpec(_Spec):
 class PeriodSpec(_Spec):
     """transformers' default layer_types: layer i is ``kinds[0]`` unless (i + 1) is a multiple of the period."""
 
-    period: Width
+    period: Annotated[int, Field(gt=0, le=4096)] | str  # at most architecture.MAX_LAYERS layers, or a config field
     kinds: tuple[str, str] = ("sliding_attention", "full_attention")
 
 
@@ -122,7 +122,7 @@ class Family(_Spec):
     linear_attention: DeltaNetSpec | None = None
     layers: LayersSpec = LayersSpec()
     norm: Literal["rms", "layer", "layer_nobias"] = "rms"
-    norms_per_layer: int = Field(default=2, ge=0)
+    norms_per_layer: int = Field(default=2, ge=0, le=2**24)  # architecture.MAX_WIDTH, as the architecture's field
     lm_head_bias: Switch = False
     final_logit_softcapping: str | None = None
 

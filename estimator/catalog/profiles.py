@@ -7,9 +7,22 @@ the user's own card (``estimator calibrate``) overrides it. Every time the estim
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from estimator.catalog.specs import MemoryType
+
+# Ceilings of a profile's numbers: each far past any software stack (the shipped profiles hold microseconds and
+# hundreds of MB), so a typo or a hostile file is refused instead of estimated.
+MAX_STEP_S = 1.0  # a host or kernel cost per layer, per operation, per step: shipped ones are µs to ms
+MAX_BYTES = 10**13  # runtime memory (context, workspace, NCCL buffers): a GPU's 10,000 GB (GpuSpec.memory_gb)
+MAX_PASSES = 1_000.0  # elementwise passes over the hidden or FFN activations per layer: shipped ones are under 20
+MAX_OPS = 1_000_000  # aten operations one layer dispatches: shipped ones are under 200
+MAX_CHUNK_TOKENS = 2**24  # a prefill chunk: at most the longest context (architecture.MAX_WIDTH)
+
+Seconds = Annotated[float, Field(ge=0, le=MAX_STEP_S)]
+Ops = Annotated[int, Field(ge=0, le=MAX_OPS)]
 
 
 class EfficiencyProfile(BaseModel):
@@ -20,29 +33,29 @@ class EfficiencyProfile(BaseModel):
     name: str
     description: str
     bandwidth_efficiency: float = Field(gt=0, le=1)
-    bandwidth_efficiency_by_memory: dict[MemoryType, float] = Field(default_factory=dict)
+    bandwidth_efficiency_by_memory: dict[MemoryType, Annotated[float, Field(gt=0, le=1)]] = Field(default_factory=dict)
     kv_read_efficiency: float | None = Field(default=None, gt=0, le=1)  # grouped-query attention only
     matmul_flop_efficiency: float = Field(gt=0, le=1)
     attention_flop_efficiency: float = Field(gt=0, le=1)
     # attention with an explicit mask (transformers' sliding windows): a slower SDPA kernel over every causal pair
     masked_attention_flop_efficiency: float | None = Field(default=None, gt=0, le=1)
-    elementwise_hidden_passes: float = Field(ge=0)
-    elementwise_ffn_passes: float = Field(ge=0)
-    per_layer_step_s: float = Field(ge=0)
-    host_per_layer_s: float = Field(ge=0)
+    elementwise_hidden_passes: float = Field(ge=0, le=MAX_PASSES)
+    elementwise_ffn_passes: float = Field(ge=0, le=MAX_PASSES)
+    per_layer_step_s: Seconds
+    host_per_layer_s: Seconds
     # host dispatch counted in aten operations (timing.host_dispatch_s): families listed here cost host_fixed_s +
     # their operations × host_per_op_s a step instead of layers × host_per_layer_s. Per model_type, the operations
     # one layer dispatches: (prefill, decode with as many KV heads as query heads, decode with grouped KV heads)
-    eager_ops_per_layer: dict[str, tuple[int, int, int]] = Field(default_factory=dict)
-    host_fixed_s: float = Field(default=0, ge=0)
-    host_per_op_s: float = Field(default=0, ge=0)
-    cuda_context_bytes: int = Field(ge=0)
-    workspace_bytes: int = Field(ge=0)
+    eager_ops_per_layer: dict[str, tuple[Ops, Ops, Ops]] = Field(default_factory=dict)
+    host_fixed_s: Seconds = 0
+    host_per_op_s: Seconds = 0
+    cuda_context_bytes: int = Field(ge=0, le=MAX_BYTES)
+    workspace_bytes: int = Field(ge=0, le=MAX_BYTES)
     driver_reserved_fraction: float = Field(ge=0, lt=0.1)
     allocator_slack_fraction: float = Field(ge=0, lt=1)
-    nccl_buffer_bytes: int = Field(ge=0)
+    nccl_buffer_bytes: int = Field(ge=0, le=MAX_BYTES)
     logits_fp32_upcast: bool
-    prefill_chunk_tokens: int | None = Field(default=None, gt=0)
+    prefill_chunk_tokens: int | None = Field(default=None, gt=0, le=MAX_CHUNK_TOKENS)
     # transformers' DynamicCache keeps the whole prompt in sliding-window layers until its next update
     sliding_window_prefill_full: bool = False
     # eager PyTorch activations written as elementwise chains (gelu_new) keep extra temporaries
@@ -50,22 +63,22 @@ class EfficiencyProfile(BaseModel):
     # the runtime is transformers: where its code leaves SDPA only the math kernel, scores are materialised
     math_attention_fallback: bool = False
     decompressed_mla_cache: bool = False
-    allreduce_latency_s: float = Field(ge=0)
+    allreduce_latency_s: Seconds
     interconnect_efficiency: float = Field(gt=0, le=1)
     # step FLOPs ÷ (peak × this); None: the step is timed kernel by kernel (estimator.training.step_time)
     train_flop_efficiency: float | None = Field(gt=0, le=1)
     train_fp32_flop_efficiency: float | None = Field(default=None, gt=0, le=1)  # fp32 steps; None: the above
     # host dispatch of an eager training step (estimator.training.eager_step): each phase takes the longer of its
     # GPU time and the time the host needs to issue it
-    train_host_forward_s: float = Field(default=0, ge=0)  # per step: embedding, head, loss, autograd set-up
-    train_host_forward_per_layer_s: float = Field(default=0, ge=0)
-    train_host_backward_per_layer_s: float = Field(default=0, ge=0)
-    train_host_checkpointed_forward_per_layer_s: float = Field(default=0, ge=0)
-    train_host_checkpointed_backward_per_layer_s: float = Field(default=0, ge=0)  # recompute included
-    optimizer_host_s: float = Field(default=0, ge=0)  # per step, and per parameter tensor below
-    optimizer_host_per_tensor_s: float = Field(default=0, ge=0)
+    train_host_forward_s: Seconds = 0  # per step: embedding, head, loss, autograd set-up
+    train_host_forward_per_layer_s: Seconds = 0
+    train_host_backward_per_layer_s: Seconds = 0
+    train_host_checkpointed_forward_per_layer_s: Seconds = 0
+    train_host_checkpointed_backward_per_layer_s: Seconds = 0  # recompute included
+    optimizer_host_s: Seconds = 0  # per step, and per parameter tensor below
+    optimizer_host_per_tensor_s: Seconds = 0
     # foreach (multi-tensor) optimizer kernels: a cost per element per kernel beside their bytes
-    foreach_element_pass_s: float = Field(default=0, ge=0)
+    foreach_element_pass_s: Seconds = 0
     fitted_on: tuple[str, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
 

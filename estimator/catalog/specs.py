@@ -6,7 +6,7 @@ Spec files use the vendor's decimal units in their key names (``memory_gb``, ``b
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -22,6 +22,24 @@ ComputeDType = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "f
 BANDWIDTH_TOLERANCE = 0.03  # bus × rate may differ from the vendor figure by 3% (rounding of rates)
 
 
+# Ceilings of the spec fields, each past any real part by orders of magnitude (the fuzz campaign fed `.inf` and
+# 1e300 through specs; every number read is finite and physical). Stated in the shipped schemas (docs/schema/specs).
+MAX_MEMORY_MIB = 10_000_000  # memory_gb's 10,000 GB in MiB, rounded up (an H200 reports 143,771 MiB)
+MAX_BUS_BITS = 65_536  # memory bus width: 8 HBM stacks × 1,024 bits is 8,192 today
+MAX_TFLOP_PER_S = 1_000_000  # dense peak per GPU, 1 EFLOP/s: a B200 is about 9,000 TFLOP/s at fp4
+MAX_TDP_W = 10_000  # one board: a B200 is 1,000 W, a GB200 superchip 2,700 W
+MAX_LINK_GB_PER_S = 100_000  # per GPU per direction, as systems' link_gb_per_s (NVLink 5 is 900 GB/s)
+MAX_CARD_USD = 100_000_000  # one card's price: an H100 is about $30,000
+MIN_YEAR, MAX_YEAR = 1990, 2100  # a release year (the oldest card listed is from 2014)
+MAX_GROUP_SIZE = 2**24  # weights per quantization group: at most a row, MAX_WIDTH wide (128 is usual)
+MAX_GROUP_OVERHEAD_BITS = 1_024  # scale + zero point per group: two fp32 are 64 bits
+MAX_ELEMENTS = 10**15  # a checkpoint role's elements: architecture's MAX_PARAMS
+MAX_STORED_BYTES = 8 * 10**15  # those elements at 8 bytes (fp64)
+
+Elements = Annotated[int, Field(ge=0, le=MAX_ELEMENTS)]
+StoredBytes = Annotated[int, Field(ge=0, le=MAX_STORED_BYTES)]
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
 
@@ -35,19 +53,19 @@ class GpuSpec(_Spec):
     memory_type: MemoryType
     memory_gb: float = Field(gt=0, le=10_000)
     memory_gib: float | None = Field(default=None, gt=0, le=10_000)
-    reported_memory_mib: int | None = Field(default=None, gt=0)
+    reported_memory_mib: int | None = Field(default=None, gt=0, le=MAX_MEMORY_MIB)
     unified_memory: bool = False
-    gpu_memory_mib: int | None = Field(default=None, gt=0)
-    bus_width_bits: int = Field(gt=0)
+    gpu_memory_mib: int | None = Field(default=None, gt=0, le=MAX_MEMORY_MIB)
+    bus_width_bits: int = Field(gt=0, le=MAX_BUS_BITS)
     data_rate_gbps: float = Field(gt=0, le=100)
     bandwidth_gb_per_s: float = Field(gt=0, le=100_000)
     bandwidth_mismatch_reason: str | None = None
-    dense_tflop_per_s: dict[ComputeDType, float]
-    tdp_w: float | None = Field(default=None, gt=0)
+    dense_tflop_per_s: dict[ComputeDType, Annotated[float, Field(le=MAX_TFLOP_PER_S)]]
+    tdp_w: float | None = Field(default=None, gt=0, le=MAX_TDP_W)
     interconnect: str
-    interconnect_gb_per_s: float | None = Field(default=None, gt=0)
-    year: int | None = None
-    price_usd: float | None = Field(default=None, gt=0)
+    interconnect_gb_per_s: float | None = Field(default=None, gt=0, le=MAX_LINK_GB_PER_S)
+    year: int | None = Field(default=None, ge=MIN_YEAR, le=MAX_YEAR)
+    price_usd: float | None = Field(default=None, gt=0, le=MAX_CARD_USD)
     price_date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}$")
     notes: str | None = None
     sources: tuple[str, ...] = Field(min_length=1)
@@ -161,13 +179,13 @@ class NumberFormat(_Spec):
     bits_per_weight: float = Field(gt=0, le=64)
     compute_dtype: ComputeDType
     scope: Literal["all", "linear", "experts"]  # experts: routed experts only (gpt-oss MXFP4 checkpoints)
-    group_size: int | None = Field(default=None, gt=0)
-    group_overhead_bits: float | None = Field(default=None, ge=0)
+    group_size: int | None = Field(default=None, gt=0, le=MAX_GROUP_SIZE)
+    group_overhead_bits: float | None = Field(default=None, ge=0, le=MAX_GROUP_OVERHEAD_BITS)
     kv_cache: bool = False
     sources: tuple[str, ...] = Field(min_length=1)
     # a checkpoint's own bytes (its file headers): (role, elements, bytes) per role, which then decide every
     # tensor's bits (bytes × 8 / elements) in place of bits_per_weight and scope
-    stored_roles: tuple[tuple[str, int, int], ...] = ()
+    stored_roles: tuple[tuple[str, Elements, StoredBytes], ...] = ()
 
     def with_group_size(self, group_size: int) -> NumberFormat:
         """The same grouped format with another group size: overhead bits are spread over the new group."""

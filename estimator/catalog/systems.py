@@ -50,9 +50,9 @@ class SystemSpec(BaseModel):
     network_latency_us: float = Field(gt=0, le=10_000)
     host_memory_gb: float = Field(gt=0, le=1_000_000)
     server_power_w: float = Field(gt=0, le=10_000_000)
-    price_usd: float | None = Field(default=None, gt=0)
+    price_usd: float | None = Field(default=None, gt=0, le=1_000_000_000)  # a whole system: an NVL72 rack is ~$3M
     price_date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}$")
-    year: int | None = None
+    year: int | None = Field(default=None, ge=1990, le=2100)  # a release year, as a GPU's
     notes: str | None = None
     sources: tuple[str, ...] = Field(min_length=1)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
 
@@ -39,6 +39,17 @@ OVERRIDABLE = ("bandwidth_efficiency", "matmul_flop_efficiency", "per_layer_step
                "workspace_bytes", "driver_reserved_fraction")
 
 
+# Ceilings of what a calibration file may say, each past any card by orders of magnitude (the file is read without
+# being named, so a corrupt one must be refused, not estimated with): stated in docs/schema/specs/calibration.json.
+MAX_BYTES = 10**13  # memory and its reservations: 10,000 GB, GpuSpec.memory_gb's ceiling (an H200 has 150.8e9)
+MAX_BYTES_PER_S = 1e15  # 1 PB/s: an H200 reads 4.8e12 B/s
+MAX_FLOP_PER_S = 1e18  # 1 EFLOP/s, GpuSpec's 1,000,000 TFLOP/s
+MAX_SECONDS = 1.0  # one graph kernel or one layer of a decode step: measured ones are microseconds
+Bytes = Annotated[int, Field(ge=0, le=MAX_BYTES)]
+Rate = Annotated[float, Field(gt=0, le=MAX_BYTES_PER_S)]
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+
+
 class GpuCalibration(Frozen):
     """Measurements on one card and the profile values derived from them."""
 
@@ -46,22 +57,23 @@ class GpuCalibration(Frozen):
     catalog_gpu: str | None
     measured_at: str
     software: dict[str, str] = Field(default_factory=dict)
-    memory_total_bytes: int = Field(gt=0)
-    copy_bytes_per_s: float = Field(gt=0)
-    read_bytes_per_s: float = Field(gt=0)
-    gemv_bytes_per_s: float = Field(gt=0)
-    matmul_flop_per_s: dict[str, float]
-    driver_reserved_bytes: int = Field(ge=0)
-    cuda_context_bytes: int = Field(ge=0)
-    workspace_bytes: int = Field(ge=0)
-    graph_kernel_s: float = Field(ge=0)
-    graph_layer_s: float = Field(ge=0)
-    graph_bandwidth_bytes_per_s: float = Field(gt=0)
-    profile_overrides: dict[str, float]
+    memory_total_bytes: int = Field(gt=0, le=MAX_BYTES)
+    copy_bytes_per_s: Rate
+    read_bytes_per_s: Rate
+    gemv_bytes_per_s: Rate
+    matmul_flop_per_s: dict[str, Annotated[float, Field(gt=0, le=MAX_FLOP_PER_S)]]
+    driver_reserved_bytes: Bytes
+    cuda_context_bytes: Bytes
+    workspace_bytes: Bytes
+    graph_kernel_s: Seconds
+    graph_layer_s: Seconds
+    graph_bandwidth_bytes_per_s: Rate
+    # fractions, seconds and bytes (OVERRIDABLE); each is checked again by the profile it goes into
+    profile_overrides: dict[str, Annotated[float, Field(ge=0, le=MAX_BYTES)]]
 
 
 class CalibrationFile(Frozen):
-    schema_version: int = CALIBRATION_FILE_VERSION
+    schema_version: int = Field(default=CALIBRATION_FILE_VERSION, ge=1, le=1_000)  # must equal the version
     gpus: dict[str, GpuCalibration] = Field(default_factory=dict)
 
 

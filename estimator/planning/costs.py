@@ -31,9 +31,10 @@ SETTINGS = ("amortization_years", "electricity_usd_per_kwh")
 class CardPrice(Frozen):
     """One card's (or one server's) prices in a user prices file; any field may be left out."""
 
-    usd: float | None = Field(default=None, gt=0)  # purchase price
+    # ceilings: a billion dollars for one card or server (an NVL72 rack is about $3M), a million an hour to rent one
+    usd: float | None = Field(default=None, gt=0, le=1e9)  # purchase price
     date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}$")
-    usd_per_hour: float | None = Field(default=None, gt=0)  # rental price per card-hour (server-hour)
+    usd_per_hour: float | None = Field(default=None, gt=0, le=1e6)  # rental price per card-hour (server-hour)
     source: str | None = None
 
 

@@ -33,6 +33,46 @@ REPORTS: dict[str, tuple[str, type[BaseModel]]] = {
 }
 
 
+def _spec_models() -> dict[str, tuple[str, type[BaseModel]]]:
+    """The input files and options each spec schema describes, and the model that reads them."""
+    from estimator.catalog.architecture import ModelSpec
+    from estimator.catalog.families import Family
+    from estimator.catalog.profiles import EfficiencyProfile
+    from estimator.catalog.specs import GpuSpec, NumberFormat
+    from estimator.catalog.systems import SystemSpec
+    from estimator.inference.workload import InferenceWorkload
+    from estimator.live.calibration import CalibrationFile
+    from estimator.planning.costs import Prices
+    from estimator.training.workload import TrainingWorkload
+
+    return {
+        "gpu": ("a GPU spec, specs/gpus/*.yaml", GpuSpec),
+        "system": ("a server spec, specs/systems/*.yaml", SystemSpec),
+        "quant": ("a number format, specs/quant/*.yaml", NumberFormat),
+        "profile": ("an efficiency profile, specs/profiles/*.yaml", EfficiencyProfile),
+        "family": ("a model family's reading of config.json, specs/families/*.yaml", Family),
+        "model": ("a model as read from its config.json (specs/models/*.yaml `config:`, or --model FILE)",
+                  ModelSpec),
+        "prices": ("a prices file, --prices FILE and specs/costs.yaml", Prices),
+        "calibration": ("a calibration file, from `estimator calibrate`", CalibrationFile),
+        "inference-workload": ("estimate's inference options, as validated", InferenceWorkload),
+        "training-workload": ("estimate --mode train's options, as validated", TrainingWorkload),
+    }
+
+
+SPEC_NAMES = ("gpu", "system", "quant", "profile", "family", "model", "prices", "calibration", "inference-workload",
+              "training-workload")
+
+
+def spec_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of an input (a key of `SPEC_NAMES`): what the tool accepts, every number with its ceiling
+    (shipped in docs/schema/specs/)."""
+    what, model = _spec_models()[name]
+    schema = model.model_json_schema(mode="validation")
+    return {"$schema": DIALECT, "title": model.__name__, "description": f"The schema of {what}.",
+            **{k: v for k, v in schema.items() if k not in ("title", "description")}}
+
+
 def json_schema(name: str) -> dict[str, Any]:
     """The JSON Schema of the report ``name`` (a key of `REPORTS`)."""
     command, model = REPORTS[name]
