@@ -309,9 +309,11 @@ def _published_training(catalog: Catalog) -> list[str]:
     within = sum(abs(r.error) <= 0.15 for r in asserted)
     out = ["", "## Published multi-node training (`tests/data/published/training.yaml`)", "",
            "Throughput of published Megatron-LM runs on DGX A100 clusters (32 to 1,024 GPUs, InfiniBand between "
-           "nodes), predicted by `estimate --mode train` with the `megatron` profile: each pass timed kernel by "
-           "kernel with the kernel figures measured on the H200 (none fitted on a training step), the 1F1B "
-           "bubble, and TP, PP and DP traffic over the link each group crosses (`hgx-a100`), not overlapped. "
+           "nodes) and of MosaicML's llm-foundry runs on H100 clusters (16 to 64 GPUs, PyTorch FSDP full shard, "
+           "flash attention), predicted by `estimate --mode train` with the `megatron` profile: each pass timed "
+           "kernel by kernel with the kernel figures measured on the H200 (none fitted on a training step), the "
+           "1F1B bubble, and TP, PP and DP traffic over the link each group crosses (`hgx-a100`, `hgx-h100`), not "
+           "overlapped. "
            f"{within} of {len(asserted)} asserted cases are within the 15 % target "
            "(`tests/training/test_published_training.py`); `python benchmarks/published_training.py` prints "
            "this table.", "",
@@ -320,7 +322,10 @@ def _published_training(catalog: Catalog) -> list[str]:
            "Megatron-LM\", SC'21, Table 1 (https://arxiv.org/abs/2104.04473).",
            "- NVIDIA/Megatron-LM README, \"GPT-3 Example\", commit 152aab3 (2021-01-11), with "
            "examples/pretrain_gpt3_175B.sh at that commit "
-           "(https://github.com/NVIDIA/Megatron-LM/blob/152aab304d4eabe4f992def6296156642e11c28d/README.md).", "",
+           "(https://github.com/NVIDIA/Megatron-LM/blob/152aab304d4eabe4f992def6296156642e11c28d/README.md).",
+           "- MosaicML llm-foundry, scripts/train/benchmarking/README.md, table \"H100 80GB BF16\" (tokens/s/GPU as "
+           "stated there), model shapes from scripts/train/yamls/pretrain/mpt-*.yaml "
+           "(https://github.com/mosaicml/llm-foundry/blob/main/scripts/train/benchmarking/README.md).", "",
            *published_table(rows), ""]
     out += [f"- {r.name}: not asserted — {r.why}" for r in rows if not r.reproduced]
     step_level = [r.error for r in compare_published(catalog, "optimized") if r.reproduced]

@@ -4,10 +4,12 @@ tests/data/published/training.yaml.
     python benchmarks/published_training.py [--profile megatron] [--data tests/data/published/training.yaml]
 
 Each case is a GPT model of the source's shape (GPT-2 layout: LayerNorm, GeLU 4h MLP, learned positions, tied
-embeddings, vocabulary 51,200) on DGX A100 nodes (`hgx-a100`), its published TP × PP layout and batch, data
-parallel over the rest, mixed precision with 16-bit gradients (`bf16`), full recompute, eager attention (scores
-materialised), estimated by `estimate_training` — the code behind `estimate --mode train`. The published
-teraFLOP/s per GPU becomes tokens/s/GPU by the sources' own FLOP count (the data file's header).
+embeddings) with its published layout and batch, data parallel over the rest, estimated by `estimate_training` —
+the code behind `estimate --mode train`. Megatron-LM cases: DGX A100 nodes (`hgx-a100`), vocabulary 51,200, mixed
+precision with 16-bit gradients (`bf16`), full recompute, eager attention (scores materialised); their published
+teraFLOP/s per GPU becomes tokens/s/GPU by the sources' own FLOP count (the data file's header). A case's `run:`
+says where its source ran otherwise (MosaicML's llm-foundry: H100 nodes, FSDP full shard, flash attention), and a
+source that states tokens/s/GPU is compared on that figure itself.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ class Comparison:
     gpus: int
     layout: str
     predicted: float  # tokens/s/GPU
-    published: float  # tokens/s/GPU, from the published TFLOP/s per GPU
-    published_tflops: float
+    published: float  # tokens/s/GPU: the source's, or from its TFLOP/s per GPU by its FLOP count
+    published_tflops: float | None  # None where the source gives tokens/s/GPU itself
     reproduced: bool
     why: str
     report: TrainingReport
@@ -56,24 +58,29 @@ def megatron_flops_per_token(hidden: int, layers: int, seq: int = SEQ, vocab: in
     return 96 * layers * hidden**2 * (1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
 
 
-def gpt_model(name: str, hidden: int, heads: int, layers: int) -> ModelSpec:
+# How a case ran where its source says otherwise (a case's `run:` in the data file): Megatron-LM on DGX A100.
+MEGATRON_RUN: dict[str, Any] = {"system": SYSTEM, "vocab": VOCAB, "precision": "bf16", "attention": "eager",
+                                "recompute": "full", "zero": 0}
+
+
+def gpt_model(name: str, hidden: int, heads: int, layers: int, vocab: int = VOCAB) -> ModelSpec:
     config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "activation_function": "gelu_new",
-              "n_embd": hidden, "n_head": heads, "n_layer": layers, "n_positions": SEQ, "vocab_size": VOCAB,
+              "n_embd": hidden, "n_head": heads, "n_layer": layers, "n_positions": SEQ, "vocab_size": vocab,
               "tie_word_embeddings": True}
     return model_from_mapping({"name": name, "config": config, "sources": ["tests/data/published/training.yaml"]},
                               Path(f"{name}.yaml"))
 
 
 def predict(case: dict[str, Any], catalog: Catalog, profile: str) -> TrainingReport:
-    m, lay = case["model"], case["layout"]
+    m, lay, run = case["model"], case["layout"], {**MEGATRON_RUN, **case.get("run", {})}
     tp, pp, gpus = lay["tp"], lay["pp"], lay["gpus"]
     dp = gpus // (tp * pp)
     micro_batches = lay["global_batch"] // (dp * lay["micro_batch"])
-    system = catalog.systems.get(SYSTEM)
-    workload = TrainingWorkload(batch=lay["micro_batch"], seq_len=SEQ, grad_accum=micro_batches, precision="bf16",
-                                recompute="full", attention="eager", dp=dp, tp=tp, pp=pp,
-                                profile=catalog.profiles.get(profile))
-    model = gpt_model(case["name"], m["hidden"], m["heads"], m["layers"])
+    system = catalog.systems.get(run["system"])
+    workload = TrainingWorkload(batch=lay["micro_batch"], seq_len=SEQ, grad_accum=micro_batches,
+                                precision=run["precision"], recompute=run["recompute"], attention=run["attention"],
+                                zero=run["zero"], dp=dp, tp=tp, pp=pp, profile=catalog.profiles.get(profile))
+    model = gpt_model(case["name"], m["hidden"], m["heads"], m["layers"], run["vocab"])
     return estimate_training(model, catalog.gpus.get(system.gpu), workload, system=system,
                              nodes=-(-gpus // system.gpus_per_node))
 
@@ -84,12 +91,14 @@ def compare(catalog: Catalog, profile: str = "megatron", data: Path = DATA) -> l
     for case in spec["cases"]:
         report = predict(case, catalog, profile)
         m, lay = case["model"], case["layout"]
-        tflops = float(case["published_tflops_per_gpu"])
-        published = tflops * 1e12 / megatron_flops_per_token(m["hidden"], m["layers"])
+        tflops = case.get("published_tflops_per_gpu")
+        published = (float(case["published_tokens_per_s_per_gpu"]) if tflops is None  # the source's own figure
+                     else tflops * 1e12 / megatron_flops_per_token(m["hidden"], m["layers"]))
+        sharded = ", FSDP full shard" if case.get("run", {}).get("zero") == 3 else ""
         out.append(Comparison(case["name"], case["where"], case["source"], lay["gpus"],
-                              f"TP {lay['tp']} × PP {lay['pp']} × DP {lay['gpus'] // (lay['tp'] * lay['pp'])}",
-                              report.time.tokens_per_s / lay["gpus"], published, tflops, bool(case["reproduced"]),
-                              case.get("why", ""), report))
+                              f"TP {lay['tp']} × PP {lay['pp']} × DP {lay['gpus'] // (lay['tp'] * lay['pp'])}"
+                              + sharded, report.time.tokens_per_s / lay["gpus"], published, tflops,
+                              bool(case["reproduced"]), case.get("why", ""), report))
     return out
 
 
@@ -101,7 +110,8 @@ def table(rows: list[Comparison]) -> list[str]:
     for r in rows:
         t = r.report.time
         within = ("✓" if abs(r.error) <= 0.15 else "✗") if r.reproduced else "not asserted"
-        lines.append(f"| {r.name} | {r.gpus:,} | {r.layout} | {r.published_tflops:.0f} | {r.published:,.1f} | "
+        tflops = "—" if r.published_tflops is None else f"{r.published_tflops:.0f}"
+        lines.append(f"| {r.name} | {r.gpus:,} | {r.layout} | {tflops} | {r.published:,.1f} | "
                      f"{r.predicted:,.1f} | {r.error:+.1%} | {within} | {t.compute_s:.2f} s ({t.bubble_s:.2f}) / "
                      f"{t.tp_communication_s:.2f} / {t.pp_communication_s:.2f} / {t.dp_communication_s:.2f} s |")
     return lines
