@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from estimator.catalog.specs import MAX_GROUP_SIZE, NumberFormat
 from estimator.errors import SpecInvalid
@@ -35,6 +35,10 @@ BlockSide = Annotated[int, Field(gt=0, le=MAX_GROUP_SIZE)]
 @dataclass(frozen=True)
 class CheckpointQuant:
     """What a checkpoint stores: ``base`` names a specs/quant format; overrides refine it."""
+
+    # stated here, not inherited: pydantic gives a plain dataclass the config of the first model that builds it,
+    # so without this its schema (docs/schema/specs/model.json) depended on which model was imported first
+    __pydantic_config__ = ConfigDict(extra="forbid")
 
     method: str
     base: str
