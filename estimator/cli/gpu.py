@@ -29,13 +29,19 @@ from estimator.live.probe import (
     match_catalog,
 )
 from estimator.render.formats import write_report
-from estimator.render.live_tables import mib_text, optional_text, render_calibration, render_gpu, render_validation
+from estimator.render.live_tables import (
+    mib_text,
+    monitor_table,
+    optional_text,
+    render_calibration,
+    render_gpu,
+    render_validation,
+)
 from estimator.training.options import Mode
 from estimator.units import MIB, format_bytes
 
 if TYPE_CHECKING:
 
-    from rich.table import Table
 
     from estimator.catalog.architecture import ModelSpec
     from estimator.catalog.specs import GpuSpec
@@ -125,26 +131,6 @@ def monitor_lines(snapshot: Snapshot, expected: Report | None, stamp: str) -> li
     return lines
 
 
-def monitor_table(snapshot: Snapshot, expected: Report | None, stamp: str) -> Table:
-    from rich.table import Table
-
-    table = Table("gpu", "used", "total", "util", "mem clock", "processes", title=f"estimator monitor — {stamp}")
-    if expected is not None:
-        table.add_column("expected (estimate)")
-        table.add_column("gap")
-    for gpu in snapshot.gpus:
-        procs = ", ".join(f"{p.pid} {p.name or '?'} {mib_text(p.used_bytes)}" for p in gpu.processes) or "—"
-        cells = [f"{gpu.index} {gpu.name}", mib_text(gpu.memory_used_bytes), mib_text(gpu.memory_total_bytes),
-                 optional_text(gpu.utilization_gpu_pct, "%"), optional_text(gpu.mem_clock_mhz, " MHz"), procs]
-        if expected is not None:
-            predicted = expected.memory.per_gpu_bytes
-            gap = gpu.memory_used_bytes - predicted
-            cells += [mib_text(predicted), f"{gap / MIB:+,.0f} MiB ({gap / predicted:+.1%})"] if gpu.index == 0 \
-                else ["", ""]
-        table.add_row(*cells)
-    return table
-
-
 def monitor_command(
     interval: Annotated[float, typer.Option(help="Seconds between readings.", min=0.05)] = 1.0,
     count: Annotated[int | None, typer.Option(help="Stop after this many readings (default: until Ctrl-C).",
@@ -176,14 +162,15 @@ def monitor_command(
 
         try:
             if console.is_terminal:
-                with Live(monitor_table(snapshot, expected, stamp()), console=console, auto_refresh=False) as live:
+                with Live(monitor_table(snapshot, expected, stamp(), console.width), console=console,
+                          auto_refresh=False) as live:
                     while True:
                         readings += 1
                         if count is not None and readings >= count:
                             break
                         time.sleep(interval)
                         snapshot = probe.read()
-                        live.update(monitor_table(snapshot, expected, stamp()), refresh=True)
+                        live.update(monitor_table(snapshot, expected, stamp(), console.width), refresh=True)
             else:
                 while True:
                     for line in monitor_lines(snapshot, expected, stamp()):

@@ -81,20 +81,29 @@ def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequ
                 **table: Any) -> None:
     """Print ``rows`` (rich markup) under ``columns`` in one table if it fits the console, else as described in the
     module docstring. ``table`` goes to every rich ``Table`` (``title`` to the first only)."""
+    for part in fitted(console.width, columns, rows, key=key, **table):
+        if isinstance(part, str):
+            console.print(part, highlight=False)
+        else:
+            console.print(part)
+
+
+def fitted(width: int, columns: Sequence[Column], rows: Sequence[Sequence[str]], *, key: int = 1,
+           **table: Any) -> list[Table | str]:
+    """What `print_table` prints for a console ``width`` wide: the tables, then the caption as text when the columns
+    were split (a live view, `estimator monitor`, shows them as one group)."""
     from rich.table import Table
 
     n = len(columns)
     cells = [[row[i] for row in rows] for i in range(n)]
     natural = [_natural(c.header, cells[i]) for i, c in enumerate(columns)]
-    width = console.width
     if _EDGE + sum(w + _PER_COLUMN for w in natural) <= width:
         whole = Table(**table)
         for c in columns:
             whole.add_column(c.header, justify=c.justify)
         for row in rows:
             whole.add_row(*row)
-        console.print(whole)
-        return
+        return [whole]
     wrap = [c.wrap for c in columns]
     narrow = [_narrowest(c.header, cells[i]) if c.wrap else natural[i] for i, c in enumerate(columns)]
     if _EDGE + sum(w + _PER_COLUMN for w in narrow) <= width:  # one table, its text broken between words
@@ -103,6 +112,7 @@ def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequ
         need = [min(natural[i], max(narrow[i], width // 4)) if wrap[i] else natural[i] for i in range(n)]
         groups = _groups(list(range(min(key, n))), list(range(min(key, n), n)), need, width)
     title, caption = table.pop("title", None), table.pop("caption", None)
+    parts: list[Table | str] = []
     for number, group in enumerate(groups):
         part: Table = Table(**table, title=title if number == 0 else None)
         for i, w in zip(group, _widths(group, need, natural, wrap, width), strict=True):
@@ -110,6 +120,5 @@ def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequ
             part.add_column(c.header, justify=c.justify, width=w, no_wrap=not c.wrap, overflow="fold")
         for row in rows:
             part.add_row(*(row[i] for i in group))
-        console.print(part)
-    if caption:
-        console.print(caption, highlight=False)
+        parts.append(part)
+    return [*parts, caption] if caption else parts

@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from estimator.live.probe import LiveGpu, Snapshot, compare_with_spec, match_catalog
-from estimator.render.fit import Column, print_table
+from estimator.render.fit import Column, fitted, print_table
 from estimator.units import MIB, format_bytes
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, Group
 
     from estimator.catalog.registry import Catalog
+    from estimator.inference.report import Report
     from estimator.live.calibration import GpuCalibration
     from estimator.live.validation import Point
 
@@ -77,6 +78,28 @@ def render_validation(console: Console, title: str, pts: Sequence[Point]) -> Non
                Column("error", wrap=True), Column("target", wrap=True)]
     print_table(console, columns, [[escape(cell) for cell in row] for row in rows], key=2,
                 title=f"{escape(title)}: predicted vs measured")
+
+
+def monitor_table(snapshot: Snapshot, expected: Report | None, stamp: str, width: int) -> Group:
+    """One reading of `estimator monitor` laid out for ``width`` columns (names and processes break between words)."""
+    from rich.console import Group
+
+    columns = [Column("gpu", wrap=True), Column("used"), Column("total"), Column("util"), Column("mem clock"),
+               Column("processes", wrap=True)]
+    if expected is not None:
+        columns += [Column("expected (estimate)"), Column("gap")]
+    rows = []
+    for gpu in snapshot.gpus:
+        procs = ", ".join(f"{p.pid} {p.name or '?'} {mib_text(p.used_bytes)}" for p in gpu.processes) or "—"
+        cells = [f"{gpu.index} {gpu.name}", mib_text(gpu.memory_used_bytes), mib_text(gpu.memory_total_bytes),
+                 optional_text(gpu.utilization_gpu_pct, "%"), optional_text(gpu.mem_clock_mhz, " MHz"), procs]
+        if expected is not None:
+            predicted = expected.memory.per_gpu_bytes
+            gap = gpu.memory_used_bytes - predicted
+            cells += [mib_text(predicted), f"{gap / MIB:+,.0f} MiB ({gap / predicted:+.1%})"] if gpu.index == 0 \
+                else ["", ""]
+        rows.append([escape(cell) for cell in cells])
+    return Group(*fitted(width, columns, rows, title=f"estimator monitor — {escape(stamp)}"))
 
 
 def render_calibration(console: Console, entry: GpuCalibration, path: str) -> None:

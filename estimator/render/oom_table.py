@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from estimator.live.oom_report import OomReport
 from estimator.notes import word
+from estimator.render.fit import Column, print_table
 from estimator.units import format_bytes
 
 
@@ -21,29 +21,22 @@ def render_oom(report: OomReport, console: Console, *, binary: bool = True) -> N
 
     c = report.card
     unit = "GiB (2³⁰ B)" if binary else "GB (10⁹ B)"
-    card = Table(title=f"The card at the failure ({unit}, measured)", title_justify="left")
-    card.add_column("what")
-    card.add_column("bytes", justify="right")
-    for name, value in [("failed request", c.requested_bytes), ("capacity (as CUDA reports it)", c.capacity_bytes),
-                        ("free", c.free_bytes), ("allocated by PyTorch (tensors)", c.allocated_bytes),
-                        ("reserved by PyTorch, in no tensor", c.reserved_unallocated_bytes),
-                        ("this process outside PyTorch", c.outside_pytorch_bytes),
-                        ("other processes", c.other_processes_bytes),
-                        ("largest free cached block (snapshot, after)", c.largest_free_block_bytes)]:
-        if value is not None:
-            card.add_row(name, b(value))
-    console.print(card)
+    rows = [[name, b(value)] for name, value in [
+        ("failed request", c.requested_bytes), ("capacity (as CUDA reports it)", c.capacity_bytes),
+        ("free", c.free_bytes), ("allocated by PyTorch (tensors)", c.allocated_bytes),
+        ("reserved by PyTorch, in no tensor", c.reserved_unallocated_bytes),
+        ("this process outside PyTorch", c.outside_pytorch_bytes), ("other processes", c.other_processes_bytes),
+        ("largest free cached block (snapshot, after)", c.largest_free_block_bytes)] if value is not None]
+    print_table(console, [Column("what", wrap=True), Column("bytes", justify="right")], rows,
+                title=f"The card at the failure ({unit}, measured)", title_justify="left")
     p = report.prediction
     if p is not None:
-        terms = Table(title=f"The estimate ({p.options})", title_justify="left")
-        terms.add_column("term")
-        terms.add_column("per GPU", justify="right")
-        for term in p.terms:
-            terms.add_row(term.name, b(term.bytes))
-        terms.add_row("runtime overhead", b(p.overhead_bytes))
-        terms.add_row("[bold]total per GPU[/]", f"[bold]{b(p.per_gpu_bytes)}[/]")
-        terms.add_row("capacity", b(p.capacity_bytes) + ("  [green]fits[/]" if p.fits else "  [red]does not fit[/]"))
-        console.print(terms)
+        terms = [[escape(term.name), b(term.bytes)] for term in p.terms]
+        terms += [["runtime overhead", b(p.overhead_bytes)],
+                  ["[bold]total per GPU[/]", f"[bold]{b(p.per_gpu_bytes)}[/]"],
+                  ["capacity", b(p.capacity_bytes) + ("  [green]fits[/]" if p.fits else "  [red]does not fit[/]")]]
+        print_table(console, [Column("term", wrap=True), Column("per GPU", justify="right")], terms,
+                    title=f"The estimate ({escape(p.options)})", title_justify="left")
     console.print("[bold]Findings[/]")
     for line in report.findings:
         console.print(f"  - {escape(word(line, binary=binary))}", highlight=False)
