@@ -108,3 +108,17 @@ def test_calibrate_out_in_a_missing_folder_is_refused_before_measuring(cli: Cli,
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr == f"error: cannot write {tmp_path / 'missing' / 'cal.yaml'}: folder {tmp_path / 'missing'} " \
                             "does not exist\n"
+
+
+def test_the_http_api_takes_no_force(tmp_path: Path) -> None:
+    """`estimator serve` writes no file: --force is no request field, and a request naming it is refused."""
+    from estimator.cli.estimate import estimate_command
+    from estimator.cli.plan import plan_command, sweep_command
+    from estimator.serve.fields import RequestInvalid, command_fields, parse
+
+    for name, function in (("estimate", estimate_command), ("plan", plan_command), ("sweep", sweep_command)):
+        fields = command_fields(name, function)
+        assert "force" not in fields.fields and "output" not in fields.fields
+    estimate = command_fields("estimate", estimate_command)
+    with pytest.raises(RequestInvalid, match="'force' is not a field of estimate"):
+        parse(estimate, [("model", "llama-3.1-8b"), ("gpu", "h100"), ("force", "true")])
