@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from estimator.catalog.files import MAX_INDEX_BYTES, read_limited
 from estimator.catalog.specs import MAX_ELEMENTS, Elements, StoredBytes
@@ -74,6 +74,10 @@ class StoredTensor:
 @dataclass(frozen=True)
 class StoredWeights:
     """What a checkpoint's files hold, summed by role: (role, elements, bytes), largest first."""
+
+    # stated here, not inherited (as CheckpointQuant's): pydantic gives a plain dataclass the config of the first
+    # model that builds it, so docs/schema/specs/model.json would depend on which model was imported first
+    __pydantic_config__ = ConfigDict(extra="forbid")
 
     source: Literal["safetensors", "gguf"]
     files: Annotated[int, Field(ge=0, le=1_000_000)]  # shards: DeepSeek-V3 ships 163
