@@ -1,0 +1,89 @@
+"""Published config.json files of today's models (tests/data/configs, verbatim; SOURCES.yaml says from where):
+each is estimated, and its KV cache (and recurrent state) per token and per sequence equals a count by hand.
+
+Their parameter counts against transformers' meta-device count are in test_families.py (every vendored config).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from estimator.catalog.architecture import Architecture
+from estimator.catalog.hf_config import architecture_from_config
+from estimator.model.memory import kv_elements_per_token
+from estimator.model.state import state_layers
+from tests.catalog.test_families import CONFIGS, SOURCES
+
+
+def _arch(name: str) -> Architecture:
+    return architecture_from_config(json.loads((CONFIGS / f"{name}.json").read_text()))
+
+
+def _estimate(cli: Callable[..., Any], tmp_path: Path, name: str, *args: str) -> dict[str, Any]:
+    (tmp_path / "config.json").write_bytes((CONFIGS / f"{name}.json").read_bytes())
+    result = cli("estimate", "--model", str(tmp_path), "--gpu", "h200", "--prompt-tokens", "8192", "--format",
+                 "json", *args)
+    assert result.exit_code == 0, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+@pytest.mark.parametrize(
+    ("name", "groups", "per_layer", "per_token", "at_8192"),
+    [
+        # 34 layers, every 6th global (5), the rest sliding over 1,024; 4 KV heads × (256 + 256) × 2 B = 4,096 B
+        # a layer: 34 × 4,096 = 139,264 B per token; 8,192 tokens: 5 × 4,096 × 8,192 + 29 × 4,096 × 1,024
+        ("google--gemma-3-4b-it", {1024: 29, None: 5}, 4 * 512, 139_264, 167_772_160 + 121_634_816),
+        # 62 layers: 10 global, 52 sliding 1,024; 16 KV heads × (128 + 128) × 2 B = 8,192 B a layer
+        ("google--gemma-3-27b-it", {1024: 52, None: 10}, 16 * 256, 62 * 8_192,
+         10 * 8_192 * 8_192 + 52 * 8_192 * 1_024),
+        # layer_types: 3 sliding (4,096) then 1 full, 64 layers; 8 KV heads × (128 + 128) × 2 B = 4,096 B a layer
+        ("allenai--Olmo-3.1-32B-Instruct", {4096: 48, None: 16}, 8 * 256, 64 * 4_096,
+         16 * 4_096 * 8_192 + 48 * 4_096 * 4_096),
+        # 40 full-attention layers of 8 KV heads × (128 + 128) × 2 B
+        ("mistralai--Devstral-Small-2-24B-Instruct-2512", {None: 40}, 8 * 256, 40 * 4_096, 40 * 4_096 * 8_192),
+        ("mistralai--Devstral-2-123B-Instruct-2512", {None: 88}, 8 * 256, 88 * 4_096, 88 * 4_096 * 8_192),
+        # 48 layers, every 4th full attention (12), 2 KV heads × (256 + 256) × 2 B = 2,048 B a layer
+        ("Qwen--Qwen3-Next-80B-A3B-Thinking", {None: 12}, 2 * 512, 12 * 2_048, 12 * 2_048 * 8_192),
+    ],
+)
+def test_kv_cache_by_hand(cli: Callable[..., Any], tmp_path: Path, name: str, groups: dict[int | None, int],
+                          per_layer: int, per_token: int, at_8192: int) -> None:
+    arch = _arch(name)
+    assert arch.kv_window_groups() == groups
+    assert kv_elements_per_token(arch, 0, decompressed_mla=False) == per_layer
+    report = _estimate(cli, tmp_path, name)
+    assert report["memory"]["kv_cache_per_token_bytes"] == per_token
+    assert report["memory"]["kv_cache_bytes"] == at_8192  # batch 1, the prompt's 8,192 tokens
+
+
+def test_qwen3_next_deltanet_state_by_hand(cli: Callable[..., Any], tmp_path: Path) -> None:
+    (deltanet,) = state_layers(_arch("Qwen--Qwen3-Next-80B-A3B-Thinking"), element_bytes=2)
+    assert deltanet.layers == 36  # 48 layers, every 4th is full attention
+    # key_dim 16 × 128 = 2,048, value_dim 32 × 128 = 4,096; conv over q, k, v: 2 × 2,048 + 4,096 = 8,192 channels
+    assert deltanet.conv_elements == 3 * 8_192  # linear_conv_kernel_dim 4: the last 3 inputs
+    assert deltanet.recurrent_elements == 32 * 128 * 128  # a d_k × d_v matrix per value head
+    # no mamba_ssm_dtype in this config: the state is held in the activation dtype (bf16)
+    assert deltanet.bytes_per_sequence == 36 * (24_576 + 524_288) * 2 == 39_518_208
+    report = _estimate(cli, tmp_path, "Qwen--Qwen3-Next-80B-A3B-Thinking", "--batch", "2")
+    assert report["memory"]["state_by_kind"] == [{"kind": "gated_deltanet", "layers": 36,
+                                                  "bytes_per_sequence": 39_518_208, "bytes": 2 * 39_518_208}]
+
+
+def test_devstral_small_2_fp8_text_model_and_16_bit_towers(cli: Callable[..., Any], tmp_path: Path) -> None:
+    report = _estimate(cli, tmp_path, "mistralai--Devstral-Small-2-24B-Instruct-2512")
+    roles = {part["role"]: part for part in report["memory"]["weights_by_role"]}
+    # quantization_config: fp8 for the text model's linear layers; vision tower, projector and lm_head not converted
+    assert roles["attention"]["bits_per_weight"] == roles["mlp"]["bits_per_weight"] == 8
+    assert {roles[r]["bits_per_weight"] for r in ("vision_tower", "projector", "lm_head", "embedding")} == {16}
+    # Pixtral: 24 blocks of 2·1024 + 4·1024·1024 + 3·1024·4096 = 16,779,264, patch conv 3·14·14·1024 + ln_pre 1024
+    assert roles["vision_tower"]["params"] == 24 * 16_779_264 + 602_112 + 1_024 == 403_305_472
+    # projector: norm 1024, merger 4·1024·1024, linear_1 1024·5120, linear_2 5120·5120
+    assert roles["projector"]["params"] == 1_024 + 4_194_304 + 5_242_880 + 26_214_400 == 35_652_608
+    assert report["model"]["params"] == SOURCES["mistralai--Devstral-Small-2-24B-Instruct-2512"]["hf_params"]
+    assert "towers-counted" in [n["code"] for n in report["assumptions"]]
