@@ -73,7 +73,10 @@ FULL_MODEL_CLASSES = {"qwen3_vl": "Qwen3VLForConditionalGeneration",
                       "qwen3_vl_moe": "Qwen3VLMoeForConditionalGeneration",
                       "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
                       "mistral3": "Mistral3ForConditionalGeneration",
-                      "voxtral": "VoxtralForConditionalGeneration"}
+                      "voxtral": "VoxtralForConditionalGeneration",
+                      "qwen3_5": "Qwen3_5ForConditionalGeneration",
+                      "qwen3_5_moe": "Qwen3_5MoeForConditionalGeneration",
+                      "gemma3": "Gemma3ForConditionalGeneration"}
 # Text models transformers builds only inside their wrapper (no causal-LM class): the bare model plus an LM head.
 BARE_TEXT_MODELS = {"qwen3_vl_text", "qwen3_vl_moe_text", "qwen2_5_vl_text"}
 

@@ -15,9 +15,15 @@ modules and configuration classes (tests compare the whole model with transforme
   Mistral3MultiModalProjector (norm, patch merger, two linears) (modeling_pixtral.py, modeling_mistral3.py).
 - ``voxtral``: VoxtralEncoder (Whisper's: two convs, a position table, LayerNorm blocks whose k_proj has no bias,
   a final LayerNorm) and VoxtralMultiModalProjector (two linears without bias) (modeling_voxtral.py).
+- ``qwen3_5`` / ``qwen3_5_moe``: Qwen3_5VisionModel — Qwen3-VL's vision tower and patch merger without deepstack
+  mergers (modeling_qwen3_5.py; its vision config has no deepstack field).
+- ``gemma3``: SiglipVisionModel (biased Conv2d patch embedding, a position table of (image/patch)² entries,
+  LayerNorm blocks with biased q/k/v/out and fc1/fc2, post LayerNorm, the attention-pooling head when
+  ``vision_use_head``) and Gemma3MultiModalProjector (an input projection matrix and an RMSNorm over the vision
+  width) (modeling_siglip.py, modeling_gemma3.py).
 
-Other wrappers' towers (gemma3's SigLIP, llama4's, kimi_k25's, qwen3_5's, mllama's) are not counted here: the
-report names them as not counted (`uncounted-towers`).
+Other wrappers' towers (llama4's, kimi_k25's, mllama's) are not counted here: the report names them as not counted
+(`uncounted-towers`).
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ def _text_hidden(config: Config, default: int) -> int:
     return _int(text if isinstance(text, Mapping) else config, "hidden_size", default)
 
 
-def _qwen3_vl(config: Config) -> list[TowerRow]:
+def _qwen3_vl(config: Config, deepstack_default: tuple[int, ...] = (8, 16, 24)) -> list[TowerRow]:
     """Qwen3VLVisionConfig defaults: depth 27, hidden 1152, ffn 4304, patch 16, temporal 2, 3 channels,
     2,304 positions, merge 2, out 3584, deepstack (8, 16, 24)."""
     v = _section(config, "vision_config")
@@ -59,7 +65,7 @@ def _qwen3_vl(config: Config) -> list[TowerRow]:
     patch, temporal = _int(v, "patch_size", 16), _int(v, "temporal_patch_size", 2)
     merged = h * _int(v, "spatial_merge_size", 2) ** 2
     out = _int(v, "out_hidden_size", 3584)
-    deepstack = v.get("deepstack_visual_indexes", (8, 16, 24))
+    deepstack = v.get("deepstack_visual_indexes", deepstack_default) if deepstack_default else ()
     # per block: 2 LayerNorms (4h), qkv (3h² + 3h), proj (h² + h), fc1 (h·ffn + ffn), fc2 (ffn·h + h)
     block = 4 * h * h + 2 * h * ffn + 9 * h + ffn
     merger = merged * merged + merged + merged * out + out  # linear_fc1 and linear_fc2, both biased
@@ -127,6 +133,33 @@ def _voxtral(config: Config) -> list[TowerRow]:
     ]
 
 
+def _qwen3_5(config: Config) -> list[TowerRow]:
+    """Qwen3_5VisionConfig (and Qwen3_5MoeVisionConfig): Qwen3-VL's defaults, and no deepstack mergers."""
+    return _qwen3_vl(config, deepstack_default=())
+
+
+def _gemma3(config: Config) -> list[TowerRow]:
+    """SiglipVisionConfig defaults (what Gemma3Config builds without a vision_config): hidden 768, ffn 3072,
+    12 layers, 12 heads, 3 channels, image 224, patch 16, vision_use_head true."""
+    v = _section(config, "vision_config")
+    h, ffn = _int(v, "hidden_size", 768), _int(v, "intermediate_size", 3072)
+    patch = _int(v, "patch_size", 16)
+    side = _int(v, "image_size", 224) // patch
+    # per block: 2 LayerNorms (4h), q/k/v/out with bias (4h² + 4h), fc1 (h·ffn + ffn), fc2 (ffn·h + h)
+    block = 4 * h * h + 2 * h * ffn + 9 * h + ffn
+    # attention-pooling head: probe (h), nn.MultiheadAttention (in_proj 3h² + 3h, out_proj h² + h), LayerNorm
+    # (2h), an MLP like a block's (h·ffn + ffn + ffn·h + h)
+    head = 4 * h * h + 2 * h * ffn + 8 * h + ffn
+    embeddings = _int(v, "num_channels", 3) * patch * patch * h + h + side * side * h  # patch conv, positions
+    return [
+        ("vision_tower.embeddings", "vision_tower", embeddings, 1),
+        ("vision_tower.encoder.layers.*", "vision_tower", block, _int(v, "num_hidden_layers", 12)),
+        ("vision_tower.post_layernorm", "vision_tower", 2 * h, 1),
+        ("vision_tower.head", "vision_tower", head, 1 if v.get("vision_use_head", True) else 0),
+        ("multi_modal_projector", "projector", h * _text_hidden(config, 2304) + h, 1),  # input projection, RMSNorm
+    ]
+
+
 # wrapper model_type → (the config key of its tower, the reader)
 TOWER_READERS: dict[str, tuple[str, Callable[[Config], list[TowerRow]]]] = {
     "qwen3_vl": ("vision_config", _qwen3_vl),
@@ -134,13 +167,17 @@ TOWER_READERS: dict[str, tuple[str, Callable[[Config], list[TowerRow]]]] = {
     "qwen2_5_vl": ("vision_config", _qwen2_5_vl),
     "mistral3": ("vision_config", _mistral3),
     "voxtral": ("audio_config", _voxtral),
+    "qwen3_5": ("vision_config", _qwen3_5),
+    "qwen3_5_moe": ("vision_config", _qwen3_5),
+    "gemma3": ("vision_config", _gemma3),
 }
 
 
 # the wrapper configuration class's tie_word_embeddings, which decides for the whole model over its text config's
 # (transformers 5.24.0 Qwen3VLConfig, Qwen3VLMoeConfig, Qwen2_5_VLConfig: false; Mistral3Config: true; VoxtralConfig
-# sets none and leaves it to its text config)
-WRAPPER_TIES: dict[str, bool] = {"qwen3_vl": False, "qwen3_vl_moe": False, "qwen2_5_vl": False, "mistral3": True}
+# sets none and leaves it to its text config; Qwen3_5Config, Qwen3_5MoeConfig: false; Gemma3Config: true)
+WRAPPER_TIES: dict[str, bool] = {"qwen3_vl": False, "qwen3_vl_moe": False, "qwen2_5_vl": False, "mistral3": True,
+                                 "qwen3_5": False, "qwen3_5_moe": False, "gemma3": True}
 
 
 def tower_rows(config: Config) -> tuple[tuple[TowerRow, ...], tuple[str, ...]]:

@@ -135,8 +135,8 @@ def test_bad_pattern_is_named() -> None:
 
 
 def test_a_wrappers_uncounted_tower_is_said(cli: Any, tmp_path: Path) -> None:
-    config = {"model_type": "qwen3_5", "text_config": {"model_type": "qwen3_5_text", "num_hidden_layers": 4},
-              "vision_config": {"depth": 2}}
+    config = {"model_type": "llama4", "text_config": {"model_type": "llama4_text", "num_hidden_layers": 2},
+              "vision_config": {"num_hidden_layers": 2}}
     (tmp_path / "config.json").write_text(json.dumps(config))
     result = cli("estimate", "--model", str(tmp_path), "--gpu", "h100", "--format", "json")
     codes = [w["code"] for w in json.loads(result.stdout)["warnings"]]

@@ -1,9 +1,10 @@
 """Multimodal towers counted whole: a wrapper's vision or audio encoder and projector are in the parameters and the
 weights by role, in 16 bit, said in the report; the text model alone drives the KV cache and decode.
 
-Qwen3-VL is checked on its published configs (tests/data/configs, verbatim); Qwen2.5-VL, Voxtral and Mistral 3
-(Pixtral) on the configs transformers itself builds by default (``Qwen2_5_VLConfig().to_dict()``...), whose
-towers are those of Qwen2.5-VL-72B-like, Voxtral-Mini-like and Pixtral-12B-like models.
+Qwen3-VL, Qwen3.5 and Gemma 3 are checked on their published configs (tests/data/configs, verbatim); Qwen2.5-VL,
+Voxtral, Mistral 3 (Pixtral), Qwen3.5 and Gemma 3 also on the configs transformers itself builds by default
+(``Qwen2_5_VLConfig().to_dict()``...), whose towers are those of Qwen2.5-VL-72B-like, Voxtral-Mini-like,
+Pixtral-12B-like models, Qwen3.5's and a SigLIP-base with its attention-pooling head (Gemma3Config's default).
 """
 
 from __future__ import annotations
@@ -44,6 +45,27 @@ def test_qwen3_vl_8b_towers_by_hand() -> None:
     assert param_count(arch) - sum(towers.values()) == param_count(architecture_from_config(text))
 
 
+def test_gemma_3_4b_siglip_tower_by_hand() -> None:
+    config = json.loads((CONFIGS / "google--gemma-3-4b-it.json").read_text())
+    # SigLIP: hidden 1152, ffn 4304, 27 blocks of 4·1152² + 2·1152·4304 + 9·1152 + 4304 = 15,239,504; patch conv
+    # 3·14·14·1152 + 1152 = 678,528; positions (896 / 14)² · 1152 = 4,718,592; post LayerNorm 2·1152; no head
+    # (vision_use_head false). Projector: 1152 × 2560 input projection + an RMSNorm over 1152.
+    towers = _tower_params(config)
+    assert towers == {"vision_tower": 27 * 15_239_504 + 678_528 + 4_718_592 + 2_304,
+                      "projector": 1152 * 2560 + 1152}
+    # the text model is unchanged by its towers, and the whole is transformers' Gemma3ForConditionalGeneration
+    assert param_count(architecture_from_config(config)) - sum(towers.values()) == 3_880_263_168
+    assert sum(towers.values()) == 419_816_304
+
+
+def test_qwen3_5_vision_has_no_deepstack_mergers() -> None:
+    config = json.loads((CONFIGS / "Qwen--Qwen3.5-27B.json").read_text())
+    # Qwen3-VL's tower (27 blocks of 15,239,504, patch embed 1,770,624, positions 2,654,208) and its merger into
+    # 5,120: LayerNorm over 1,152, then 4608² + 4608 + 4608·5120 + 5120; Qwen3_5VisionModel has no deepstack list
+    assert _tower_params(config) == {"vision_tower": 27 * 15_239_504 + 1_770_624 + 2_654_208,
+                                     "projector": 2 * 1152 + 4608 * 4608 + 4608 + 4608 * 5120 + 5120}
+
+
 def _defaults(name: str) -> dict[str, Any]:
     transformers = pytest.importorskip("transformers")
     config: dict[str, Any] = getattr(transformers, name)().to_dict()
@@ -53,7 +75,7 @@ def _defaults(name: str) -> dict[str, Any]:
 @pytest.mark.hf
 @pytest.mark.skipif(not HAS_HF, reason="torch and transformers not installed")
 @pytest.mark.parametrize("name", ["Qwen2_5_VLConfig", "VoxtralConfig", "Mistral3Config", "Qwen3VLConfig",
-                                  "Qwen3VLMoeConfig"])
+                                  "Qwen3VLMoeConfig", "Qwen3_5Config", "Qwen3_5MoeConfig", "Gemma3Config"])
 def test_default_wrappers_count_as_transformers_does(name: str) -> None:
     config = _defaults(name)
     assert param_count(architecture_from_config(config)) == _tool().count_params(config)
