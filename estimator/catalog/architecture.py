@@ -57,6 +57,7 @@ class Mamba2(_Arch):
     n_groups: int = Field(gt=0, le=MAX_WIDTH)
     conv_kernel: int = Field(gt=0, le=MAX_WIDTH)
     proj_bias: bool = False
+    out_bias: bool | None = None  # out_proj's bias when the config sets it apart from in_proj's (Falcon-H1)
     conv_bias: bool = True
     gated_norm: bool = True
     # the config's mamba_ssm_cache_dtype, when it says (at most 8 bytes: fp64)
@@ -183,6 +184,7 @@ class Architecture(_Arch):
     layer_mixers: tuple[Mixer, ...] = ()  # per layer; empty: attention everywhere
     ffn_free_layers: tuple[bool, ...] = ()  # per layer: True where the layer has no feed-forward (Nemotron-H)
     mamba: Mamba2 | None = None
+    parallel_mamba: bool = False  # every attention layer also runs a Mamba-2 mixer beside it (Falcon-H1)
     linear_attention: GatedDeltaNet | None = None
     causal: bool = True
     max_position_embeddings: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
@@ -206,7 +208,7 @@ class Architecture(_Arch):
         for name in ("layer_mixers", "ffn_free_layers"):
             if getattr(self, name) and len(getattr(self, name)) != self.num_layers:
                 raise ValueError(f"{name} has {len(getattr(self, name))} entries for {self.num_layers} layers")
-        if "mamba2" in self.layer_mixers and self.mamba is None:
+        if ("mamba2" in self.layer_mixers or self.parallel_mamba) and self.mamba is None:
             raise ValueError("layer_mixers names Mamba-2 layers but no Mamba-2 mixer is described")
         if "gated_deltanet" in self.layer_mixers and self.linear_attention is None:
             raise ValueError("layer_mixers names gated DeltaNet layers but no DeltaNet mixer is described")
@@ -218,6 +220,11 @@ class Architecture(_Arch):
 
     def mixer_count(self, kind: Mixer) -> int:
         return sum(self.mixer(layer) == kind for layer in range(self.num_layers))
+
+    @property
+    def mamba_layers(self) -> int:
+        """Layers that run a Mamba-2 mixer: its Mamba-2 layers and, with `parallel_mamba`, every attention layer."""
+        return self.mixer_count("mamba2") + (self.mixer_count("attention") if self.parallel_mamba else 0)
 
     def kv_window_groups(self, *, ignore_windows: bool = False) -> dict[int | None, int]:
         """Attention layers (the ones that cache K and V) counted per sliding window (None: global)."""

@@ -68,8 +68,14 @@ class MambaSpec(_Spec):
     n_groups: str = "n_groups"
     conv_kernel: str = "conv_kernel"
     proj_bias: Switch = "use_bias"
+    out_bias: Switch | None = None  # out_proj's own bias switch (Falcon-H1 projectors_bias); none: proj_bias
     conv_bias: Switch = "use_conv_bias"
+    gated_norm: Switch = True  # the gated RMSNorm before out_proj (Falcon-H1: mamba_rms_norm)
     state_dtype: str | None = "mamba_ssm_cache_dtype"
+    # head_dim "auto" (Falcon-H1): the inner width (this field, or expand × hidden when it is null) over num_heads
+    inner: str | None = None
+    expand: str | None = None
+    parallel: bool = False  # a Mamba-2 mixer beside attention in every attention layer (Falcon-H1)
 
 
 class DeltaNetSpec(_Spec):

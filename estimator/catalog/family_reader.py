@@ -21,7 +21,7 @@ from estimator.catalog.architecture import (
     MixtureOfExperts,
     Mlp,
 )
-from estimator.catalog.families import Family, Switch, Width
+from estimator.catalog.families import Family, MambaSpec, Switch, Width
 from estimator.errors import SpecInvalid
 
 # Canonical names and the config fields tried for them when a family names none (`Family.fields`).
@@ -161,16 +161,31 @@ def _attention(c: _Config) -> Attention:
     )
 
 
+def _mamba_head_dim(c: _Config, m: MambaSpec) -> int:
+    """The config's Mamba-2 head width, or for "auto" (Falcon-H1) the inner width over the heads, as
+    FalconH1Config.__post_init__ derives it: mamba_d_ssm, or mamba_expand × hidden_size when that is null."""
+    if c.get(m.head_dim) != "auto" or m.inner is None:
+        return c.integer(m.head_dim)
+    inner = c.get(m.inner)
+    if inner is None:
+        inner = c.integer(m.expand or "mamba_expand") * c.integer("hidden_size")
+    if isinstance(inner, bool) or not isinstance(inner, int):
+        raise SpecInvalid(f"config.json field {m.inner!r} must be an integer, got {inner!r}")
+    return inner // c.integer(m.num_heads)
+
+
 def _mixers(c: _Config) -> dict[str, Any]:
     out: dict[str, Any] = {}
     m, g = c.family.mamba, c.family.linear_attention
     if m is not None:
         dtype = c.get(m.state_dtype) if m.state_dtype else None
         out["mamba"] = Mamba2(
-            num_heads=c.integer(m.num_heads), head_dim=c.integer(m.head_dim), state_size=c.integer(m.state_size),
+            num_heads=c.integer(m.num_heads), head_dim=_mamba_head_dim(c, m), state_size=c.integer(m.state_size),
             n_groups=c.integer(m.n_groups), conv_kernel=c.integer(m.conv_kernel), proj_bias=c.switch(m.proj_bias),
-            conv_bias=c.switch(m.conv_bias), state_dtype_bytes=DTYPE_BYTES.get(str(dtype)) if dtype else None,
+            out_bias=c.switch(m.out_bias) if m.out_bias is not None else None, conv_bias=c.switch(m.conv_bias),
+            gated_norm=c.switch(m.gated_norm), state_dtype_bytes=DTYPE_BYTES.get(str(dtype)) if dtype else None,
         )
+        out["parallel_mamba"] = m.parallel
     if g is not None:
         dtype = c.get(g.state_dtype) if g.state_dtype else None
         out["linear_attention"] = GatedDeltaNet(

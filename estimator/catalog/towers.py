@@ -22,7 +22,7 @@ modules and configuration classes (tests compare the whole model with transforme
   ``vision_use_head``) and Gemma3MultiModalProjector (an input projection matrix and an RMSNorm over the vision
   width) (modeling_siglip.py, modeling_gemma3.py).
 
-Other wrappers' towers (llama4's, kimi_k25's, mllama's) are not counted here: the report names them as not counted
+Other wrappers' towers (llama4's, kimi_k25's) are not counted here: the report names them as not counted
 (`uncounted-towers`).
 """
 

@@ -2,8 +2,9 @@
 
 A Mamba-2 layer and a gated-DeltaNet (linear-attention) layer keep a fixed state per sequence, whatever the
 context: the last ``conv_kernel − 1`` inputs of their causal convolution and a recurrent matrix (the SSM state,
-or the delta-rule state). The KV cache grows with tokens; this state does not. Tensor layouts follow
-transformers' ``NemotronHMamba2Mixer`` and ``Qwen3NextGatedDeltaNet`` (tests compare the counts with
+or the delta-rule state). The KV cache grows with tokens; this state does not. A Falcon-H1 layer runs attention and
+a Mamba-2 mixer side by side, so it holds both. Tensor layouts follow transformers' ``NemotronHMamba2Mixer``,
+``FalconH1Mixer`` and ``Qwen3NextGatedDeltaNet`` (tests compare the counts with
 transformers on the meta device). DeepSeek-V3.2's indexer adds tensors to attention and one cached key per token.
 
 Every state term is integer arithmetic on ``batch``, so it works the same for an int and a numpy int64 array.
@@ -26,8 +27,7 @@ def _group(name: str, role: str, numel: int, count: int) -> TensorRow:
     return (name, role, numel, count)
 
 
-def _mamba2_tensors(m: Mamba2, hidden: int, layers: int) -> list[TensorRow]:
-    prefix = "layers.*.mixer"
+def _mamba2_tensors(m: Mamba2, hidden: int, layers: int, prefix: str) -> list[TensorRow]:
     in_width = 2 * m.inner + 2 * m.n_groups * m.state_size + m.num_heads  # z, x, B, C and dt
     out = [
         _group(f"{prefix}.in_proj.weight", "attention", hidden * in_width, layers),
@@ -38,8 +38,9 @@ def _mamba2_tensors(m: Mamba2, hidden: int, layers: int) -> list[TensorRow]:
     if m.conv_bias:
         out.append(_group(f"{prefix}.conv1d.bias", "bias", m.conv_dim, layers))
     if m.proj_bias:
-        out += [_group(f"{prefix}.in_proj.bias", "bias", in_width, layers),
-                _group(f"{prefix}.out_proj.bias", "bias", hidden, layers)]
+        out.append(_group(f"{prefix}.in_proj.bias", "bias", in_width, layers))
+    if m.proj_bias if m.out_bias is None else m.out_bias:
+        out.append(_group(f"{prefix}.out_proj.bias", "bias", hidden, layers))
     if m.gated_norm:
         out.append(_group(f"{prefix}.norm.weight", "norm", m.inner, layers))
     return out
@@ -61,9 +62,9 @@ def _deltanet_tensors(g: GatedDeltaNet, hidden: int, layers: int) -> list[Tensor
 def mixer_tensors(arch: Architecture) -> list[TensorRow]:
     """Tensors of the Mamba-2 and gated-DeltaNet layers of ``arch`` (none for a pure transformer)."""
     out: list[TensorRow] = []
-    mamba_layers = arch.mixer_count("mamba2")
-    if arch.mamba is not None and mamba_layers:
-        out += _mamba2_tensors(arch.mamba, arch.hidden_size, mamba_layers)
+    if arch.mamba is not None and arch.mamba_layers:
+        prefix = "layers.*.mamba" if arch.parallel_mamba else "layers.*.mixer"  # Falcon-H1 names it beside self_attn
+        out += _mamba2_tensors(arch.mamba, arch.hidden_size, arch.mamba_layers, prefix)
     deltanet_layers = arch.mixer_count("gated_deltanet")
     if arch.linear_attention is not None and deltanet_layers:
         out += _deltanet_tensors(arch.linear_attention, arch.hidden_size, deltanet_layers)
@@ -116,8 +117,8 @@ def state_layers(arch: Architecture, element_bytes: int) -> list[StateLayers]:
     """
     out: list[StateLayers] = []
     m, g = arch.mamba, arch.linear_attention
-    if m is not None and arch.mixer_count("mamba2"):
-        out.append(StateLayers("mamba2", arch.mixer_count("mamba2"), (m.conv_kernel - 1) * m.conv_dim,
+    if m is not None and arch.mamba_layers:
+        out.append(StateLayers("mamba2", arch.mamba_layers, (m.conv_kernel - 1) * m.conv_dim,
                                m.num_heads * m.head_dim * m.state_size, m.state_dtype_bytes or element_bytes))
     if g is not None and arch.mixer_count("gated_deltanet"):
         out.append(StateLayers("gated_deltanet", arch.mixer_count("gated_deltanet"), (g.conv_kernel - 1) * g.conv_dim,

@@ -37,6 +37,10 @@ SMALL["qwen2_moe"] |= {"mlp_only_layers": [0], "decoder_sparse_step": 1}
 SMALL["llama4_text"] |= {"interleave_moe_layer_step": 2}
 SMALL["granitemoehybrid-hybrid"] = {"model_type": "granitemoehybrid", "num_hidden_layers": 4, "num_key_value_heads": 8,
                                    "layer_types": ["mamba", "mamba", "attention", "mamba"], "mamba_proj_bias": True}
+SMALL["falcon_h1-biased-auto-head"] = {"model_type": "falcon_h1", "num_hidden_layers": 2, "hidden_size": 512,
+                                      "mamba_d_ssm": None, "mamba_n_heads": 16, "mamba_rms_norm": True,
+                                      "projectors_bias": True, "mamba_proj_bias": True, "attention_bias": True,
+                                      "mlp_bias": True, "num_key_value_heads": None, "tie_word_embeddings": True}
 SMALL["mistral3-text"] = {"model_type": "mistral3", "text_config": {"model_type": "ministral3", "num_hidden_layers": 2}}
 SMALL["refinedweb-40b-layout"] = {"model_type": "RefinedWeb", "hidden_size": 512, "n_head": 8, "n_head_kv": 2,
                                   "n_layer": 2, "vocab_size": 1000, "parallel_attn": True, "bias": False}

@@ -71,3 +71,28 @@ def test_report_shows_state_beside_kv_and_capacity_counts_it(cli: Callable[..., 
     assert memory["per_gpu_bytes"] == sum(memory[k] for k in parts)
     free = memory["capacity_bytes"] - memory["per_gpu_bytes"]
     assert memory["max_batch"] > 8 and free > 0
+
+
+def test_falcon_h1_layers_hold_kv_and_mamba_state_both(cli: Callable[..., Any], tmp_path: Path) -> None:
+    # a Falcon-H1-0.5B-sized config (the widths of the FALCON_H1_500M_CONFIG fixture in NVIDIA-NeMo/Megatron-Bridge
+    # tests/unit_tests/models/falcon_h1/test_falcon_h1_bridge.py, with mamba_d_ssm 1536 = 24 heads × 64 as
+    # transformers requires), at 36 layers: every layer is attention and Mamba-2 side by side
+    config = {"model_type": "falcon_h1", "num_hidden_layers": 36, "hidden_size": 1024, "head_dim": 64,
+              "num_attention_heads": 8, "num_key_value_heads": 2, "mamba_d_ssm": 1536, "mamba_n_heads": 24,
+              "mamba_d_head": 64, "mamba_d_state": 128, "vocab_size": 32784, "intermediate_size": 2048}
+    arch = architecture_from_config(config)
+    assert arch.kv_window_groups() == {None: 36} and arch.mamba_layers == 36
+    (mamba,) = state_layers(arch, element_bytes=2)
+    # conv channels 1536 + 2 × 1 group × 128 state = 1,792; kernel 4 keeps 3; SSM 24 heads × 64 × 128
+    assert (mamba.conv_elements, mamba.recurrent_elements) == (3 * 1_792, 24 * 64 * 128)
+    assert mamba.bytes_per_sequence == 36 * (5_376 + 196_608) * 2 == 14_542_848  # no state dtype: bf16
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    result = cli("estimate", "--model", str(tmp_path), "--gpu", "h100", "--batch", "4", "--prompt-tokens", "4096",
+                 "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    memory = json.loads(result.stdout)["memory"]
+    # KV: 36 layers × 2 KV heads × (64 + 64) × 2 B = 18,432 B per token, beside the fixed state
+    assert memory["kv_cache_per_token_bytes"] == 36 * 2 * 128 * 2 == 18_432
+    assert memory["kv_cache_bytes"] == 18_432 * 4096 * 4
+    assert memory["state_by_kind"] == [{"kind": "mamba2", "layers": 36, "bytes_per_sequence": 14_542_848,
+                                        "bytes": 4 * 14_542_848}]
