@@ -48,6 +48,7 @@ def _estimate(cli: Callable[..., Any], tmp_path: Path, name: str, *args: str) ->
         # 40 full-attention layers of 8 KV heads × (128 + 128) × 2 B
         ("mistralai--Devstral-Small-2-24B-Instruct-2512", {None: 40}, 8 * 256, 40 * 4_096, 40 * 4_096 * 8_192),
         ("mistralai--Devstral-2-123B-Instruct-2512", {None: 88}, 8 * 256, 88 * 4_096, 88 * 4_096 * 8_192),
+        ("mistralai--Mistral-Small-3.1-24B-Instruct-2503", {None: 40}, 8 * 256, 40 * 4_096, 40 * 4_096 * 8_192),
         # 48 layers, every 4th full attention (12), 2 KV heads × (256 + 256) × 2 B = 2,048 B a layer
         ("Qwen--Qwen3-Next-80B-A3B-Thinking", {None: 12}, 2 * 512, 12 * 2_048, 12 * 2_048 * 8_192),
     ],
@@ -87,3 +88,12 @@ def test_devstral_small_2_fp8_text_model_and_16_bit_towers(cli: Callable[..., An
     assert roles["projector"]["params"] == 1_024 + 4_194_304 + 5_242_880 + 26_214_400 == 35_652_608
     assert report["model"]["params"] == SOURCES["mistralai--Devstral-Small-2-24B-Instruct-2512"]["hf_params"]
     assert "towers-counted" in [n["code"] for n in report["assumptions"]]
+
+
+def test_mistral_small_3_1_ties_as_transformers_builds_it() -> None:
+    # this config sets no top-level tie_word_embeddings: Mistral3Config's default (true) ties lm_head to the
+    # embedding, as transformers 5.24 builds it (SOURCES.yaml notes that the checkpoint stores its own lm_head)
+    arch = _arch("mistralai--Mistral-Small-3.1-24B-Instruct-2503")
+    assert arch.tie_word_embeddings
+    untied = _arch("mistralai--Devstral-Small-2-24B-Instruct-2512")  # the same text widths, tie_word_embeddings false
+    assert not untied.tie_word_embeddings
