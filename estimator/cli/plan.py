@@ -360,9 +360,6 @@ def sweep_grid(catalog: Catalog, model_for: Callable[[str], ModelSpec], p: dict[
     """The grid that `sweep` evaluates for its parameters ``p`` (as typed), every value checked, nothing computed
     yet: the one conversion of its options, which the command and `estimator serve` share (``model_for`` reads a
     model name: the catalog's, or the server's, which reads no path)."""
-    from estimator.errors import WorkloadInvalid
-    from estimator.model.parallel import valid_tensor_parallel
-
     refuse("sweep", {"--explain": bool(p.get("explain")), "--units": p.get("units") is not None})
     batches = _counts("--batch", p["batch"])
     prompts = _counts("--prompt-tokens", p["prompt_tokens"])
@@ -373,16 +370,21 @@ def sweep_grid(catalog: Catalog, model_for: Callable[[str], ModelSpec], p: dict[
         for gpu_name in _split(p["gpu"]):
             gpu_spec = catalog.gpus.get(gpu_name)
             for fmt in _split(p["dtype"]):
-                for tp in _counts("--gpus", p["gpus"]):
-                    if valid_tensor_parallel(model_spec.arch, tp):
-                        raise WorkloadInvalid(f"{model_spec.name}: {valid_tensor_parallel(model_spec.arch, tp)}")
+                for tp in _counts("--gpus", p["gpus"]):  # a degree the model cannot split: rows with their error
                     w = _workload(catalog, fmt, p["kv_dtype"], p["profile"], p, tensor_parallel=tp)
                     items.append((model_spec, gpu_spec, w, gpu_name))
     return SweepGrid(items, batches, prompts, outputs)
 
 
 def sweep_result(grid: SweepGrid, progress: Callable[[int], None] | None = None) -> SweepResult:
-    """Evaluate a parsed grid (numpy loads here)."""
+    """Evaluate a parsed grid (numpy loads here). A point the model cannot run is a row with its ``error``; a grid
+    with no point that can run (a single invalid point included) is refused with the first point's reason."""
+    from estimator.errors import WorkloadInvalid
     from estimator.planning.sweep import sweep
 
-    return sweep(grid.items, grid.batches, grid.prompts, grid.outputs, progress=progress)
+    result = sweep(grid.items, grid.batches, grid.prompts, grid.outputs, progress=progress)
+    first = result.first_error()
+    if result.valid == 0 and first is not None:
+        raise WorkloadInvalid(f"{first[0]}: {first[1]}" + (f" (and no other point of the {result.size:,} can run)"
+                                                             if result.size > 1 else ""))
+    return result

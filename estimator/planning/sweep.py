@@ -7,7 +7,9 @@ evaluated once on numpy arrays of the whole grid (the terms work on ints and arr
 rounding, integers exactly). ``explain`` is left out of rows. This module holds no formula: it only lays the
 terms' arrays out as estimate's report columns.
 
-Memory is exact int64 arithmetic; a point whose memory would pass `footprint.SIZE_LIMIT_BYTES` is refused.
+Memory is exact int64 arithmetic. A point the model cannot run is a row with its reason in ``error`` and the
+rest null (`estimator.planning.sweep_row`), and the rest of the grid goes on: a tensor-parallel degree that does not
+split the model's heads (estimate's message), a point whose memory would pass `footprint.SIZE_LIMIT_BYTES`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import MissingDependency, WorkloadInvalid
 from estimator.inference.estimate import estimate
+from estimator.inference.report import WorkloadInfo
 from estimator.inference.workload import MAX_BATCH, MAX_TOKENS, InferenceWorkload
 from estimator.model.capacity import fewest_gpus, max_batch, max_context_tokens, within_position_limit
 from estimator.model.compute import expected_distinct_experts
@@ -32,10 +35,14 @@ from estimator.model.footprint import (
     peak_kv_layers,
     within_size_limit,
 )
+from estimator.model.parallel import valid_tensor_parallel
 from estimator.model.phases import job_costs
 from estimator.model.timing import Hardware, peak_for, phase_time
 from estimator.planning.sweep_notes import warnings_column, warnings_groups
-from estimator.report import flatten
+from estimator.planning.sweep_row import IDENTITY, KEYS
+from estimator.report import SCHEMA_VERSION, flatten
+
+TOO_BIG = f"a sweep point needs more than 2^{SIZE_LIMIT_BYTES.bit_length() - 1} bytes per GPU; shrink batch or tokens"
 
 # numpy int64 arrays of the grid. The terms are annotated for their scalar case (estimator/model/elementwise.py
 # says why), so the arrays handed to them are typed Any.
@@ -63,6 +70,7 @@ class SweepBlock:
     lazy_groups: dict[str, Any] = field(default_factory=dict)
     # name -> text as parts joined: strings as they are, arrays entry by entry (integers)
     joined: dict[str, list[Any]] = field(default_factory=dict)
+    error: str | None = None  # why these points have no estimate (every field but the point's names is None)
 
     def row(self, i: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -99,6 +107,17 @@ class SweepBlock:
         parts = [p if isinstance(p, str) else p.tolist() for p in self.joined[key]]
         return lambda i: "".join(p if isinstance(p, str) else str(p[i]) for p in parts)
 
+    def part(self, start: int, stop: int) -> SweepBlock:
+        """Points start..stop of this block, as a block of their own (views, nothing computed again)."""
+        def shifted(make: Callable[[int], Any]) -> Callable[[int], Any]:
+            return lambda i: make(start + i)
+
+        return SweepBlock(self.constants, {k: v[start:stop] for k, v in self.columns.items()},
+                          {k: shifted(f) for k, f in self.lazy.items()}, self.keys, stop - start,
+                          {k: v[start:stop] for k, v in self.lazy_groups.items()},
+                          {k: [p if isinstance(p, str) else p[start:stop] for p in parts]
+                           for k, parts in self.joined.items()}, self.error)
+
 
 @dataclass
 class SweepResult:
@@ -110,7 +129,17 @@ class SweepResult:
 
     @property
     def keys(self) -> list[str]:
-        return self.blocks[0].keys if self.blocks else []
+        return self.blocks[0].keys if self.blocks else list(KEYS)
+
+    @property
+    def valid(self) -> int:
+        """Points with an estimate (rows whose ``error`` is None)."""
+        return sum(b.size for b in self.blocks if b.error is None)
+
+    def first_error(self) -> tuple[str, str] | None:
+        """The first error row's (model name, error), None when every row has an estimate."""
+        block = next((b for b in self.blocks if b.error is not None), None)
+        return None if block is None else (str(block.constants["model.name"]), str(block.error))
 
     def rows(self) -> Iterator[dict[str, Any]]:
         for block in self.blocks:
@@ -138,20 +167,62 @@ def _points(np: Any, batch: Sequence[int] | Ints, prompt: Sequence[int] | Ints,
     return b, p, o
 
 
-def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, batch: Sequence[int] | Ints,
-                prompt: Sequence[int] | Ints, output: Sequence[int] | Ints, *, requested_gpu: str = "") -> SweepBlock:
-    """Evaluate every point (batch[i], prompt[i], output[i]) for one combination (``w`` gives everything else)."""
+def sweep_blocks(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, batch: Sequence[int] | Ints,
+                 prompt: Sequence[int] | Ints, output: Sequence[int] | Ints, *,
+                 requested_gpu: str = "") -> list[SweepBlock]:
+    """Every point (batch[i], prompt[i], output[i]) for one combination (``w`` gives everything else), in order:
+    blocks of estimated points and blocks of points without an estimate (``error`` says why)."""
     np = _numpy()
     b, p, o = _points(np, batch, prompt, output)
+    reason = valid_tensor_parallel(model.arch, w.tensor_parallel)  # estimate's own refusal, for every point
+    if reason:
+        return [error_block(model, gpu, w, b, p, o, reason, requested_gpu)]
+    valid = np.asarray(within_size_limit(model, gpu, w, w.tensor_parallel, b, p, o), dtype=bool)
+    if valid.all():
+        return [sweep_block(model, gpu, w, b, p, o, requested_gpu=requested_gpu)]
+    if not valid.any():
+        return [error_block(model, gpu, w, b, p, o, TOO_BIG, requested_gpu)]
+    keep = np.flatnonzero(valid)
+    estimated = sweep_block(model, gpu, w, b[keep], p[keep], o[keep], requested_gpu=requested_gpu)
+    edges = np.flatnonzero(np.diff(valid.astype(np.int8))) + 1  # where a run of equal validity starts
+    blocks, done = [], 0  # done: estimated points handed out so far
+    for start, stop in zip([0, *edges.tolist()], [*edges.tolist(), len(b)], strict=True):
+        if valid[start]:
+            blocks.append(estimated.part(done, done + stop - start))
+            done += stop - start
+        else:
+            blocks.append(error_block(model, gpu, w, b[start:stop], p[start:stop], o[start:stop], TOO_BIG,
+                                      requested_gpu))
+    return blocks
+
+
+def error_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints, p: Ints, o: Ints, error: str,
+                requested_gpu: str = "") -> SweepBlock:
+    """Points without an estimate: the fields that name them (`sweep_row.IDENTITY`), ``error``, the rest None."""
+    arch = model.arch
+    workload = WorkloadInfo(batch=int(b[0]), prompt_tokens=int(p[0]), output_tokens=int(o[0]),
+                            dtype=w.weight_format.name, kv_dtype=w.kv_format.name, gpus=w.tensor_parallel,
+                            logits=w.logits, profile=w.profile.name,
+                            mla_cache=w.mla_layout if arch is not None and arch.attention.latent else None)
+    named = {"schema_version": SCHEMA_VERSION, "model.name": model.name, "gpu.name": gpu.name,
+             "gpu.requested_as": requested_gpu or gpu.name,
+             **flatten(workload.model_dump(mode="json"), "workload.")}
+    columns = {"workload.batch": b, "workload.prompt_tokens": p, "workload.output_tokens": o}
+    constants = {k: named[k] if k in IDENTITY else None for k in KEYS if k not in columns}
+    constants["error"] = error
+    return SweepBlock(constants, columns, {}, list(KEYS), len(b), error=error)
+
+
+def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints, p: Ints, o: Ints, *,
+                requested_gpu: str = "") -> SweepBlock:
+    """Evaluate every point (b[i], p[i], o[i]) of one combination, every one valid (`sweep_blocks` checks)."""
+    np = _numpy()
     first = w.model_copy(update={"batch": int(b[0]), "prompt_tokens": int(p[0]), "output_tokens": int(o[0])})
     template = estimate(model, gpu, first, requested_gpu=requested_gpu)
     flat = flatten(template.model_dump(mode="json"))
     flat.pop("explain")
-    tp = w.tensor_parallel
-    if not np.all(within_size_limit(model, gpu, w, tp, b, p, o)):
-        raise WorkloadInvalid(f"a sweep point needs more than 2^{SIZE_LIMIT_BYTES.bit_length() - 1} bytes per GPU; "
-                              "shrink batch or tokens")
-    mem = memory_per_gpu(model, gpu, w, tp, b, p, o)
+    flat["error"] = None
+    mem = memory_per_gpu(model, gpu, w, w.tensor_parallel, b, p, o)
     cols: dict[str, Any] = {"workload.batch": b, "workload.prompt_tokens": p, "workload.output_tokens": o}
     cols.update(_memory_columns(np, model, gpu, w, mem, b, p, o))
     cols.update(_time_columns(np, model, gpu, w, mem, b, p, o))
@@ -259,7 +330,7 @@ def sweep(items: Sequence[tuple[ModelSpec, GpuSpec, InferenceWorkload, str]], ba
                                                                  indexing="ij"))
     result = SweepResult()
     for model, gpu, w, name in items:
-        result.blocks.append(sweep_block(model, gpu, w, grid_b, grid_p, grid_o, requested_gpu=name))
+        result.blocks += sweep_blocks(model, gpu, w, grid_b, grid_p, grid_o, requested_gpu=name)
         if progress is not None:
             progress(len(grid_b))
     return result

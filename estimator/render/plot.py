@@ -176,6 +176,8 @@ def _slices(result: SweepResult) -> tuple[str, list[tuple[str, Any, Any, Any]]]:
     axis = "batch" if varies else "context"
     slices = []
     for block in result.blocks:
+        if block.error is not None:  # points without an estimate (their rows say why): nothing to draw
+            continue
         b, p, o = (block.columns[f"workload.{k}"] for k in ("batch", "prompt_tokens", "output_tokens"))
         c = block.constants
         name = f"{c['model.name']} · {c['gpu.requested_as']} ×{c['workload.gpus']} · {c['workload.dtype']}"

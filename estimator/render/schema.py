@@ -16,7 +16,7 @@ from estimator.live.oom_report import OomReport
 from estimator.live.probe import GpuReport
 from estimator.live.validation import ValidateReport
 from estimator.planning.plan import PlanReport
-from estimator.planning.sweep_row import SweepRow
+from estimator.planning.sweep_row import SweepErrorRow, SweepRow
 from estimator.training.report import TrainingReport
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"  # the draft pydantic generates
@@ -77,9 +77,10 @@ def json_schema(name: str) -> dict[str, Any]:
     """The JSON Schema of the report ``name`` (a key of `REPORTS`)."""
     command, model = REPORTS[name]
     schema = model.model_json_schema(mode="serialization")
-    if name == "sweep":  # the output is a list of rows; the row model's definitions move to the top level
-        defs = schema.pop("$defs", None)
-        schema = {"type": "array", "items": schema, **({"$defs": defs} if defs else {})}
+    if name == "sweep":  # a list of rows, each a row with an estimate or an error row (the point and its reason)
+        from pydantic import TypeAdapter
+
+        schema = TypeAdapter(list[SweepRow | SweepErrorRow]).json_schema(mode="serialization")
     about = model.__doc__ or ""
     return {"$schema": DIALECT, "title": model.__name__,
             "description": f"The output of `{command}`." + (f" {' '.join(about.split())}" if about else ""),

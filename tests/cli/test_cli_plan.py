@@ -81,6 +81,46 @@ def test_sweep_csv_and_plots(tmp_path: Path) -> None:
     assert b"<svg" in svg.read_bytes()[:500]
 
 
+def test_a_sweep_point_the_model_cannot_split_is_a_row_and_the_rest_goes_on(tmp_path: Path) -> None:
+    """Issue 13: qwen2.5-7b cannot split 28 heads at TP 8; that aborted the whole sweep with nothing printed."""
+    args = ["sweep", "--model", "qwen2.5-7b,llama-3.1-8b", "--gpu", "h100", "--gpus", "1,8", "--batch", "1,4"]
+    done = run(*args, "--plot", str(tmp_path / "s.png"))
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    why = "tensor parallel 8 does not divide 28 attention heads"
+    assert [(r["model.name"], r["workload.gpus"], r["workload.batch"], r["error"]) for r in rows] == [
+        ("qwen2.5-7b", "1", "1", ""), ("qwen2.5-7b", "1", "4", ""), ("qwen2.5-7b", "8", "1", why),
+        ("qwen2.5-7b", "8", "4", why), ("llama-3.1-8b", "1", "1", ""), ("llama-3.1-8b", "1", "4", ""),
+        ("llama-3.1-8b", "8", "1", ""), ("llama-3.1-8b", "8", "4", "")]
+    assert rows[2]["memory.total_bytes"] == rows[2]["time.tokens_per_s"] == rows[2]["memory.fits"] == ""
+    assert rows[0]["memory.total_bytes"] != ""
+    assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"  # the chart draws the points that have figures
+    listed = json.loads(run(*args, "--format", "json").stdout)
+    assert [r["error"] for r in listed] == [r["error"] or None for r in rows]
+    assert listed[2]["memory.total_bytes"] is None
+    from openpyxl import load_workbook
+
+    book = tmp_path / "s.xlsx"
+    assert run(*args, "--format", "xlsx", "-o", str(book)).returncode == 0
+    sheet = load_workbook(book, read_only=True)["sweep"]
+    table = [[*r, *[None] * 80][:len(rows[0])] for r in sheet.iter_rows(values_only=True)]  # trailing blanks
+    column = next(i for i, h in enumerate(table[0]) if str(h).startswith("error"))
+    assert [r[column] for r in table[1:]] == [r["error"] or None for r in rows]
+
+
+@pytest.mark.parametrize("args", [
+    ["--model", "qwen2.5-7b", "--gpus", "8"],  # a single point, invalid
+    ["--model", "qwen2.5-7b", "--gpus", "8,16", "--batch", "1,2"],  # a grid with no valid point
+])
+def test_a_sweep_with_no_point_that_can_run_is_one_error_line(args: list[str]) -> None:
+    done = run("sweep", "--gpu", "h100", *args)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "error: qwen2.5-7b: tensor parallel 8 does not divide 28 attention heads"
+        + ("" if len(args) == 4 else " (and no other point of the 4 can run)")]
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["plan", "--model", "llama-3.1-70b"], "give a goal"),
     (["plan", "--model", "llama-3.1-70b", "--concurrency", "0"], "--concurrency must be positive"),
@@ -95,6 +135,10 @@ def test_sweep_csv_and_plots(tmp_path: Path) -> None:
     (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,-2"], "not a count"),
     (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "3"], "does not divide"),
     (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "2000000"], "batch must lie"),
+    # about the flag itself, not a point: still the whole command, even beside valid values (issue 13)
+    (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100,h1000"], "unknown GPU"),
+    (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,0"], "--batch"),
+    (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--kv-dtype", "int4"], "not a KV-cache format"),
     (["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--plot", "x.pdf"], ".png or .svg"),
 ])
 def test_bad_input_is_one_line(args: list[str], message: str) -> None:

@@ -14,7 +14,8 @@ from estimator.catalog.specs import GpuSpec
 from estimator.errors import WorkloadInvalid
 from estimator.inference.estimate import estimate
 from estimator.inference.workload import InferenceWorkload
-from estimator.planning.sweep import sweep
+from estimator.planning.sweep import TOO_BIG, sweep
+from estimator.planning.sweep_row import IDENTITY, KEYS
 from estimator.report import flatten
 
 COMBOS = [("llama-3.1-70b", "h100", "bf16", 4, "optimized"), ("gemma-2-9b", "l4", "bf16", 1, "optimized"),
@@ -30,16 +31,27 @@ COMBOS = [("llama-3.1-70b", "h100", "bf16", 4, "optimized"), ("gemma-2-9b", "l4"
           ("gemma-3-1b", "l4", "bf16", 1, "hf"), ("mistral-7b-v0.1", "h100", "fp8", 2, "hf"),
           ("qwen3-30b-a3b", "h200", "bf16", 4, "optimized"), ("deepseek-v2-lite", "a100", "bf16", 1, "hf"),
           ("7b", "a100", "int4", 8, "hf"), ("llama-3.1-8b", "l4", "gptq-int4", 1, "optimized"),
-          ("bert-large", "a100", "fp32", 1, "hf"), ("llama-3.1-405b", "l4", "gptq-int4", 8, "optimized")]
+          ("bert-large", "a100", "fp32", 1, "hf"), ("llama-3.1-405b", "l4", "gptq-int4", 8, "optimized"),
+          # degrees estimate refuses (issue 13): 28 heads at TP 8, 32 heads at TP 3
+          ("qwen2.5-7b", "h100", "bf16", 8, "optimized"), ("llama-3.1-8b", "h100", "bf16", 3, "hf")]
 
 
 def _assert_row_is_estimate(row: dict[str, Any], m: ModelSpec, g: GpuSpec, w: InferenceWorkload, gpu: str) -> None:
-    """A sweep row equals estimate's flattened JSON at its point: integers exactly, floats to rounding."""
+    """A sweep row equals estimate's flattened JSON at its point (integers exactly, floats to rounding) and a null
+    ``error``; where estimate refuses the point, the row's ``error`` is estimate's message and every field but
+    those that name the point is null."""
     point = w.model_copy(update={"batch": row["workload.batch"], "prompt_tokens": row["workload.prompt_tokens"],
                                  "output_tokens": row["workload.output_tokens"]})
-    expected = flatten(estimate(m, g, point, requested_gpu=gpu).model_dump(mode="json"))
+    if row["error"] is not None:
+        with pytest.raises(WorkloadInvalid) as refused:
+            estimate(m, g, point, requested_gpu=gpu)
+        assert row["error"] == str(refused.value)
+        assert list(row) == list(KEYS)
+        assert {k for k, v in row.items() if v is not None} == {*IDENTITY, "error"} - {"workload.mla_cache"}
+        return
+    expected = {**flatten(estimate(m, g, point, requested_gpu=gpu).model_dump(mode="json")), "error": None}
     expected.pop("explain")
-    assert list(row) == list(expected)
+    assert list(row) == list(expected) == list(KEYS)
     for key, value in expected.items():
         if isinstance(value, float) and isinstance(row[key], float):
             assert math.isclose(row[key], value, rel_tol=1e-12), key
@@ -77,14 +89,37 @@ def test_sweep_rows_equal_estimate_with_runtime_choices(shipped_catalog: Catalog
             _assert_row_is_estimate(row, m, g, w, gpu)
 
 
-def test_sweep_refuses_a_point_beyond_exact_int64_memory(shipped_catalog: Catalog,
-                                                          workload: Callable[..., InferenceWorkload]) -> None:
+def test_a_point_beyond_exact_int64_memory_is_an_error_row(shipped_catalog: Catalog,
+                                                             workload: Callable[..., InferenceWorkload]) -> None:
     # 405B: 126 layers × 8 KV heads × 256 elements × 2 B = 516,096 B of KV per token; × 10^6 sequences × 10^8 tokens
-    # = 5.2 × 10^19 B per GPU, past 2^50 (and past int64)
-    with pytest.raises(WorkloadInvalid, match="2\\^50 bytes"):
-        sweep([(shipped_catalog.model("llama-3.1-405b"), shipped_catalog.gpus.get("h100"), workload(), "h100")],
-              [1_000_000],
-              [100_000_000], [0])
+    # = 5.2 × 10^19 B per GPU, past 2^50 (and past int64); batch 1 at 10^8 tokens is 5.2 × 10^13 B, below it.
+    m, g, w = shipped_catalog.model("llama-3.1-405b"), shipped_catalog.gpus.get("h100"), workload()
+    result = sweep([(m, g, w, "h100")], [1, 1_000_000, 2], [1, 100_000_000], [0])
+    rows = list(result.rows())
+    assert [(r["workload.batch"], r["workload.prompt_tokens"]) for r in rows] == [
+        (1, 1), (1, 100_000_000), (1_000_000, 1), (1_000_000, 100_000_000), (2, 1), (2, 100_000_000)]
+    assert [r["error"] for r in rows] == [None, None, None, TOO_BIG, None, None]  # in grid order, one refused
+    assert "2^50 bytes" in TOO_BIG
+    assert {k for k, v in rows[3].items() if v is not None} == {*IDENTITY, "error"} - {"workload.mla_cache"}
+    assert result.valid == 5 and result.size == 6
+    for row in rows[:3] + rows[4:]:  # the points around the refused one are estimate's, in order
+        _assert_row_is_estimate(row, m, g, w, "h100")
+
+
+def test_an_invalid_degree_is_an_error_row_and_the_grid_goes_on(
+        shipped_catalog: Catalog, workload: Callable[..., InferenceWorkload]) -> None:
+    """Issue 13: qwen2.5-7b at TP 8 aborted the whole sweep; now its points are rows with estimate's message."""
+    qwen, llama, h100 = (shipped_catalog.model("qwen2.5-7b"), shipped_catalog.model("llama-3.1-8b"),
+                         shipped_catalog.gpus.get("h100"))
+    items = [(m, h100, workload(tensor_parallel=tp), "h100") for m in (qwen, llama) for tp in (1, 8)]
+    rows = list(sweep(items, [1, 4], [2048], [256]).rows())
+    assert [(r["model.name"], r["workload.gpus"], r["error"]) for r in rows] == [
+        ("qwen2.5-7b", 1, None), ("qwen2.5-7b", 1, None),
+        ("qwen2.5-7b", 8, "tensor parallel 8 does not divide 28 attention heads"),
+        ("qwen2.5-7b", 8, "tensor parallel 8 does not divide 28 attention heads"),
+        ("llama-3.1-8b", 1, None), ("llama-3.1-8b", 1, None), ("llama-3.1-8b", 8, None), ("llama-3.1-8b", 8, None)]
+    for row, (m, g, w, name) in zip(rows, [item for item in items for _ in range(2)], strict=True):
+        _assert_row_is_estimate(row, m, g, w, name)
 
 
 def test_max_context_tokens_capped_at_model_limit(shipped_catalog: Catalog,

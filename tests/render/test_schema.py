@@ -102,6 +102,19 @@ def test_sweep_output_follows_its_schema(cli: Cli) -> None:
     check("sweep", rows)
 
 
+def test_sweep_error_rows_follow_the_schema(cli: Cli) -> None:
+    """Issue 13: a point the model cannot split (qwen2.5-7b's 28 heads at TP 8) is a row with its error."""
+    result = cli("sweep", "--model", "qwen2.5-7b,llama-3.1-8b", "--gpu", "h100", "--gpus", "1,8", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [r["error"] for r in rows] == [None, "tensor parallel 8 does not divide 28 attention heads", None, None]
+    assert rows[1]["memory.total_bytes"] is None and rows[1]["workload.gpus"] == 8
+    check("sweep", rows)
+    schema = json.loads((SHIPPED / "sweep.json").read_text(encoding="utf-8"))
+    wrong = {**rows[1], "memory.total_bytes": 1}  # an error row with a figure is neither kind of row
+    assert not Draft202012Validator(schema).is_valid([wrong])
+
+
 def test_validate_output_follows_its_schema(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     recorded_validate(monkeypatch)
     result = cli("validate", "--model", "llama-3.2-1b", "--format", "json")

@@ -22,7 +22,8 @@ from estimator.render.sweep_csv import csv_field, write_sweep_csv
 COMBOS = [("llama-3.1-70b", "h100", "bf16", 4, "optimized"), ("gemma-2-9b", "h200", "bf16", 2, "hf"),
           ("70b", "h100", "fp8", 2, "optimized"), ("mixtral-8x7b", "a100", "awq-int4", 2, "optimized"),
           ("bert-base", "t4", "fp16", 1, "optimized"), ("deepseek-v2-lite", "h200", "fp8", 1, "optimized"),
-          ("llama-3.1-405b", "l4", "gptq-int4", 8, "hf")]
+          ("llama-3.1-405b", "l4", "gptq-int4", 8, "hf"),
+          ("qwen2.5-7b", "h100", "bf16", 8, "optimized")]  # error rows: 28 heads do not split over 8 (issue 13)
 
 
 def _result(catalog: Catalog, workload: Callable[..., InferenceWorkload]) -> SweepResult:
@@ -42,7 +43,7 @@ def test_columnar_csv_is_byte_identical_to_the_csv_module(shipped_catalog: Catal
     got = io.StringIO()
     write_sweep_csv(result, got)
     assert got.getvalue() == expected.getvalue()
-    assert got.getvalue().count("\n") == 1 + 7 * 4 * 4 * 3  # header + 7 combinations × 48 points
+    assert got.getvalue().count("\n") == 1 + 8 * 4 * 4 * 3  # header + 8 combinations × 48 points
 
 
 def test_a_file_gets_the_same_bytes_in_chunks_of_any_size(shipped_catalog: Catalog, tmp_path: Path,
@@ -90,3 +91,22 @@ def test_integer_digits_are_what_str_writes() -> None:
     rows = sweep_csv._integers(np, values, blank)
     assert [bytes(r[r != 0]).decode() for r in rows] == ["" if b else str(v)
                                                          for v, b in zip(values.tolist(), blank, strict=True)]
+
+
+def test_error_rows_among_estimated_ones_are_the_csv_module_s(shipped_catalog: Catalog, monkeypatch: pytest.MonkeyPatch,
+                                                              workload: Callable[..., InferenceWorkload]) -> None:
+    # 405B at 10^6 sequences × 10^8 tokens passes 2^50 bytes per GPU: error rows between estimated ones, whose block
+    # is cut in parts (chunk edges anywhere)
+    m, g = shipped_catalog.model("llama-3.1-405b"), shipped_catalog.gpus.get("h100")
+    result = sweep([(m, g, workload(), "h100")], [1, 1_000_000, 2], [1, 100_000_000, 7], [0, 3])
+    assert 0 < result.valid < result.size == 18
+    expected = io.StringIO()
+    writer = csv.DictWriter(expected, fieldnames=result.keys, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(result.rows())
+    for chunk, lay_out in ((32768, 2048), (5, 2)):
+        monkeypatch.setattr(sweep_csv, "_CHUNK_ROWS", chunk)
+        monkeypatch.setattr(sweep_csv, "_LAY_OUT_ROWS", lay_out)
+        got = io.StringIO()
+        write_sweep_csv(result, got)
+        assert got.getvalue() == expected.getvalue()

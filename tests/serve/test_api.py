@@ -121,6 +121,21 @@ def test_sweep_json_and_csv_are_the_cli_s(client: TestClient, cli: Cli) -> None:
     assert len(answer.text.splitlines()) == 1 + 24
 
 
+def test_sweep_error_rows_are_the_cli_s(client: TestClient, cli: Cli) -> None:
+    """Issue 13: a point the model cannot split (qwen2.5-7b at TP 8) is a row with its error in /v1/sweep too."""
+    pytest.importorskip("numpy")
+    fields = {"model": "qwen2.5-7b,llama-3.1-8b", "gpu": "h100", "gpus": "1,8"}
+    printed = cli("sweep", *_flags(fields), "--format", "json")
+    answer = client.get("/v1/sweep", params={**fields, "format": "json"})
+    assert answer.status_code == 200 and printed.exit_code == 0
+    assert answer.text == printed.stdout
+    assert [r["error"] for r in answer.json()] == [None, "tensor parallel 8 does not divide 28 attention heads",
+                                                   None, None]
+    refused = client.get("/v1/sweep", params={"model": "qwen2.5-7b", "gpu": "h100", "gpus": "8"})
+    assert refused.status_code == 422  # no point that can run: refused (WorkloadInvalid), as the CLI refuses it
+    assert "tensor parallel 8 does not divide 28 attention heads" in refused.text
+
+
 @pytest.mark.parametrize("kind", ["gpus", "models"])
 def test_catalog_lists_are_the_cli_s(client: TestClient, cli: Cli, kind: str) -> None:
     for output_format in ("json", "csv"):
