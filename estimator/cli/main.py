@@ -11,6 +11,7 @@ import typer
 from estimator.cli import gpu as cli_gpu
 from estimator.cli import oom as cli_oom
 from estimator.cli import plan as cli_plan
+from estimator.cli import sweep as cli_sweep
 from estimator.cli.catalogs import gpus_app, models_app, systems_app
 from estimator.cli.estimate import estimate_command
 from estimator.cli.run import run
@@ -26,7 +27,8 @@ app = typer.Typer(
 app.add_typer(gpus_app, name="gpus")
 app.add_typer(models_app, name="models")
 app.add_typer(systems_app, name="systems")
-app.add_typer(cli_plan.app)  # plan and sweep
+app.add_typer(cli_plan.app)  # plan
+app.add_typer(cli_sweep.app)  # sweep
 app.command("estimate")(estimate_command)
 app.command("gpu")(cli_gpu.gpu_command)
 app.command("monitor")(cli_gpu.monitor_command)

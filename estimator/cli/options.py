@@ -21,20 +21,23 @@ from estimator.cli.shared import (
     catalog_for,
     check_format,
     console,
+    count_list,
     hardware,
+    inference_workload,
     kv_format,
     number_format,
     positive,
     print_table,
     refuse,
+    split_list,
     weights_format,
     writable,
 )
 
 __all__ = ["FILE_TABLE_COLUMNS", "KV_FORMATS_HINT", "ForceOption", "GroupSizeOption", "Logits", "LogitsOption",
            "OutputFormat", "OutputOption", "PlotOption", "SpecsDir", "Units", "UnitsOption", "catalog_for",
-           "check_format", "console", "hardware", "kv_format", "number_format", "positive", "print_table", "refuse",
-           "weights_format"]
+           "check_format", "console", "count_list", "hardware", "inference_workload", "kv_format", "number_format",
+           "positive", "print_table", "refuse", "split_list", "weights_format"]
 
 # Options that mean the same in every command that takes them (estimate, plan, sweep).
 LogitsOption = Annotated[Logits, typer.Option(help="Compute logits for the last position only, or all positions.")]

@@ -1,17 +1,16 @@
-"""Command line for capacity planning: ``estimator plan`` and ``estimator sweep``.
+"""Command line for capacity planning: ``estimator plan`` (``estimator sweep`` is estimator/cli/sweep.py).
 
-Registered in estimator/cli/main.py. Thin: parse, build workloads, call `estimator.planning.plan` /
-`estimator.planning.sweep`, render with `estimator.render.plan_table`. Heavy imports (numpy, matplotlib, openpyxl)
+Registered in estimator/cli/main.py. Thin: parse, build workloads, call `estimator.planning.plan`, render with
+`estimator.render.plan_table`. Heavy imports (numpy, matplotlib, openpyxl)
 happen inside the commands, so `estimate`'s cold start does not pay for them.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -27,22 +26,20 @@ from estimator.cli.options import (
     Units,
     catalog_for,
     check_format,
-    kv_format,
-    number_format,
+    inference_workload,
     positive,
     refuse,
+    split_list,
 )
 
 if TYPE_CHECKING:
     from estimator.catalog.architecture import ModelSpec
     from estimator.catalog.registry import Catalog
-    from estimator.catalog.specs import GpuSpec, NumberFormat
+    from estimator.catalog.specs import GpuSpec
     from estimator.catalog.systems import SystemSpec
     from estimator.inference.report import Report
-    from estimator.inference.workload import InferenceWorkload
     from estimator.planning.costs import Prices
     from estimator.planning.plan import PlanReport
-    from estimator.planning.sweep import SweepResult
 
 app = typer.Typer()
 
@@ -56,20 +53,6 @@ class SortBy(str, Enum):
 
 
 SpecsDirOption = SpecsDir
-
-
-def _split(text: str) -> list[str]:
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
-        from estimator.errors import WorkloadInvalid
-
-        raise WorkloadInvalid(f"expected a comma-separated list, got {text!r}")
-    return items
-
-
-def _counts(option: str, text: str, *, allow_zero: bool = False) -> list[int]:
-
-    return [positive(option, t, allow_zero=allow_zero) for t in _split(text)]
 
 
 def _number(option: str, text: str | None) -> float | None:
@@ -88,29 +71,6 @@ def _number(option: str, text: str | None) -> float | None:
     return value
 
 
-def _formats(catalog: Catalog, dtype: str, kv_dtype: str | None,
-             group_size: int | None = None) -> tuple[NumberFormat, NumberFormat]:
-    """The weight format (with --group-size) and the KV format, defaulting as `estimate` does."""
-    weights = number_format(catalog, dtype, group_size)
-    return weights, kv_format(catalog, weights, kv_dtype)
-
-
-def _workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profile: str, p: dict[str, Any],
-              **fields: int) -> InferenceWorkload:
-    from pydantic import ValidationError
-
-    from estimator.catalog.registry import validation_message
-    from estimator.errors import WorkloadInvalid
-    from estimator.inference.workload import InferenceWorkload
-
-    weights, kv = _formats(catalog, dtype, kv_dtype, p.get("group_size"))
-    try:
-        return InferenceWorkload(weight_format=weights, kv_format=kv, profile=catalog.profiles.get(profile),
-                                 logits=str(getattr(p.get("logits"), "value", p.get("logits") or "last")), **fields)
-    except ValidationError as error:
-        raise WorkloadInvalid(validation_message(error)) from None
-
-
 def plan_cards(gpu: list[str] | str | None, gpus: str | None) -> list[str] | None:
     """The cards `plan` compares: every --gpu (repeated or comma-separated) and the deprecated --gpus; None: none
     named. A number given to --gpus (the tensor-parallel degree elsewhere) is refused: plan searches it."""
@@ -118,17 +78,17 @@ def plan_cards(gpu: list[str] | str | None, gpus: str | None) -> list[str] | Non
 
     given = [gpu] if isinstance(gpu, str) else list(gpu or [])
     if gpus is not None:
-        if all(t.strip().isdigit() for t in _split(gpus)):
+        if all(t.strip().isdigit() for t in split_list(gpus)):
             raise WorkloadInvalid(f"--gpus {gpus}: plan searches the tensor-parallel degree and the GPU count "
                                   "itself; name the cards to compare with --gpu (e.g. --gpu h100)")
         given.append(gpus)
-    return [name for text in given for name in _split(text)] or None
+    return [name for text in given for name in split_list(text)] or None
 
 
 def _candidates(catalog: Catalog, gpus: list[str] | None,
                 systems: str | None) -> tuple[list[tuple[SystemSpec, GpuSpec]], list[GpuSpec]]:
     """(system, GPU) pairs to compare, and the named GPUs no system holds."""
-    chosen = [] if systems is None else [catalog.systems.get(name) for name in _split(systems)]
+    chosen = [] if systems is None else [catalog.systems.get(name) for name in split_list(systems)]
     unplaced = []
     for name in gpus or []:
         card = catalog.gpus.get(name)
@@ -241,8 +201,9 @@ def plan_report(catalog: Catalog, model_spec: ModelSpec, p: dict[str, Any]) -> P
                 target_tokens_per_s=_number("--target-tokens-per-s", target_tokens_per_s),
                 max_ttft_s=_number("--max-ttft-s", max_ttft_s), max_tpot_s=_number("--max-tpot-s", max_tpot_s))
     goal.check()
-    workload = _workload(catalog, dtype, kv_dtype, profile, p, prompt_tokens=positive("--prompt-tokens", prompt_tokens),
-                         output_tokens=positive("--output-tokens", output_tokens, allow_zero=True))
+    workload = inference_workload(catalog, dtype, kv_dtype, profile, p,
+                                  prompt_tokens=positive("--prompt-tokens", prompt_tokens),
+                                  output_tokens=positive("--output-tokens", output_tokens, allow_zero=True))
     return plan(model_spec, candidates, workload, goal, _price_book(catalog, prices), sort=SortBy(sort).value,
                 settings=settings, unplaced=unplaced)
 
@@ -284,107 +245,3 @@ def plan_notes(report: PlanReport) -> list[str]:
     from estimator.notes import word
 
     return [word(n, binary=False) for n in report.assumptions]
-
-
-@app.command("sweep")
-def sweep_command(
-    model: Annotated[str, typer.Option("--model", "-m", help="Models, comma-separated.")],
-    gpu: Annotated[str, typer.Option("--gpu", "-g", help="Cards, comma-separated.")],
-    dtype: Annotated[str, typer.Option(help="Weight formats, comma-separated.")] = "bf16",
-    kv_dtype: Annotated[str | None, typer.Option(help="KV-cache format (default as estimate).")] = None,
-    batch: Annotated[str, typer.Option(help="Batches, comma-separated (1,8,64).")] = "1",
-    prompt_tokens: Annotated[str, typer.Option(help="Prompt lengths (1k,8k,32k).")] = "2048",
-    output_tokens: Annotated[str, typer.Option(help="Generated tokens per sequence, comma-separated (default 256, "
-                                               "as plan; estimate defaults to 0, the prompt alone).")] = "256",
-    gpus: Annotated[str, typer.Option(help="Tensor-parallel degrees, comma-separated.")] = "1",
-    profile: Annotated[str, typer.Option(help="Efficiency profile: optimized or hf.")] = "optimized",
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="csv, json or xlsx (table: csv).")]
-    = OutputFormat.csv,
-    output: OutputOption = None,
-    logits: LogitsOption = Logits.last,
-    group_size: GroupSizeOption = None,
-    explain: Annotated[bool, typer.Option("--explain", help="Not taken here: see estimate --explain.")] = False,
-    units: Annotated[Units | None, typer.Option(help="Not taken here: sweep writes bytes.")] = None,
-    plot: PlotOption = None,
-    force: ForceOption = False,
-    progress: Annotated[bool, typer.Option(help="Progress bar (shown only in a terminal).")] = True,
-    specs_dir: SpecsDirOption = None,
-) -> None:
-    """Evaluate a grid; one row per point with estimate's JSON fields flattened.
-
-    \b
-    Examples:
-      estimator sweep --model llama-3.1-8b,llama-3.1-70b --gpu h100 --gpus 1,4 --batch 1,8,64 -o grid.csv
-      estimator sweep --model qwen3-8b --gpu l4,rtx-4090 --dtype bf16,awq-int4 --prompt-tokens 1k,8k,32k
-      estimator sweep --model llama-3.1-8b --gpu h100 --batch 1,16 --format json --plot sweep.png
-    """
-    from estimator.render.formats import write_report
-
-    check_format(output_format, list(OutputFormat), output)
-    catalog = catalog_for(specs_dir)
-    params = {"model": model, "gpu": gpu, "dtype": dtype, "kv_dtype": kv_dtype, "batch": batch,
-              "prompt_tokens": prompt_tokens, "output_tokens": output_tokens, "gpus": gpus, "profile": profile,
-              "logits": logits, "group_size": group_size, "explain": explain, "units": units}
-    grid = sweep_grid(catalog, catalog.model, params)
-    if progress and sys.stderr.isatty() and grid.total >= 100_000:
-        from rich.progress import Progress
-
-        with Progress(transient=True) as bar:
-            task = bar.add_task("sweep", total=grid.total)
-            result = sweep_result(grid, progress=lambda n: bar.advance(task, n))
-    else:
-        result = sweep_result(grid)
-    if plot is not None:
-        from estimator.render.plot import sweep_chart
-
-        sweep_chart(result, plot)
-    chosen = "csv" if output_format is OutputFormat.table else output_format.value  # sweep has no table: CSV
-    write_report(chosen, result.rows(), output, table=(result.keys, result), sheet="sweep")
-
-
-class SweepGrid(NamedTuple):
-    """A sweep's grid as parsed: (model, GPU, workload, name asked) per combination, and the axes."""
-
-    items: list[tuple[ModelSpec, GpuSpec, InferenceWorkload, str]]
-    batches: list[int]
-    prompts: list[int]
-    outputs: list[int]
-
-    @property
-    def total(self) -> int:
-        """Points in the grid."""
-        return len(self.items) * len(self.batches) * len(self.prompts) * len(self.outputs)
-
-
-def sweep_grid(catalog: Catalog, model_for: Callable[[str], ModelSpec], p: dict[str, Any]) -> SweepGrid:
-    """The grid that `sweep` evaluates for its parameters ``p`` (as typed), every value checked, nothing computed
-    yet: the one conversion of its options, which the command and `estimator serve` share (``model_for`` reads a
-    model name: the catalog's, or the server's, which reads no path)."""
-    refuse("sweep", {"--explain": bool(p.get("explain")), "--units": p.get("units") is not None})
-    batches = _counts("--batch", p["batch"])
-    prompts = _counts("--prompt-tokens", p["prompt_tokens"])
-    outputs = _counts("--output-tokens", p["output_tokens"], allow_zero=True)
-    items = []
-    for model_name in _split(p["model"]):
-        model_spec = model_for(model_name)
-        for gpu_name in _split(p["gpu"]):
-            gpu_spec = catalog.gpus.get(gpu_name)
-            for fmt in _split(p["dtype"]):
-                for tp in _counts("--gpus", p["gpus"]):  # a degree the model cannot split: rows with their error
-                    w = _workload(catalog, fmt, p["kv_dtype"], p["profile"], p, tensor_parallel=tp)
-                    items.append((model_spec, gpu_spec, w, gpu_name))
-    return SweepGrid(items, batches, prompts, outputs)
-
-
-def sweep_result(grid: SweepGrid, progress: Callable[[int], None] | None = None) -> SweepResult:
-    """Evaluate a parsed grid (numpy loads here). A point the model cannot run is a row with its ``error``; a grid
-    with no point that can run (a single invalid point included) is refused with the first point's reason."""
-    from estimator.errors import WorkloadInvalid
-    from estimator.planning.sweep import sweep
-
-    result = sweep(grid.items, grid.batches, grid.prompts, grid.outputs, progress=progress)
-    first = result.first_error()
-    if result.valid == 0 and first is not None:
-        raise WorkloadInvalid(f"{first[0]}: {first[1]}" + (f" (and no other point of the {result.size:,} can run)"
-                                                             if result.size > 1 else ""))
-    return result

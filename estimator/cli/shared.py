@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.checkpoint_quant import checkpoint_format
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from estimator.catalog.specs import GpuSpec, NumberFormat
     from estimator.catalog.systems import SystemSpec
+    from estimator.inference.workload import InferenceWorkload
 
 KV_FORMATS_HINT = "use fp32, fp16, bf16, fp8 or int8"
 
@@ -218,3 +219,39 @@ def hardware(catalog: Catalog, gpu: str | None, system: str | None, nodes: str |
         except ValueError as error:
             raise WorkloadInvalid(str(error)) from None
     return card, chosen, count, assumed
+
+
+def split_list(text: str) -> list[str]:
+    """A comma-separated option's items (plan's --systems, sweep's axes), refused when it names none."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise WorkloadInvalid(f"expected a comma-separated list, got {text!r}")
+    return items
+
+
+def count_list(option: str, text: str, *, allow_zero: bool = False) -> list[int]:
+    """A comma-separated list of counts (``1,8,64``, ``1k,8k``), each checked as `positive` checks one."""
+    return [positive(option, t, allow_zero=allow_zero) for t in split_list(text)]
+
+
+def _formats(catalog: Catalog, dtype: str, kv_dtype: str | None,
+             group_size: int | None = None) -> tuple[NumberFormat, NumberFormat]:
+    """The weight format (with --group-size) and the KV format, defaulting as `estimate` does."""
+    weights = number_format(catalog, dtype, group_size)
+    return weights, kv_format(catalog, weights, kv_dtype)
+
+
+def inference_workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profile: str, p: dict[str, Any],
+                       **fields: int) -> InferenceWorkload:
+    """The validated workload of plan's and sweep's options (``p``: --group-size, --logits), ``fields`` the rest."""
+    from pydantic import ValidationError
+
+    from estimator.catalog.registry import validation_message
+    from estimator.inference.workload import InferenceWorkload
+
+    weights, kv = _formats(catalog, dtype, kv_dtype, p.get("group_size"))
+    try:
+        return InferenceWorkload(weight_format=weights, kv_format=kv, profile=catalog.profiles.get(profile),
+                                 logits=str(getattr(p.get("logits"), "value", p.get("logits") or "last")), **fields)
+    except ValidationError as error:
+        raise WorkloadInvalid(validation_message(error)) from None

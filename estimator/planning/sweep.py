@@ -44,6 +44,8 @@ from estimator.report import SCHEMA_VERSION, flatten
 
 TOO_BIG = f"a sweep point needs more than 2^{SIZE_LIMIT_BYTES.bit_length() - 1} bytes per GPU; shrink batch or tokens"
 
+ROWS_CHUNK = 32_768  # rows whose fields are Python objects at once in `SweepBlock.rows` (JSON, XLSX)
+
 # numpy int64 arrays of the grid. The terms are annotated for their scalar case (estimator/model/elementwise.py
 # says why), so the arrays handed to them are typed Any.
 Ints = Any
@@ -87,21 +89,22 @@ class SweepBlock:
         return out
 
     def rows(self) -> Iterator[dict[str, Any]]:
-        """Every row, fast: columns become Python lists once, text columns are formatted per row."""
-        lists = {k: v.tolist() if hasattr(v, "tolist") else list(v) for k, v in self.columns.items()}
+        """Every row, fast: columns become Python lists a chunk at a time (memory stays that of the arrays, not of
+        a Python object per field), text columns are formatted per row."""
         constant = [(k, self.constants[k]) for k in self.keys if k in self.constants]
-        varying = [(k, lists[k]) for k in self.keys if k in lists]
         lazy = [(k, self.lazy[k]) for k in self.keys if k in self.lazy]
         lazy += [(k, self._joiner(k)) for k in self.keys if k in self.joined]
         order = self.keys
-        for i in range(self.size):
-            row = dict(constant)
-            for key, values in varying:
-                row[key] = values[i]
-            for key, make in lazy:
-                row[key] = make(i)
-            yield {k: row[k] for k in order}
-
+        for start in range(0, self.size, ROWS_CHUNK):
+            stop = min(start + ROWS_CHUNK, self.size)
+            varying = [(k, self.columns[k][start:stop].tolist()) for k in self.keys if k in self.columns]
+            for i in range(stop - start):
+                row = dict(constant)
+                for key, values in varying:
+                    row[key] = values[i]
+                for key, make in lazy:
+                    row[key] = make(start + i)
+                yield {k: row[k] for k in order}
 
     def _joiner(self, key: str) -> Callable[[int], str]:
         parts = [p if isinstance(p, str) else p.tolist() for p in self.joined[key]]

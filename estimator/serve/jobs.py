@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from estimator.catalog.registry import model_from_config
 from estimator.cli.catalogs import gpu_row, gpu_table_rows, model_row, system_row
 from estimator.cli.estimate import estimate_command, estimate_report
-from estimator.cli.plan import plan_command, plan_report, sweep_command, sweep_grid, sweep_result
+from estimator.cli.plan import plan_command, plan_report
+from estimator.cli.sweep import grid_points, sweep_command, sweep_grid, sweep_result, too_many_points
 from estimator.errors import SpecInvalid, SpecNotFound, WorkloadInvalid
 from estimator.serve.documents import Table
 from estimator.serve.fields import Command, RequestInvalid, command_fields, parse
@@ -96,19 +97,13 @@ def plan_job(catalog: Catalog, query: Query, uploaded: ModelSpec | None = None) 
     return report, plan_rows(report)
 
 
-def _axis(p: dict[str, Any], name: str) -> int:
-    return max(1, len([t for t in str(p[name]).split(",") if t.strip()]))
-
-
 def sweep_job(catalog: Catalog, query: Query) -> tuple[Iterable[dict[str, Any]], Table]:
     """/v1/sweep: its rows; the grid's size is checked from the fields before anything is built."""
     p = parse(commands()["sweep"], query)
-    points = 1
-    for name in ("model", "gpu", "dtype", "gpus", "batch", "prompt_tokens", "output_tokens"):
-        points *= _axis(p, name)
-    if points > MAX_SWEEP_POINTS:
-        raise RequestInvalid([("query", f"the grid has {points:,} points; a request holds at most "
-                                        f"{MAX_SWEEP_POINTS:,} (use `estimator sweep -o grid.csv` for more)")])
+    points = grid_points(p)
+    if points > MAX_SWEEP_POINTS:  # a request's max_points may lower this limit, never raise it
+        raise RequestInvalid([("query", too_many_points(points, MAX_SWEEP_POINTS, "a request holds no more; use "
+                                                        "`estimator sweep -o grid.csv` (and --max-points) for more"))])
     result = sweep_result(sweep_grid(catalog, lambda name: named_model(catalog, name), p))
     return result.rows(), (result.keys, result)
 

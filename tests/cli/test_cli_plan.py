@@ -7,11 +7,15 @@ import io
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import CliResult
+
 ROOT = Path(__file__).resolve().parents[2]
+Cli = Callable[..., CliResult]
 PLAN = ["plan", "--model", "llama-3.1-70b", "--dtype", "bf16", "--prompt-tokens", "4096", "--output-tokens", "512",
         "--concurrency", "32"]
 
@@ -119,6 +123,40 @@ def test_a_sweep_with_no_point_that_can_run_is_one_error_line(args: list[str]) -
     assert done.stderr.strip().splitlines() == [
         "error: qwen2.5-7b: tensor parallel 8 does not divide 28 attention heads"
         + ("" if len(args) == 4 else " (and no other point of the 4 can run)")]
+
+
+def test_sweep_grid_over_limit_is_refused_before_building(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 14: a sweep had no grid limit (10^7 points took 13.8 GB). Over the limit, one line names the size, the
+    limit and --max-points, before a model is read (the unknown one is not reported) or a point evaluated."""
+    import estimator.planning.sweep
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the grid was built")
+
+    monkeypatch.setattr(estimator.planning.sweep, "sweep", never)
+    axis = ",".join(str(n) for n in range(1, 101))
+    # 2 models × 1 card × 100 batches × 100 prompts × 101 outputs = 2,020,000 points, past the 2,000,000 default
+    args = ["sweep", "--model", "llama-3.1-8b,no-such-model", "--gpu", "h100", "--batch", axis,
+            "--prompt-tokens", axis, "--output-tokens", f"0,{axis}"]
+    done = cli(*args)
+    assert done.exit_code == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "error: the grid has 2,020,000 points, more than the limit of 2,000,000: pass --max-points 2020000 to raise "
+        "the limit"]
+    lowered = cli("sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,2,4", "--max-points", "2")
+    assert lowered.exit_code == 2
+    assert lowered.stderr.strip().splitlines() == [
+        "error: the grid has 3 points, more than the limit of 2: raise --max-points"]
+    assert cli("sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--max-points", "0").exit_code == 2
+
+
+def test_sweep_max_points_raises_the_limit(cli: Cli) -> None:
+    from estimator.cli.sweep import DEFAULT_MAX_POINTS
+
+    assert DEFAULT_MAX_POINTS == 2_000_000  # benchmarks/sweep_memory.py: ~0.7 KB a point, ~1.5 GB
+    done = cli("sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,2,4", "--max-points", "3")
+    assert done.exit_code == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 1 + 3  # header and the three points
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -113,7 +113,8 @@ def test_calibrate_out_in_a_missing_folder_is_refused_before_measuring(cli: Cli,
 def test_the_http_api_takes_no_force(tmp_path: Path) -> None:
     """`estimator serve` writes no file: --force is no request field, and a request naming it is refused."""
     from estimator.cli.estimate import estimate_command
-    from estimator.cli.plan import plan_command, sweep_command
+    from estimator.cli.plan import plan_command
+    from estimator.cli.sweep import sweep_command
     from estimator.serve.fields import RequestInvalid, command_fields, parse
 
     for name, function in (("estimate", estimate_command), ("plan", plan_command), ("sweep", sweep_command)):

@@ -74,7 +74,15 @@ def test_body_query_and_grid_limits(client: TestClient) -> None:
     answer = client.get(f"/v1/sweep?model=70b&gpu=h100,a100,l40s&batch={axis}&prompt_tokens={axis}"
                         f"&output_tokens={axis}&gpus={axis}")
     assert answer.status_code == 422
-    assert "30,000 points" in _detail(answer)[0]["msg"]
+    assert _detail(answer)[0]["msg"] == (  # worded as the CLI's refusal (tests/cli/test_cli_plan.py)
+        "the grid has 30,000 points, more than the limit of 20,000: a request holds no more; use "
+        "`estimator sweep -o grid.csv` (and --max-points) for more")
+    raised = client.get(f"/v1/sweep?model=70b&gpu=h100,a100,l40s&batch={axis}&prompt_tokens={axis}"
+                        f"&output_tokens={axis}&gpus={axis}&max_points=1m")
+    assert raised.status_code == 422  # a request's max_points cannot raise the server's limit
+    lowered = client.get("/v1/sweep?model=70b&gpu=h100&batch=1,2&max_points=1")
+    assert lowered.status_code == 422  # but it can lower it
+    assert "the grid has 2 points, more than the limit of 1" in _detail(lowered)[0]["msg"]
 
 
 @pytest.mark.parametrize("body", [b"", b"not json", b"[1, 2]", b'{"model_type": "nosuch"}', b"\xff\xfe",
