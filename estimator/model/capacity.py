@@ -16,11 +16,13 @@ highest range whose first prompt fits — O(√C) ranges, each one evaluation, t
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from typing import Any
 
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
-from estimator.model.elementwise import any_true, is_array, logical_not, maximum, minimum, where
+from estimator.model.elementwise import any_true, distinct, is_array, logical_not, maximum, minimum, where
 from estimator.model.footprint import fits_per_gpu
 from estimator.model.parallel import tensor_parallel_degrees
 from estimator.model.runtime import Runtime
@@ -63,12 +65,12 @@ def largest_true(predicate: Callable[[int], bool], low: int, high: int) -> int:
 def fewest_gpus(model: ModelSpec, gpu: GpuSpec, rt: Runtime, batch: int, prompt: int, output: int) -> int:
     """Fewest GPUs (a valid tensor-parallel degree) whose per-GPU memory fits the card; 0 if none does."""
     if is_array(batch):  # the points still without a group, at each degree
+        fits_at = _fits_by_batch(model, gpu, rt, batch, prompt, output)
         required, todo = 0 * batch, (0 * batch == 0).nonzero()[0]  # type: ignore[attr-defined]
         for tp in tensor_parallel_degrees(model):
             if not len(todo):
                 break
-            fits = fits_per_gpu(model, gpu, rt, tp, batch[todo], prompt[todo], output[todo])  # type: ignore[index]
-            fits = fits & (todo >= 0)  # an array even where no term depends on the point
+            fits = fits_at(tp, todo) & (todo >= 0)  # an array even where no term depends on the point
             required[todo[fits]] = tp  # type: ignore[index]
             todo = todo[logical_not(fits)]
         return required
@@ -76,6 +78,35 @@ def fewest_gpus(model: ModelSpec, gpu: GpuSpec, rt: Runtime, batch: int, prompt:
         if fits_per_gpu(model, gpu, rt, tp, batch, prompt, output):
             return tp
     return 0
+
+
+_PER_PAIR = 32  # points per (prompt, output) pair from which `_fits_by_batch` searches the batch instead
+
+
+def _fits_by_batch(model: ModelSpec, gpu: GpuSpec, rt: Runtime, batch: Any, prompt: Any,
+                   output: Any) -> Callable[[int, Any], Any]:
+    """``fits(tp, index)``: `fits_per_gpu` over ``tp`` ranks at the points ``index`` of the arrays. Where many
+    points share a (prompt, output) pair (a sweep grid's batch axis), memory being monotonic in batch (this
+    module's docstring says why), each pair's largest fitting batch among the points' distinct batches is found
+    by `largest_true` over their sorted list: about 2 × log2(batches) evaluations on the pairs instead of one on
+    every point, the same answers."""
+    np = sys.modules["numpy"]
+    (up, ip), (uo, io) = distinct(prompt), distinct(output)
+    pairs, pair = distinct(ip * len(uo) + io)
+    batches, rank = distinct(batch)
+    if len(batch) < _PER_PAIR * len(pairs) or len(batches) < 4:
+        return lambda tp, index: fits_per_gpu(model, gpu, rt, tp, batch[index], prompt[index], output[index])
+    pair_prompt, pair_output = up[pairs // len(uo)], uo[pairs % len(uo)]
+
+    def fits(tp: int, index: Any) -> Any:
+        def fits_batch(k: Any) -> Any:  # k: an index into the sorted batches, per pair
+            return fits_per_gpu(model, gpu, rt, tp, batches[k], pair_prompt, pair_output)
+
+        low = np.zeros(len(pairs), dtype=np.int64)
+        largest: Any = largest_true(fits_batch, low, low + len(batches) - 1)  # -1: not even the smallest fits
+        return rank[index] <= largest[pair[index]]
+
+    return fits
 
 
 def gpus_required(model: ModelSpec, gpu: GpuSpec, rt: Runtime, batch: int, prompt: int, output: int) -> int | None:
@@ -118,18 +149,30 @@ def prompt_pieces(chunk: int | None, top: int) -> list[tuple[int, int, int]]:
     return pieces
 
 
-def longest_prompt(fits: Callable[[int], bool], batch: int, top: int, chunk: int | None) -> int:
+_WALK = 4  # pieces tried one evaluation each (most answers lie in the first few); then pieces in growing batches
+_BATCH_ENTRIES = 1 << 20  # (element, piece) pairs evaluated at once in `_walk_batched`: tens of MB at most
+
+
+def longest_prompt(fits: Callable[[int], bool], batch: int, top: int, chunk: int | None,
+                   fits_at: Callable[[Any, Any], Any] | None = None) -> int:
     """Largest prompt in [1, ``top``] with ``fits(prompt)`` at ``batch`` sequences, for a memory that is monotonic
     on each of `prompt_pieces` (not across them); 0 when a one-token prompt does not fit.
 
     The answer lies in the highest piece whose first prompt fits: the pieces are tried from the top, one
     evaluation each, until every element has one, then `largest_true` bisects inside it. Elementwise on arrays
-    (``batch`` and ``top`` of one shape), as `largest_true` is."""
+    (``batch`` and ``top`` of one shape), as `largest_true` is. On arrays, with ``fits_at(index, prompt)`` (fits
+    for the elements ``index`` at ``prompt``, arrays of one length), the pieces after the first `_WALK` are tried
+    many at once for the elements still searching (`_walk_batched`): the same answers in a few evaluations instead
+    of one per piece (O(√C) of them)."""
     top = top + 0 * batch
     first, last = 0 * top, 0 * top  # the piece each element's answer lies in; last = 0: none found yet
     open_ = first == 0
     highest = int(top.max() if is_array(top) else top)  # type: ignore[attr-defined]
-    for low, high, q in prompt_pieces(chunk, highest):
+    pieces = prompt_pieces(chunk, highest)
+    for n, (low, high, q) in enumerate(pieces):
+        if n == _WALK and fits_at is not None and is_array(top):
+            first, last = _walk_batched(fits_at, pieces[n:], batch + 0 * top, top, open_, first, last)
+            break
         low_e = where(batch <= q, 1, low)  # whole sequences fit the chunk here and below: one monotonic range
         high_e = minimum(high + 0 * top, top)
         trial = where(open_ & (low_e <= high_e), low_e, 1)
@@ -142,6 +185,38 @@ def longest_prompt(fits: Callable[[int], bool], batch: int, top: int, chunk: int
     return where(last < 1, 0, prompt)
 
 
+def _walk_batched(fits_at: Callable[[Any, Any], Any], pieces: list[tuple[int, int, int]], batch: Any, top: Any,
+                  open_: Any, first: Any, last: Any) -> tuple[Any, Any]:
+    """The rest of `longest_prompt`'s walk on arrays: for each element still open, the first of ``pieces`` (in
+    order) whose first prompt fits, among those up to the piece where its batch prefills whole (``batch <= q``:
+    nothing below is tried). Pieces go in batches of 8, 16, 32, … for the elements none has answered yet, each
+    batch one `fits_at` call on every (element, piece) pair tried: the walk's answers, in a few calls."""
+    np = sys.modules["numpy"]
+    table = np.asarray(pieces, dtype=np.int64)
+    first, last = first.copy(), last.copy()
+    todo = np.flatnonzero(open_)
+    start, width = 0, 2 * _WALK
+    while len(todo) and start < len(table):
+        low, high, q = (table[start:start + width, i][None, :] for i in range(3))
+        rows = max(1, _BATCH_ENTRIES // low.shape[1])
+        left = []
+        for part in range(0, len(todo), rows):
+            index = todo[part:part + rows]
+            b, t = batch[index][:, None], top[index][:, None]
+            whole = b <= q
+            low_e, high_e = np.where(whole, 1, low), np.minimum(high, t)
+            tried = ((np.cumsum(whole, axis=1) - whole) == 0) & (low_e <= high_e)  # no whole piece before it
+            at, piece = np.nonzero(tried)
+            ok = np.zeros(tried.shape, dtype=bool)
+            ok[at, piece] = fits_at(index[at], low_e[at, piece])
+            hit, k = ok.any(axis=1), ok.argmax(axis=1)
+            first[index[hit]], last[index[hit]] = low_e[hit, k[hit]], high_e[hit, k[hit]]
+            left.append(index[~hit & ~whole.any(axis=1)])
+        todo = np.concatenate(left)
+        start, width = start + width, 2 * width
+    return first, last
+
+
 def max_context_tokens(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: int, output: int) -> int | None:
     """Longest prompt + output that fits at ``batch`` over ``tp`` ranks, the output length held fixed and the
     prompt grown (the prompt sets both the KV cache and the prefill peak); 0 when a one-token prompt does not fit.
@@ -152,7 +227,12 @@ def max_context_tokens(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, bat
     def fits(prompt: int) -> bool:
         return fits_per_gpu(model, gpu, rt, tp, batch, prompt, output)
 
-    prompt = longest_prompt(fits, batch, MAX_TOKENS - output, rt.profile.prefill_chunk_tokens)
+    every_batch, every_output = batch + 0 * output, output + 0 * batch
+
+    def fits_at(index: Any, prompt: Any) -> Any:
+        return fits_per_gpu(model, gpu, rt, tp, every_batch[index], prompt, every_output[index])  # type: ignore[index]
+
+    prompt = longest_prompt(fits, batch, MAX_TOKENS - output, rt.profile.prefill_chunk_tokens, fits_at)
     return where(prompt < 1, 0, prompt + output)
 
 

@@ -60,17 +60,46 @@ def warnings_groups(model: ModelSpec, p: Ints, o: Ints, fits: Any, required: Int
     """An array equal at points whose warnings are equal: `warnings_column` reads only ``required``, ``fits``,
     the context beyond the model's limit, the memory-only context where the limit caps it, and the headroom where
     it is low."""
-    from estimator.model.elementwise import distinct
-
     limit = None if model.arch is None else model.arch.max_position_embeddings
     context = p + o
     beyond = context * (context > limit) if limit else 0 * context
     key = (beyond * 4096 + required) * 2 + fits
     if limit and by_memory is not None:
-        (_, ik), (capped, ic) = distinct(key), distinct(by_memory * (by_memory > limit))
-        key = ik * len(capped) + ic
+        key = _combined(key, by_memory * (by_memory > limit))
     if headroom is not None:
         low = (headroom >= 0) & (10 * headroom < capacity)
-        (_, ik), (spare, ih) = distinct(key), distinct(headroom * low)
-        key = ik * len(spare) + ih
+        key = _combined(key, headroom * low)
     return key  # type: ignore[no-any-return]
+
+
+def _combined(a: Ints, b: Ints) -> Ints:
+    """A label per point, equal exactly where both ``a`` and ``b`` are equal."""
+    (ia, _), (ib, nb) = _labels(a), _labels(b)
+    return ia * nb + ib
+
+
+_FEW = 8  # distinct values found by comparison before sorting
+
+
+def _labels(values: Ints) -> tuple[Ints, int]:
+    """(a label per entry, equal exactly where the values are equal, and how many labels there are). A few
+    distinct values (a sweep's capped context, its low headrooms, which most points share as 0) are found by
+    comparing, one pass each; more by `elementwise.distinct` (a sort where the values are sparse)."""
+    import numpy as np
+
+    from estimator.model.elementwise import distinct
+
+    label = np.zeros(len(values), dtype=np.int64)
+    todo = np.arange(len(values))
+    for found in range(_FEW):
+        if not len(todo):
+            return label, found
+        rest = values[todo]
+        same = rest == rest[0]
+        label[todo[same]] = found
+        todo = todo[~same]
+    if not len(todo):
+        return label, _FEW
+    unique, index = distinct(values[todo])
+    label[todo] = _FEW + index
+    return label, _FEW + len(unique)

@@ -186,3 +186,22 @@ def test_fits_with_low_headroom_warns(shipped_catalog: Catalog, workload: Callab
                                                "capacity_bytes": mem.capacity_bytes}] if low else [])
         row = next(sweep([(m, g, w, "h100")], [1], [2048], [0]).rows())
         assert row["warnings"] == "; ".join(n.text for n in report.warnings)
+
+
+@pytest.mark.parametrize(("model", "gpu", "dtype", "tp", "profile"), [
+    ("llama-3.1-70b", "h100", "bf16", 4, "optimized"), ("mixtral-8x7b", "a100", "awq-int4", 2, "optimized"),
+    ("llama-3.1-405b", "l4", "gptq-int4", 8, "optimized"), ("gemma-2-9b", "h200", "bf16", 2, "hf"),
+    ("qwen3-30b-a3b", "h200", "bf16", 1, "optimized")])
+def test_long_batch_axes_equal_estimate(shipped_catalog: Catalog, workload: Callable[..., InferenceWorkload],
+                                        model: str, gpu: str, dtype: str, tp: int, profile: str) -> None:
+    """68 batches per (prompt, output) pair: the fewest GPUs are searched along the batch axis (capacity's
+    `_fits_by_batch`) and the longest context over many open pieces at once (`_walk_batched`); rows still equal
+    estimate's, point by point."""
+    w = workload(dtype=dtype, kv="bf16", tensor_parallel=tp, profile=profile)
+    m, g = shipped_catalog.model(model), shipped_catalog.gpus.get(gpu)
+    result = sweep([(m, g, w, gpu)], list(range(1, 4097, 61)), [1000, 32_768], [0, 70_000])
+    assert result.size == 68 * 2 * 2
+    rows = list(result.rows())
+    assert len({r["memory.gpus_required"] for r in rows}) > 1  # the search has something to find
+    for row in rows:
+        _assert_row_is_estimate(row, m, g, w, gpu)
