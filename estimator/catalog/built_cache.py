@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 _FORMAT = 1  # bump when the cache file's layout changes
+_MAX_ENTRIES = 4096  # a cache grown past this (many edited files over time) starts afresh, as the parse cache does
 _PLAIN = {("pathlib", "PosixPath"), ("pathlib", "WindowsPath"), ("pathlib", "PurePosixPath"),
           ("pathlib", "PureWindowsPath"), ("fractions", "Fraction"), ("builtins", "frozenset"), ("builtins", "set"),
           ("builtins", "complex"), ("builtins", "slice"), ("builtins", "bytearray"), ("builtins", "range")}
@@ -86,9 +87,12 @@ class BuiltCache:
 
     def put(self, key: str, built: Any) -> None:
         try:
-            self.entries[key] = pickle.dumps(built, protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps(built, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # something in it does not pickle: it is built each time
             return
+        if len(self.entries) >= _MAX_ENTRIES:
+            self.entries.clear()
+        self.entries[key] = data
         if not self.changed:
             self.changed = True
             atexit.register(self.save)

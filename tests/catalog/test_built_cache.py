@@ -168,3 +168,13 @@ def test_an_unwritable_cache_folder_only_means_building(tmp_path: Path, monkeypa
     spec = Catalog.load(TEST_CATALOG).gpus.get("h100")
     _new_process(monkeypatch)  # the save fails quietly
     assert Catalog.load(TEST_CATALOG).gpus.get("h100") == spec
+
+
+def test_a_cache_grown_past_its_ceiling_starts_afresh(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(built_cache, "_MAX_ENTRIES", 3)
+    catalog = Catalog.load(TEST_CATALOG)
+    gpus = list(catalog.gpus)  # the tiny catalog's seven cards: the entries are cleared twice on the way
+    (cache,) = built_cache._opened.values()
+    assert len(cache.entries) == 7 - 2 * 3 == 1
+    _new_process(monkeypatch)
+    assert list(Catalog.load(TEST_CATALOG).gpus) == gpus
