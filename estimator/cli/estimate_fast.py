@@ -11,6 +11,7 @@ errors and their exit codes are typer's, unchanged.
 
 from __future__ import annotations
 
+import gc
 import re
 import sys
 from collections.abc import Sequence
@@ -141,8 +142,23 @@ def _checked(params: dict[str, Any], order: list[str]) -> dict[str, Any]:
 
 def estimate_main() -> None:
     """`estimate` console script: the estimate command on its own, its options parsed here when plain (no typer
-    imported), by typer otherwise."""
-    parsed = parse(sys.argv[1:])
+    imported), by typer otherwise.
+
+    The cyclic garbage collector is paused while it runs (and resumed after, for a caller in the same process):
+    importing pydantic and building the models allocates enough to trigger some 60 collections that find almost
+    nothing, about 7 % of a short process's time; the few cycles are freed at exit.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _main(sys.argv[1:])
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _main(args: list[str]) -> None:
+    parsed = parse(args)
     if parsed is None:
         from estimator.cli.estimate import estimate_main as typer_main
 

@@ -1,8 +1,9 @@
 """What every command shares, without typer: choices, the catalog to read, parsing of counts and number formats.
 
 The `estimate` console script's fast path (`estimate_fast.py`) parses its options without typer and runs the
-command through these, so importing this module must not import typer; `options.py` adds the typer option types
-and re-exports all of this, and commands import from there.
+command through these, so importing this module must not import typer (nor the catalog: the script reads its
+options before the heavy imports); `options.py` adds the typer option types and re-exports all of this, and
+commands import from there.
 """
 
 from __future__ import annotations
@@ -12,16 +13,14 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from estimator.catalog.architecture import ModelSpec
-from estimator.catalog.checkpoint_quant import checkpoint_format
-from estimator.catalog.registry import Catalog, default_catalog
 from estimator.errors import WorkloadInvalid
-from estimator.render.output import check_target
 from estimator.units import parse_count
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from estimator.catalog.architecture import ModelSpec
+    from estimator.catalog.registry import Catalog
     from estimator.catalog.specs import GpuSpec, NumberFormat
     from estimator.catalog.systems import SystemSpec
     from estimator.inference.workload import InferenceWorkload
@@ -83,12 +82,16 @@ def writable(path: Path | None, *, force: bool = False) -> Path | None:
     """What the output options' callback does: an output path is checked before the command does any work (and
     refused when it exists, unless ``force``)."""
     if path is not None:
+        from estimator.render.output import check_target
+
         check_target(path, force=force)
     return path
 
 
 def catalog_for(specs_dir: Path | None) -> Catalog:
     """The packaged catalog, or the one in ``specs_dir``."""
+    from estimator.catalog.registry import Catalog, default_catalog
+
     return default_catalog() if specs_dir is None else Catalog.load(specs_dir)
 
 
@@ -127,6 +130,8 @@ def weights_format(catalog: Catalog, model: ModelSpec, dtype: str | None, group_
         raise WorkloadInvalid(model.checkpoint_error)
     if model.checkpoint is None:
         return number_format(catalog, "bf16", group_size)
+    from estimator.catalog.checkpoint_quant import checkpoint_format
+
     fmt = checkpoint_format(model.checkpoint, catalog.formats.get(model.checkpoint.base))
     if group_size is not None:
         _check_group_size(group_size)
