@@ -4,7 +4,9 @@ Run from the repository root:  python benchmarks/cold_start.py [--repeats 21]
 
 Each command runs in turn with the baseline (A B A B …) and the ratio is taken pair by pair, so it holds when the
 machine's speed drifts (issue 10's targets: ``--format json`` ≤ 12 ×, the table ≤ 15 × the baseline). The command
-is the `estimate` console script's own entry point, so the figures are what a user's ``estimate …`` costs.
+is the `estimate` console script's own entry point, so the figures are what a user's ``estimate …`` costs. Each
+ratio is given in wall time (the targets' measure) and in CPU time (user + system of the child process), which
+moves less when other jobs share the cores.
 See ``python -X importtime -c "from estimator.cli.estimate_fast import estimate_main"`` for a per-module breakdown.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,44 +33,50 @@ COMMANDS = {
 TARGETS = {"estimate --format json": 12.0, "estimate (table)": 15.0}
 
 
-def wall(args: list[str]) -> float:
+def timed(args: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one new process."""
     # An installed package has its modules compiled (pip writes the .pyc files); a shell that sets
     # PYTHONDONTWRITEBYTECODE would make a checkout compile every one of them on every run (1.5 × the whole
     # process measured here): the warm-up run writes them, as installing does.
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     env.update(PYTHONPATH=str(ROOT), COLUMNS="100")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([sys.executable, *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - start
+    took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def paired(args: list[str], repeats: int) -> tuple[list[float], list[float]]:
-    """(command times, command ÷ baseline ratios), the two run alternately."""
-    times, ratios = [], []
+def paired(args: list[str], repeats: int) -> tuple[list[float], list[float], list[float]]:
+    """(command times, command ÷ baseline wall ratios, the same in CPU time), the two run alternately."""
+    times, ratios, cpu_ratios = [], [], []
     for _ in range(repeats):
-        base = wall(BASELINE)
-        took = wall(args)
+        base, base_cpu = timed(BASELINE)
+        took, cpu = timed(args)
         times.append(took)
         ratios.append(took / base)
-    return times, ratios
+        cpu_ratios.append(cpu / base_cpu if base_cpu > 0 else float("nan"))
+    return times, ratios, cpu_ratios
 
 
 def measure(repeats: int) -> dict[str, float]:
     """Print each command's figures; return each command's median ratio to the baseline."""
     for args in COMMANDS.values():
-        wall(args)  # warm the OS file cache, the .pyc files and the parsed-spec cache: "cold" is a new process
-    base = [wall(BASELINE) for _ in range(repeats)]
+        timed(args)  # warm the OS file cache, the .pyc files and the parsed-spec cache: "cold" is a new process
+    base = [timed(BASELINE)[0] for _ in range(repeats)]
     print(f"{'python -c pass':28s} median {statistics.median(base):.3f} s  ({repeats} runs)")
     medians = {}
     for name, args in COMMANDS.items():
-        times, ratios = paired(args, repeats)
+        times, ratios, cpu_ratios = paired(args, repeats)
         medians[name] = statistics.median(ratios)
         target = TARGETS.get(name)
         met = target is not None and medians[name] <= target
         verdict = "" if target is None else f"  target ≤ {target:g} ×: {'met' if met else 'NOT met'}"
         quartiles = statistics.quantiles(ratios, n=4)
         print(f"{name:28s} median {statistics.median(times):.3f} s  = {medians[name]:5.1f} × baseline "
-              f"(pairwise median, quartiles {quartiles[0]:.1f}-{quartiles[2]:.1f}){verdict}")
+              f"(pairwise median, quartiles {quartiles[0]:.1f}-{quartiles[2]:.1f}); CPU "
+              f"{statistics.median(cpu_ratios):5.1f} ×{verdict}")
     return medians
 
 
