@@ -11,10 +11,12 @@ errors and their exit codes are typer's, unchanged.
 
 from __future__ import annotations
 
+import errno
 import gc
+import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -158,7 +160,7 @@ def estimate_main() -> None:
 
 
 def _main(args: list[str]) -> None:
-    parsed = parse(args)
+    parsed = None if _completing() else parse(args)
     if parsed is None:
         from estimator.cli.estimate import estimate_main as typer_main
 
@@ -168,4 +170,48 @@ def _main(args: list[str]) -> None:
     from estimator.cli.run import guarded
 
     params, order = parsed
-    guarded(lambda: run_estimate(_checked(params, order)))
+    guarded(lambda: _as_typer_invokes(lambda: run_estimate(_checked(params, order))))
+
+
+def _completing() -> bool:
+    """Whether a shell asks for completions (typer answers ``_ESTIMATE_COMPLETE=…``; any such variable counts)."""
+    return any(name.startswith("_") and name.endswith("_COMPLETE") and value for name, value in os.environ.items())
+
+
+class _Pacified:
+    """sys.stdout or sys.stderr after a closed pipe, as typer leaves them: a flush swallows the broken pipe (the
+    interpreter flushes both at exit)."""
+
+    def __init__(self, wrapped: Any) -> None:
+        self.wrapped = wrapped
+
+    def flush(self) -> None:
+        try:
+            self.wrapped.flush()
+        except OSError as error:
+            if error.errno != errno.EPIPE:
+                raise
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.wrapped, attr)
+
+
+def _as_typer_invokes(call: Callable[[], Any]) -> Any:
+    """``call()`` as typer's main runs a command (not standalone), so the script ends as the typer command does:
+    input that ends, a blank line and Abort; Ctrl-C, status 130 without a word; a closed pipe, status 1 without a
+    word (tests/cli/test_estimate_fast.py compares the two)."""
+    from estimator.cli.run import Aborted
+
+    try:
+        return call()
+    except EOFError as error:
+        sys.stderr.write("\n")
+        sys.stderr.flush()
+        raise Aborted from error
+    except KeyboardInterrupt:
+        return 130
+    except OSError as error:
+        if error.errno != errno.EPIPE:
+            raise
+        sys.stdout, sys.stderr = _Pacified(sys.stdout), _Pacified(sys.stderr)
+        sys.exit(1)

@@ -17,11 +17,16 @@ def _fail(message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
+class Aborted(Exception):
+    """What typer's Abort is where typer is not imported (the `estimate` console script's fast path): the input
+    ended where a command read it."""
+
+
 def _aborted(error: Exception) -> bool:
-    """Whether ``error`` is typer's Abort (a prompt refused). Without typer imported (the `estimate` console
-    script's fast path) no Abort can have been raised, so typer is not imported to ask."""
+    """Whether ``error`` is typer's Abort (a prompt refused, input ended) or `Aborted`. Without typer imported no
+    Abort can have been raised, so typer is not imported to ask."""
     typer = sys.modules.get("typer")
-    return typer is not None and isinstance(error, typer.Abort)
+    return isinstance(error, Aborted) or (typer is not None and isinstance(error, typer.Abort))
 
 
 def run(command: Any, args: list[str] | None = None) -> None:

@@ -187,3 +187,28 @@ def test_the_plain_path_imports_no_typer() -> None:
             "sys.stderr.write(' '.join(m for m in sys.modules if m.split('.')[0] in ('typer', 'rich')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.startswith("{") and done.stderr == ""
+
+
+@pytest.mark.parametrize("raised", [EOFError(), KeyboardInterrupt(), BrokenPipeError(32, "Broken pipe"),
+                                    PermissionError(13, "Permission denied", "x.json")])
+def test_the_script_ends_as_the_typer_command_ends(raised: BaseException, monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing(params: dict[str, Any]) -> None:
+        raise raised
+
+    monkeypatch.setattr("estimator.cli.estimate_run.run_estimate", failing)
+    monkeypatch.setattr("estimator.cli.estimate.run_estimate", failing)
+    args = [*MODEL, "--gpu", "h100"]
+    assert parse(args) is not None
+    fast = _run(estimate_fast.estimate_main, args, monkeypatch)
+    assert fast == _run(estimate.estimate_main, args, monkeypatch)
+    assert fast[0] != 0
+
+
+@pytest.mark.parametrize("instruction", ["bash_source", "complete_bash", "zsh_complete"])
+def test_a_completion_request_goes_to_typer(instruction: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("_ESTIMATE_COMPLETE", instruction)
+    monkeypatch.setenv("COMP_WORDS", "estimate --mo")
+    monkeypatch.setenv("COMP_CWORD", "1")
+    args = [*MODEL, "--gpu", "h100", "--format", "json"]
+    assert estimate_fast._completing()
+    assert _run(estimate_fast.estimate_main, args, monkeypatch) == _run(estimate.estimate_main, args, monkeypatch)
