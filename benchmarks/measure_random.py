@@ -18,7 +18,9 @@ aten operations one step dispatches), ``kind=lean_decode`` and ``kind=train`` (A
 checkpointing on and off, the optimizer step timed on its own); with ``--host``, ``kind=train_parts`` (forward,
 backward and optimizer step, each with its host issue time and GPU time) and ``kind=host_inference`` (prefill and
 eager decode, the same two times) of small models, every one ``fit``. Each case is guarded; a failure is a row with
-``error``. No new architecture starts once ``--budget-s`` has passed.
+``error``. No new architecture starts once ``--budget-s`` has passed. Every row also carries the host's speed
+just before and after its case (``host_op_before_s``, ``host_op_after_s``: `host_probe`), and prefill and HF decode
+rows the host issue time beside the GPU time of one forward (``issue``).
 """
 
 from __future__ import annotations
@@ -199,6 +201,8 @@ def hf_decode_rows(model: Any, batch: int, context: int) -> dict[str, Any]:
     with t.inference_mode():
         step()
         row["decode_ops"] = count_ops(step)
+        host, gpu = _timed(step, 5)
+        row["issue"] = {"host_s": host, "gpu_s": gpu}
         try:
             row["graph"] = device.graph_time(step, reps=20)
         except Exception as error:
@@ -221,11 +225,22 @@ def prefill_ops(model: Any, batch: int, prompt: int) -> int:
         return count_ops(lambda: model(input_ids=ids, use_cache=False, logits_to_keep=1))
 
 
+def prefill_issue(model: Any, batch: int, prompt: int) -> dict[str, float]:
+    """Host issue time beside GPU time of one prefill forward (no cache, last logits), median of 3."""
+    t = measure.require_cuda()
+    ids = t.randint(0, model.config.vocab_size, (batch, prompt), device=device._device())
+    with t.inference_mode():
+        host, gpu = _timed(functools.partial(model, input_ids=ids, use_cache=False, logits_to_keep=1), 3)
+    return {"host_s": host, "gpu_s": gpu}
+
+
 def _prefills(run: Run, model: Any, base: dict[str, Any], rng: random.Random) -> None:
     for index, (batch, prompt) in enumerate(_prefill_cases(rng, run.tiny)):
         for keep in (1, 0) if index == 1 else (1,):
             try:
                 row = measure.measure_prefill(model, batch, prompt, keep, latency=keep == 1)
+                if keep == 1:
+                    row["issue"] = prefill_issue(model, batch, prompt)
                 if index == 0:
                     row["prefill_ops"] = prefill_ops(model, batch, prompt)
                 run.emit({**base, **row})
@@ -389,6 +404,26 @@ def host_inference_row(config: dict[str, Any], dtype: str, tiny: bool) -> dict[s
     return row
 
 
+def host_probe(ops: int = 300, repeats: int = 5) -> float | None:
+    """The host's speed at this moment: median seconds per aten operation of ``ops`` in-place adds on a one-element
+    tensor of the device, issued back to back (dispatch and launch, no GPU work to wait for). Written into every
+    row before and after its case, so a host-bound time can be read against the host's speed at that moment."""
+    t = measure.require_cuda()
+    try:
+        x = t.zeros(1, device=device._device())
+        timings = []
+        for _ in range(repeats):
+            device.sync()
+            began = time.perf_counter()
+            for _ in range(ops):
+                x.add_(1)
+            timings.append((time.perf_counter() - began) / ops)
+        device.sync()
+        return sorted(timings)[repeats // 2]
+    except RuntimeError:
+        return None
+
+
 class Run:
     """One measuring run: where rows go, the time budget, and the toy-size switch."""
 
@@ -398,9 +433,13 @@ class Run:
         self.start = time.monotonic()
         args.out.mkdir(parents=True, exist_ok=True)
         self.sink = (args.out / "measured.jsonl").open("a", encoding="utf-8")
+        self.last_probe: float | None = None
 
     def emit(self, row: dict[str, Any]) -> None:
-        row = {**row, "seed": self.args.seed, "elapsed_s": round(time.monotonic() - self.start, 1)}
+        probe = host_probe()
+        row = {**row, "seed": self.args.seed, "elapsed_s": round(time.monotonic() - self.start, 1),
+               "host_op_before_s": self.last_probe, "host_op_after_s": probe}
+        self.last_probe = probe
         self.sink.write(json.dumps(row) + "\n")
         self.sink.flush()
         what = row.get("phase") or row["kind"]

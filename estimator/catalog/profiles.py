@@ -39,6 +39,11 @@ class EfficiencyProfile(BaseModel):
     attention_flop_efficiency: float = Field(gt=0, le=1)
     # attention with an explicit mask (transformers' sliding windows): a slower SDPA kernel over every causal pair
     masked_attention_flop_efficiency: float | None = Field(default=None, gt=0, le=1)
+    # fp32 GEMMs run on CUDA cores (no tensor cores; TF32 off, PyTorch's default): a fraction of the card's fp32 peak
+    # (None: matmul_flop_efficiency); the GEMMs of PyTorch's math SDPA kernel run in fp32 whatever the model's dtype
+    fp32_matmul_flop_efficiency: float | None = Field(default=None, gt=0, le=1)
+    # fp32 attention runs PyTorch's memory-efficient SDPA kernel on CUDA cores (flash takes no fp32), masked or not
+    fp32_attention_flop_efficiency: float | None = Field(default=None, gt=0, le=1)
     elementwise_hidden_passes: float = Field(ge=0, le=MAX_PASSES)
     elementwise_ffn_passes: float = Field(ge=0, le=MAX_PASSES)
     per_layer_step_s: Seconds
@@ -49,6 +54,9 @@ class EfficiencyProfile(BaseModel):
     eager_ops_per_layer: dict[str, tuple[Ops, Ops, Ops]] = Field(default_factory=dict)
     host_fixed_s: Seconds = 0
     host_per_op_s: Seconds = 0
+    # GPU time per dispatched aten operation beyond its bytes and FLOPs (a small kernel's launch and tail, also
+    # inside a CUDA graph): the counted operations × this join the per-layer cost (timing.phase_time)
+    gpu_per_op_s: Seconds = 0
     cuda_context_bytes: int = Field(ge=0, le=MAX_BYTES)
     workspace_bytes: int = Field(ge=0, le=MAX_BYTES)
     driver_reserved_fraction: float = Field(ge=0, lt=0.1)

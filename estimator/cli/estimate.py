@@ -70,8 +70,8 @@ def estimate_command(
                                                 "NICS x Gbit/s[-ib|roce|eth], e.g. 8x400g-ib.")] = None,
     logits: LogitsOption = Logits.last,
     profile: Annotated[str, typer.Option(help="Efficiency profile: optimized (serving engine, CUDA graphs), hf "
-                                         "(Hugging Face transformers eager) or megatron (training, kernel by "
-                                         "kernel).")] = "optimized",
+                                         "(Hugging Face transformers eager), hf-graph (transformers, decode step "
+                                         "in a CUDA graph) or megatron (training, kernel by kernel).")] = "optimized",
     mla_cache: Annotated[MlaCache | None, typer.Option(help="MLA models: cache the compressed latent (serving "
                                                        "engines; the optimized profile's default) or decompressed "
                                                        "K/V (transformers; the hf profile's).")] = None,

@@ -99,7 +99,7 @@ class _Times:
 
 def _times(terms: _Terms, arch: Architecture | None, gpu: GpuSpec, w: InferenceWorkload, peak: float) -> _Times:
     hw = Hardware(peak, gpu.bandwidth_bytes_per_s, gpu.memory_type, gpu.interconnect_bytes_per_s,
-                  w.tensor_parallel)
+                  w.tensor_parallel, gpu.peak_flop_per_s("fp32"))
     decoding = arch is None or arch.causal
     return _Times(hw, phase_time(terms.prefill, hw, w.profile),
                   phase_time(terms.decode, hw, w.profile) if decoding else None,

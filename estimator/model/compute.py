@@ -66,6 +66,26 @@ def attention_flops(arch: Architecture, batch: int, tokens: int, *, past: int = 
     return total * batch
 
 
+# Bytes PyTorch 2.11's math SDPA kernel (`_scaled_dot_product_attention_math`, is_causal) moves per score, pass by
+# pass over the fp32 b × heads × s × s matrix, counted from its source: QKᵀ writes the scores (4); the causal bias is
+# added (read 4, write 4; the s × s bias itself is shared by every head); `_safe_softmax` = softmax (read 4, write 4),
+# the −inf test `eq` (read 4, write 1), `all` over each row (read 1) and `where` (read 4, write 4); PV reads the
+# probabilities (4). 4 + 8 + 8 + 5 + 1 + 8 + 4 = 38.
+MATH_SDPA_PASS_BYTES_PER_SCORE = 38
+
+
+def math_attention_scores(arch: Architecture, batch: int, tokens: int) -> int:
+    """Scores PyTorch's math SDPA kernel materialises over all layers of a prefill: every query–key pair of
+    every head (it masks the upper triangle after computing it; windows are masks too)."""
+    return arch.num_layers * batch * arch.attention.num_heads * tokens * tokens
+
+
+def math_attention_flops(arch: Architecture, batch: int, tokens: int) -> int:
+    """GEMM FLOPs of the math SDPA kernel: QKᵀ and PV over every scored pair, 2 per multiply–add."""
+    attn = arch.attention
+    return 2 * math_attention_scores(arch, batch, tokens) * (attn.head_dim + attn.v_head_dim)
+
+
 def prefill_matmul_flops(arch: Architecture, batch: int, tokens: int, *, logits_positions: int) -> float:
     """2 × linear parameters × tokens, plus the LM head for the positions whose logits are computed."""
     return 2 * linear_params_per_token(arch) * batch * tokens + 2 * lm_head_numel(arch) * batch * logits_positions

@@ -11,11 +11,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from estimator.catalog.architecture import Architecture, ModelSpec
-from estimator.model.compute import attention_flops, decode_matmul_flops, decode_weight_bytes, prefill_matmul_flops
+from estimator.model.compute import (
+    MATH_SDPA_PASS_BYTES_PER_SCORE,
+    attention_flops,
+    decode_matmul_flops,
+    decode_weight_bytes,
+    math_attention_flops,
+    math_attention_scores,
+    prefill_matmul_flops,
+)
 from estimator.model.elementwise import maximum
 from estimator.model.experts import expert_parallel_weights_bytes
 from estimator.model.footprint import rank_kv_bytes
-from estimator.model.memory import generic_weights_bytes, prefill_masked_attention, sharded_weights_bytes
+from estimator.model.memory import (
+    generic_weights_bytes,
+    prefill_masked_attention,
+    runs_math_attention,
+    sharded_weights_bytes,
+)
 from estimator.model.runtime import Runtime
 from estimator.model.timing import PhaseCost
 
@@ -49,18 +62,24 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
     prompt_tokens = batch * prompt
     positions = prompt if rt.logits == "all" else 1
     masked = prefill_masked_attention(arch, rt.profile)
+    # PyTorch's math SDPA kernel (memory.runs_math_attention) scores every pair in fp32 with its GEMMs and passes
+    math = runs_math_attention(arch, rt.profile, fp32=act == 4)
+    scores = math_attention_scores(arch, batch, prompt) / tp if math else 0
     return PhaseCost(
         matmul_flops=prefill_matmul_flops(arch, batch, prompt, logits_positions=positions) / tp,
-        attention_flops=attention_flops(arch, batch, prompt, ignore_windows=masked) / tp,
+        attention_flops=0 if math else attention_flops(arch, batch, prompt, ignore_windows=masked) / tp,
         weight_bytes=sharded_weights_bytes(arch, rt.weight_format, tp) if expert_groups == 1
         else expert_parallel_weights_bytes(arch, rt.weight_format, tp, tp * expert_groups),
         kv_bytes=kv_bytes * prompt / maximum(context, 1),
-        elementwise_bytes=prompt_tokens * _elementwise_bytes_per_token(arch, rt, tp),
+        elementwise_bytes=prompt_tokens * _elementwise_bytes_per_token(arch, rt, tp)
+        + scores * MATH_SDPA_PASS_BYTES_PER_SCORE,
         layers=layers,
         allreduce_bytes=2 * layers * prompt_tokens * h * act,
         allreduces=2 * layers if tp > 1 else 0,
         masked_attention=masked,
         host_ops=eager_ops(arch, rt, decode=False),
+        fp32=act == 4,
+        math_attention_flops=math_attention_flops(arch, batch, prompt) / tp if math else 0,
     )
 
 
@@ -80,6 +99,7 @@ def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: i
         allreduces=2 * layers if tp > 1 else 0,
         grouped_kv=arch.attention.latent is None and arch.attention.num_kv_heads < arch.attention.num_heads,
         host_ops=eager_ops(arch, rt, decode=True),
+        fp32=act == 4,
     )
 
 

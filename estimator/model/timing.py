@@ -58,10 +58,13 @@ class PhaseCost:
     grouped_kv: bool = False  # decode reads a grouped-query KV cache (fewer KV heads than query heads)
     masked_attention: bool = False  # attention runs with an explicit mask (see profiles.masked_attention_...)
     host_ops: float = 0.0  # aten operations the host dispatches one by one (0: host time from layers alone)
+    fp32: bool = False  # the phase computes in fp32: GEMMs and attention on CUDA cores (profile's fp32_* figures)
+    # GEMM FLOPs of PyTorch's math SDPA kernel (QKᵀ and PV over every pair, in fp32 whatever the model's dtype)
+    math_attention_flops: float = 0.0
 
     @property
     def flops(self) -> float:
-        return self.matmul_flops + self.attention_flops
+        return self.matmul_flops + self.attention_flops + self.math_attention_flops
 
     @property
     def bytes(self) -> float:
@@ -86,6 +89,7 @@ class Hardware:
     memory_type: str
     link_bytes_per_s: float | None
     tensor_parallel: int
+    fp32_flop_per_s: float | None = None  # the card's fp32 peak, for math-kernel attention (None: peak_flop_per_s)
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,7 @@ class PhaseTime:
     weights_s: float = 0.0
     elementwise_s: float = 0.0
     kv_s: float = 0.0
-    fixed_s: float = 0.0  # layers × the profile's per_layer_step_s
+    fixed_s: float = 0.0  # layers × the profile's per_layer_step_s + operations × its gpu_per_op_s
     host_s: float = 0.0  # layers × the profile's host_per_layer_s (host dispatch, overlapped with the GPU)
 
 
@@ -144,6 +148,14 @@ def attention_flop_fraction(profile: EfficiencyProfile, *, masked: bool) -> floa
     return profile.attention_flop_efficiency
 
 
+def matmul_flop_fraction(profile: EfficiencyProfile, *, fp32: bool) -> float:
+    """Achievable fraction of peak FLOP/s for GEMMs: fp32 GEMMs (CUDA cores, no tensor cores) reach a larger share
+    of their lower peak than 16-bit tensor-core GEMMs of theirs, where the profile gives the fp32 figure."""
+    if fp32 and profile.fp32_matmul_flop_efficiency is not None:
+        return profile.fp32_matmul_flop_efficiency
+    return profile.matmul_flop_efficiency
+
+
 def host_dispatch_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     """Seconds the host needs to issue the phase's kernels one by one (eager runtimes; overlapped with the GPU):
     a fixed cost plus the phase's aten operations × the cost of one where the profile counts operations, else
@@ -160,10 +172,15 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     kv_bandwidth = hw.bandwidth_bytes_per_s * kv_read_fraction(
         profile, hw.memory_type, grouped_kv=cost.grouped_kv)  # type: ignore[arg-type]
     attention_efficiency = attention_flop_fraction(profile, masked=cost.masked_attention)
-    compute_s = (cost.matmul_flops / (hw.peak_flop_per_s * profile.matmul_flop_efficiency)
-                 + cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency))
+    if cost.fp32 and profile.fp32_attention_flop_efficiency is not None:
+        attention_efficiency = profile.fp32_attention_flop_efficiency
+    fp32_peak = hw.fp32_flop_per_s or hw.peak_flop_per_s
+    compute_s = (cost.matmul_flops / (hw.peak_flop_per_s * matmul_flop_fraction(profile, fp32=cost.fp32))
+                 + cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency)
+                 + cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True)))
     weights_s, elementwise_s = cost.weight_bytes / bandwidth, cost.elementwise_bytes / bandwidth
-    kv_s, fixed_s = cost.kv_bytes / kv_bandwidth, cost.layers * profile.per_layer_step_s
+    kv_s = cost.kv_bytes / kv_bandwidth
+    fixed_s = cost.layers * profile.per_layer_step_s + cost.host_ops * profile.gpu_per_op_s
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.
     gpu_s = maximum(compute_s, weights_s) + elementwise_s + kv_s + fixed_s

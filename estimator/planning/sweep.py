@@ -282,7 +282,8 @@ def _time_columns(np: Any, model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload,
     """estimate's time fields at every point: `phases.job_costs` and `timing.phase_time` on float64 arrays."""
     tp, arch, n = w.tensor_parallel, model.arch, len(b)
     _, peak = peak_for(gpu, w.weight_format.compute_dtype)
-    hw = Hardware(peak, gpu.bandwidth_bytes_per_s, gpu.memory_type, gpu.interconnect_bytes_per_s, tp)
+    hw = Hardware(peak, gpu.bandwidth_bytes_per_s, gpu.memory_type, gpu.interconnect_bytes_per_s, tp,
+                  gpu.peak_flop_per_s("fp32"))
     bf = as_float(b)
     costs = job_costs(model, w, tp, bf, as_float(p), as_float(o), as_float(0 * b if mem.kv is None else mem.kv))
     prefill = phase_time(costs.prefill, hw, w.profile)
