@@ -8,7 +8,7 @@ the host issues a step's kernels one by one and the GPU runs them as they come, 
 the two. Small models are host-bound (0.05–1 B parameters: 1.4 ms a layer to issue a forward, 3.4 ms a backward,
 2.6 and 6.5 ms under activation checkpointing, whose backward re-runs the forward through saved-tensor hooks);
 large ones are GPU-bound: matrix FLOPs at the profile's efficiency (fp32 has its own: no tensor cores), plus the
-loss stage's and autocast's bytes.
+loss stage's and autocast's bytes, and, where PyTorch's math SDPA kernel runs, its fp32 GEMMs and score passes.
 """
 
 from __future__ import annotations
@@ -18,8 +18,15 @@ import math
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec
-from estimator.model.compute import attention_flops, linear_params_per_token
+from estimator.model.compute import (
+    MATH_SDPA_PASS_BYTES_PER_SCORE,
+    attention_flops,
+    linear_params_per_token,
+    math_attention_flops,
+    math_attention_scores,
+)
 from estimator.model.inventory import lm_head_numel, tensor_inventory
+from estimator.model.memory import runs_math_attention
 from estimator.training.states import state_dtype_bytes
 from estimator.training.workload import TrainingWorkload
 
@@ -40,6 +47,11 @@ AUTOCAST_CAST_BYTES = 6
 # element per parameter.
 ADAMW_FOREACH_ACCESSES = 21
 ADAMW_FOREACH_KERNELS = 8
+# The backward of PyTorch's math SDPA kernel per score, from its autograd formulas (fp32): PV's backward writes the
+# probabilities' gradient (4) and reads the probabilities for V's gradient (4); `where` passes it through (read 4,
+# write 4); softmax backward reads the gradient and the output and writes the scores' gradient (4 + 4 + 4); the
+# gradients of Q and K read it (4 + 4). 8 + 8 + 12 + 8 = 36.
+MATH_SDPA_BACKWARD_BYTES_PER_SCORE = 36
 
 
 def loss_stage_bytes(arch: Architecture, tokens: int) -> tuple[float, float]:
@@ -75,6 +87,24 @@ def uses_eager_step(profile: EfficiencyProfile) -> bool:
     return profile.train_host_backward_per_layer_s > 0
 
 
+def math_attention_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec) -> tuple[float, float]:
+    """(forward, backward) seconds of PyTorch's math SDPA kernel where it runs (`memory.runs_math_attention`) on
+    one GPU: its GEMMs over every pair in fp32 (forward QKᵀ and PV, backward twice that) at the fp32 training
+    efficiency, and its passes over the scores (`MATH_SDPA_PASS_BYTES_PER_SCORE`, and 36 bytes backward)."""
+    prof = w.profile
+    if w.attention != "sdpa" or not runs_math_attention(arch, prof, fp32=w.compute_dtype == "fp32"):
+        return 0.0, 0.0
+    mp, fp32_peak = w.tp * w.pp, gpu.peak_flop_per_s("fp32")
+    efficiency = prof.train_fp32_flop_efficiency or prof.train_flop_efficiency
+    if fp32_peak is None or efficiency is None:
+        return 0.0, 0.0
+    flops = math_attention_flops(arch, w.batch, w.seq_len) / mp / (fp32_peak * efficiency)
+    scores = math_attention_scores(arch, w.batch, w.seq_len) / mp
+    bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
+    return (flops + scores * MATH_SDPA_PASS_BYTES_PER_SCORE / bandwidth,
+            2 * flops + scores * MATH_SDPA_BACKWARD_BYTES_PER_SCORE / bandwidth)
+
+
 def eager_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, trainable_params: int,
                     stage_layers: int) -> tuple[float, float]:
     """(seconds of one replica's micro-batches on one GPU without the bubble, the matrix efficiency used): per
@@ -87,19 +117,21 @@ def eager_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak:
     assert efficiency is not None  # a profile with host figures gives a step-level efficiency
     layers = linear_params_per_token(arch)
     linear = layers + lm_head_numel(arch)
-    attention = attention_flops(arch, w.batch, w.seq_len) / tokens
+    math_fwd, math_bwd = math_attention_s(arch, w, gpu)  # replaces the fused kernel's attention where it runs
+    attention = 0 if math_fwd else attention_flops(arch, w.batch, w.seq_len) / tokens
     adapters = trainable_params if lora else 0
     forward = (2 * linear + 2 * adapters + attention) * tokens / mp
     backward = ((2 if lora else 4) * linear + 4 * adapters + 2 * attention) * tokens / mp
     full = w.recompute == "full"
     if full:
         backward += (2 * layers + attention) * tokens / mp
+        math_bwd += math_fwd
     bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
     loss_fwd, loss_bwd = (b / w.tp for b in loss_stage_bytes(arch, tokens))
     cast = AUTOCAST_CAST_BYTES * trainable_params / mp if w.amp and not lora else 0
     host_fwd, host_bwd = host_s(prof, stage_layers, checkpointed=full)
-    gpu_fwd = forward / (peak * efficiency) + (loss_fwd + cast) / bandwidth
-    gpu_bwd = backward / (peak * efficiency) + (loss_bwd + (cast if full else 0)) / bandwidth
+    gpu_fwd = forward / (peak * efficiency) + (loss_fwd + cast) / bandwidth + math_fwd
+    gpu_bwd = backward / (peak * efficiency) + (loss_bwd + (cast if full else 0)) / bandwidth + math_bwd
     return w.grad_accum * (max(gpu_fwd, host_fwd) + max(gpu_bwd, host_bwd)), efficiency
 
 

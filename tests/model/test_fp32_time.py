@@ -79,3 +79,26 @@ def test_graph_profile_has_no_host_floor_and_a_gpu_cost_per_operation() -> None:
     assert t.host_s == 0
     # 32 layers × 41 µs + 32 × 63 operations × 1.24 µs
     assert t.fixed_s == pytest.approx(32 * 4.1e-5 + 32 * 63 * 1.24e-6, rel=1e-12)
+
+
+def test_math_kernel_time_in_an_fp32_training_step() -> None:
+    """fp32, 8 heads over 2 KV heads (math kernel), batch 2 × 256 tokens: 2 layers × 2 × 8 × 256² = 2,097,152
+    scores; forward GEMMs 2 × scores × 128 FLOPs at the H200's fp32 peak × 0.74, plus 38 B per score at the hf
+    bandwidth; backward twice the GEMMs plus 36 B per score. Flash (bf16) or MHA leave it to the fused kernel."""
+    from estimator.training.eager_step import math_attention_s
+    from estimator.training.workload import TrainingWorkload
+
+    catalog = default_catalog()
+    hf, h200 = catalog.profiles.get("hf"), catalog.gpus.get("h200")
+    workload = TrainingWorkload(batch=2, seq_len=256, precision="fp32", optimizer="adamw", profile=hf)
+    scores = 2 * 2 * 8 * 256 * 256
+    fp32_peak = h200.peak_flop_per_s("fp32")
+    assert fp32_peak is not None
+    gemm_s = 2 * scores * 128 / (fp32_peak * 0.74)
+    bandwidth = h200.bandwidth_bytes_per_s * hf.bandwidth_fraction(h200.memory_type)
+    forward, backward = math_attention_s(_arch(8, 2), workload, h200)
+    assert forward == pytest.approx(gemm_s + scores * 38 / bandwidth, rel=1e-12)
+    assert backward == pytest.approx(2 * gemm_s + scores * 36 / bandwidth, rel=1e-12)
+    assert math_attention_s(_arch(8, 8), workload, h200) == (0.0, 0.0)
+    amp = TrainingWorkload(batch=2, seq_len=256, precision="amp-bf16", optimizer="adamw", profile=hf)
+    assert math_attention_s(_arch(8, 2), amp, h200) == (0.0, 0.0)
