@@ -106,8 +106,11 @@ def test_a_sweep_point_the_model_cannot_split_is_a_row_and_the_rest_goes_on(tmp_
 
     book = tmp_path / "s.xlsx"
     assert run(*args, "--format", "xlsx", "-o", str(book)).returncode == 0
-    sheet = load_workbook(book, read_only=True)["sweep"]
-    table = [[*r, *[None] * 80][:len(rows[0])] for r in sheet.iter_rows(values_only=True)]  # trailing blanks
+    workbook = load_workbook(book, read_only=True)  # read-only keeps the file open until closed
+    try:
+        table = [[*r, *[None] * 80][:len(rows[0])] for r in workbook["sweep"].iter_rows(values_only=True)]
+    finally:
+        workbook.close()  # else the open file's ResourceWarning fails whichever later test the collector runs in
     column = next(i for i, h in enumerate(table[0]) if str(h).startswith("error"))
     assert [r[column] for r in table[1:]] == [r["error"] or None for r in rows]
 

@@ -100,8 +100,9 @@ def test_plan_xlsx_holds_the_csv_rows(client: TestClient) -> None:
     answer = client.get("/v1/plan", params={**PLAN, "format": "xlsx"})
     assert answer.status_code == 200
     assert answer.headers["content-disposition"] == 'attachment; filename="plan.xlsx"'
-    sheet = openpyxl.load_workbook(io.BytesIO(answer.content), read_only=True)["plan"]
-    header = [cell.value for cell in next(sheet.iter_rows())]
+    workbook = openpyxl.load_workbook(io.BytesIO(answer.content), read_only=True)
+    header = [cell.value for cell in next(workbook["plan"].iter_rows())]
+    workbook.close()
     csv_header = next(csv.reader(io.StringIO(client.get("/v1/plan", params={**PLAN, "format": "csv"}).text)))
     assert header == [xlsx_header(key) for key in csv_header]  # the same columns, each with its unit
 
