@@ -313,8 +313,8 @@ def _bad_numbers(value: Any, path: str = "") -> list[str]:
 def problems(o: Outcome) -> list[str]:
     """Every way ``o`` breaks the CLI's promise (empty when it keeps it)."""
     found = []
-    if o.escaped is not None:
-        found.append(f"traceback: {o.escaped}")
+    if o.escaped is not None:  # a hang is its own kind: counting it as a traceback hid what the run found
+        found.append(o.escaped if o.escaped.startswith("hang:") else f"traceback: {o.escaped}")
     if "Traceback (most recent call last)" in o.stdout + o.stderr:
         found.append("traceback printed")
     if o.escaped is not None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fuzz.campaign import generate, run
+from tests.fuzz.campaign import Outcome, generate, problems, run
 
 SEED = 20261201
 CASES = 240  # ~30 s on one core; the benchmark runs 100,000
@@ -33,3 +33,12 @@ def test_every_generated_command_line_keeps_the_promise(tmp_path: Path) -> None:
 def test_the_same_seed_gives_the_same_cases() -> None:
     assert list(generate(SEED, 50)) == list(generate(SEED, 50))
     assert list(generate(SEED, 50)) != list(generate(SEED + 1, 50))
+
+
+def test_a_hang_is_counted_as_a_hang_and_an_escape_as_a_traceback() -> None:
+    case = next(iter(generate(SEED, 1)))
+    hang = Outcome(case, 0, "", "", 20.0, escaped="hang: more than 20 s")
+    escape = Outcome(case, 0, "", "", 0.1, escaped="ValueError: boom")
+    assert problems(hang) == ["hang: more than 20 s"]
+    assert problems(escape) == ["traceback: ValueError: boom"]
+    assert [p.split(":")[0] for p in problems(hang) + problems(escape)] == ["hang", "traceback"]  # the run's kinds
