@@ -55,10 +55,13 @@ def gpu_table_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[dict[str
     return keys, [{k: r.get(k) for k in keys} for r in flat]
 
 
+# the --format option of every catalog listing (gpus, models, systems)
+CatalogFormat = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
+
+
 @gpus_app.callback()
 def gpus_list(ctx: typer.Context, specs_dir: SpecsDir = None,
-              output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
-              = OutputFormat.table) -> None:
+              output_format: CatalogFormat = OutputFormat.table) -> None:
     """List the GPU catalog.
 
     \b
@@ -136,8 +139,7 @@ def model_row(m: ModelSpec) -> dict[str, Any]:
 
 @models_app.callback()
 def models_list(ctx: typer.Context, specs_dir: SpecsDir = None,
-                output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
-                = OutputFormat.table) -> None:
+                output_format: CatalogFormat = OutputFormat.table) -> None:
     """List the model catalog.
 
     \b
@@ -217,8 +219,7 @@ def system_row(catalog: Catalog, s: SystemSpec) -> dict[str, Any]:
 
 @systems_app.callback()
 def systems_list(ctx: typer.Context, specs_dir: SpecsDir = None,
-                 output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
-                 = OutputFormat.table) -> None:
+                 output_format: CatalogFormat = OutputFormat.table) -> None:
     """List the system catalog.
 
     \b
