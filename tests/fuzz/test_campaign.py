@@ -37,8 +37,22 @@ def test_the_same_seed_gives_the_same_cases() -> None:
 
 def test_a_hang_is_counted_as_a_hang_and_an_escape_as_a_traceback() -> None:
     case = next(iter(generate(SEED, 1)))
-    hang = Outcome(case, 0, "", "", 20.0, escaped="hang: more than 20 s")
+    hang = Outcome(case, 0, "", "", 20.0, escaped="hang: more than 20 s of CPU time")
     escape = Outcome(case, 0, "", "", 0.1, escaped="ValueError: boom")
-    assert problems(hang) == ["hang: more than 20 s"]
+    assert problems(hang) == ["hang: more than 20 s of CPU time"]
     assert problems(escape) == ["traceback: ValueError: boom"]
     assert [p.split(":")[0] for p in problems(hang) + problems(escape)] == ["hang", "traceback"]  # the run's kinds
+
+
+def test_a_case_that_works_past_the_cpu_limit_is_a_hang(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tests.fuzz import campaign
+
+    def busy() -> None:
+        while True:  # unbounded work: only the CPU-time clock ends it
+            pass
+
+    monkeypatch.setattr(campaign, "CASE_SECONDS", 0.2)
+    monkeypatch.setattr("estimator.cli.main.main", busy)
+    outcome = run(next(iter(generate(SEED, 1))), tmp_path / "busy")
+    assert outcome.problems[:1] == ["hang: more than 0.2 s of CPU time"]
+    assert outcome.cpu_seconds >= 0.2
