@@ -24,9 +24,10 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 
 from estimator.catalog.files import MAX_INDEX_BYTES, read_limited
-from estimator.catalog.specs import MAX_ELEMENTS, Elements, StoredBytes
+from estimator.catalog.specs import MAX_ELEMENTS, MAX_STORED_BYTES, Elements, StoredBytes
 from estimator.errors import SpecInvalid
 
+MAX_FILES = 1_000_000  # a checkpoint's shards: DeepSeek-V3 ships 163
 MAX_HEADER_BYTES = 100_000_000  # safetensors' own ceiling on a header (its MAX_HEADER_SIZE)
 # bytes per element of the whole-byte safetensors dtypes (safetensors Dtype); sub-byte ones (F4, F6) are not checked
 DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "I16": 2, "U16": 2,
@@ -80,10 +81,22 @@ class StoredWeights:
     __pydantic_config__ = ConfigDict(extra="forbid")
 
     source: Literal["safetensors", "gguf"]
-    files: Annotated[int, Field(ge=0, le=1_000_000)]  # shards: DeepSeek-V3 ships 163
+    files: Annotated[int, Field(ge=0, le=MAX_FILES)]
     tensors: Annotated[int, Field(ge=0, le=MAX_ELEMENTS)]  # each holds at least one element
     roles: tuple[tuple[str, Elements, StoredBytes], ...]
     compute_dtype: str  # what its dominant linear-weight dtype computes in (bf16, fp16, fp32, fp8)
+
+    def __post_init__(self) -> None:
+        """The ceilings above hold when the readers build one, not only when pydantic validates one: a header may
+        claim any shape, and a figure past them would reach the report."""
+        if not 0 <= self.files <= MAX_FILES:
+            raise SpecInvalid(f"checkpoint of {self.files:,} files is outside 0..{MAX_FILES:,}")
+        if not 0 <= self.tensors <= MAX_ELEMENTS:
+            raise SpecInvalid(f"checkpoint of {self.tensors:,} tensors is outside 0..{MAX_ELEMENTS:,}")
+        for role, elements, stored in self.roles:
+            if not (0 <= elements <= MAX_ELEMENTS and 0 <= stored <= MAX_STORED_BYTES):
+                raise SpecInvalid(f"checkpoint {role} tensors of {elements:,} elements in {stored:,} bytes are "
+                                  f"outside 0..{MAX_ELEMENTS:,} elements and 0..{MAX_STORED_BYTES:,} bytes")
 
     @property
     def bytes(self) -> int:

@@ -37,6 +37,7 @@ from estimator.render.live_tables import (
     render_gpu,
     render_validation,
 )
+from estimator.render.output import append_lines, check_rows_target
 from estimator.training.options import Mode
 from estimator.units import MIB, format_bytes
 
@@ -247,6 +248,13 @@ def calibrate_command(
 
 # validate ---------------------------------------------------------------------------------------------------
 
+def _rows_target(ctx: typer.Context, path: Path | None) -> Path | None:
+    """``--save``'s callback: the file is checked before minutes of measuring, not after (``--force`` is eager)."""
+    if path is not None:
+        check_rows_target(path, force=bool(ctx.params.get("force")))
+    return path
+
+
 def validate_command(
     model: Annotated[str, typer.Option("--model", "-m", help="Catalog model name, or a config.json path or "
                                        "folder.")],
@@ -263,7 +271,10 @@ def validate_command(
     = None,
     output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table or json.")]
     = OutputFormat.table,
-    save: Annotated[Path | None, typer.Option(help="Append the measured rows (JSON lines) to this file.")] = None,
+    save: Annotated[Path | None, typer.Option(
+        callback=_rows_target, help="Append the measured rows (JSON lines) to this file; one that holds no rows "
+                                    "is refused unless --force, which replaces it.")] = None,
+    force: ForceOption = False,
     specs_dir: Annotated[Path | None, typer.Option("--specs-dir", help="Another specs folder.")] = None,
 ) -> None:
     """Run the model on this GPU (random weights) and compare with the estimate.
@@ -290,8 +301,7 @@ def validate_command(
     rows = _measured_rows(spec_model.name, config, mode=mode, batch=sequences, tokens=tokens, logits=logits,
                           lean=lean, train_dtype=train_dtype, checkpointing=checkpointing)
     if save is not None:
-        with save.open("a", encoding="utf-8") as f:
-            f.writelines(json.dumps(row) + "\n" for row in rows)
+        append_lines(save, [json.dumps(row) + "\n" for row in rows], replace=force)
     pts = list(points(rows, Predictor.default(catalog, gpu_spec, spec_model)))
     if output_format is OutputFormat.json:
         write_report("json", ValidateReport(model=spec_model.name, gpu=gpu_spec.name, rows=tuple(rows),

@@ -58,7 +58,7 @@ def _writable(ctx: typer.Context, path: Path | None) -> Path | None:
 # every output overwritten without a word). Eager: read before the output options whose callbacks consult it.
 ForceOption = Annotated[bool, typer.Option("--force", is_eager=True,
                                            help="Replace what exists: an -o or --plot file, calibrate's "
-                                                "entry for this card.")]
+                                                "entry for this card, a --save file of validate.")]
 
 
 PlotOption = Annotated[Path | None, typer.Option(

@@ -9,6 +9,7 @@ leaves a truncated file nor loses the previous one.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -69,3 +70,36 @@ def write_text_atomically(path: Path, write: Callable[[TextIO], object]) -> None
     """``write(handle)`` into ``path`` as one atomic replacement."""
     with atomic_path(path) as temporary, temporary.open("w", encoding="utf-8", newline="") as handle:
         write(handle)
+
+
+MAX_ROWS_FILE_BYTES = 1 << 30  # 1 GiB of measured rows (about 1 kB a row): read whole to append atomically
+
+
+def check_rows_target(path: Path, *, force: bool = False) -> None:
+    """An append target (``validate --save``), checked before measuring: writable, and when it exists, already a
+    file of rows (JSON lines of objects, as an earlier ``--save`` wrote), else refused unless ``force``."""
+    check_target(path, force=True)
+    if force or not path.exists():
+        return
+    try:
+        with path.open("rb") as file:
+            raw = file.read(MAX_ROWS_FILE_BYTES + 1)
+    except OSError as error:
+        raise WorkloadInvalid(f"cannot read {path}: {error.strerror or error}") from None
+    if len(raw) > MAX_ROWS_FILE_BYTES or not _json_object_lines(raw):
+        raise WorkloadInvalid(f"{path} is not a file of measured rows (JSON lines): pass --force to replace it")
+
+
+def _json_object_lines(raw: bytes) -> bool:
+    try:
+        return all(isinstance(json.loads(line), dict) for line in raw.decode("utf-8").splitlines() if line.strip())
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+
+
+def append_lines(path: Path, lines: list[str], *, replace: bool = False) -> None:
+    """``lines`` after what ``path`` holds (nothing when ``replace``), as one atomic replacement: a killed run or a
+    full disk leaves the earlier rows whole."""
+    earlier = b"" if replace or not path.exists() else path.read_bytes()
+    with atomic_path(path) as temporary:
+        temporary.write_bytes(earlier + "".join(lines).encode("utf-8"))

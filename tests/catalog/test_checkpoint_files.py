@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from estimator.catalog.checkpoint_files import safetensors_tensors, stored_safetensors, tensor_role
+from estimator.catalog.checkpoint_files import StoredWeights, safetensors_tensors, stored_safetensors, tensor_role
 from estimator.catalog.registry import model_from_config_file
 from estimator.errors import SpecInvalid
 
@@ -273,3 +273,17 @@ def test_a_folder_model_is_named_from_its_config_or_hub_folder(tmp_path: Path, w
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps({**CONFIG, **extra}))
     assert model_from_config_file(folder).name == name
+
+
+@pytest.mark.parametrize(("files", "tensors", "roles"), [
+    (1_000_001, 1, (("mlp", 1, 2),)),  # more shards than MAX_FILES
+    (1, 10**15 + 1, (("mlp", 1, 2),)),  # more tensors than MAX_ELEMENTS
+    (1, 1, (("mlp", 10**15 + 1, 2),)),  # a role past MAX_ELEMENTS
+    (1, 1, (("mlp", 1, 8 * 10**15 + 1),)),  # a role past MAX_STORED_BYTES
+    (1, 1, (("mlp", -1, 2),)),
+])
+def test_stored_weights_limits_hold_when_a_reader_builds_one(
+        files: int, tensors: int, roles: tuple[tuple[str, int, int], ...]) -> None:
+    with pytest.raises(SpecInvalid, match="outside"):
+        StoredWeights("safetensors", files, tensors, roles, "bf16")
+    assert StoredWeights("safetensors", 163, 1, (("mlp", 10**15, 8 * 10**15),), "bf16").bytes == 8 * 10**15

@@ -123,3 +123,30 @@ def test_the_http_api_takes_no_force(tmp_path: Path) -> None:
     estimate = command_fields("estimate", estimate_command)
     with pytest.raises(RequestInvalid, match="'force' is not a field of estimate"):
         parse(estimate, [("model", "llama-3.1-8b"), ("gpu", "h100"), ("force", "true")])
+
+
+def test_validate_save_into_a_file_of_no_rows_is_refused_before_measuring(cli: Cli, tmp_path: Path) -> None:
+    # validate --save appends; a file that holds no measured rows (a typo for another file) is not appended to
+    target = tmp_path / "notes.txt"
+    target.write_text("earlier work\n")
+    result = cli("validate", "--model", "llama-3.2-1b", "--save", str(target))
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == f"error: {target} is not a file of measured rows (JSON lines): pass --force to replace it\n"
+    assert target.read_text() == "earlier work\n"
+    missing = tmp_path / "no-such-folder" / "rows.jsonl"
+    result = cli("validate", "--model", "llama-3.2-1b", "--save", str(missing))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: cannot write {missing}: folder")
+
+
+def test_validate_save_appends_rows_atomically(tmp_path: Path) -> None:
+    from estimator.render.output import append_lines, check_rows_target
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"case": 1}\n')
+    check_rows_target(rows)  # an earlier --save's file is appended to without --force
+    append_lines(rows, ['{"case": 2}\n'])
+    assert rows.read_text() == '{"case": 1}\n{"case": 2}\n'
+    append_lines(rows, ['{"case": 3}\n'], replace=True)  # --force
+    assert rows.read_text() == '{"case": 3}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl"]  # no temporary left beside it
