@@ -97,7 +97,8 @@ class GatedDeltaNet(_Arch):
         return 2 * self.key_dim + self.value_dim
 
 
-Mixer = Literal["attention", "mamba2", "gated_deltanet", "none"]
+# "linear": one hidden × hidden projection in place of attention, holding no cache (DeciLM replace_with_linear)
+Mixer = Literal["attention", "mamba2", "gated_deltanet", "linear", "none"]
 
 
 class Attention(_Arch):
@@ -183,6 +184,10 @@ class Architecture(_Arch):
     lm_head_bias: bool = False  # Phi-1/2
     layer_mixers: tuple[Mixer, ...] = ()  # per layer; empty: attention everywhere
     ffn_free_layers: tuple[bool, ...] = ()  # per layer: True where the layer has no feed-forward (Nemotron-H)
+    # per layer: the dense feed-forward's own width, 0 where the layer has none (DeciLM block_configs); empty: every
+    # dense layer is `mlp.intermediate_size` wide, which is then the widest layer's (the activation peak's) width
+    layer_mlp_widths: tuple[Annotated[int, Field(ge=0, le=MAX_WIDTH)], ...] = ()
+    block_norms: bool = False  # one norm before each block a layer has, none for an absent one (DeciLM no_op)
     mamba: Mamba2 | None = None
     parallel_mamba: bool = False  # every attention layer also runs a Mamba-2 mixer beside it (Falcon-H1)
     linear_attention: GatedDeltaNet | None = None
@@ -205,13 +210,16 @@ class Architecture(_Arch):
             raise ValueError("moe_layers marks MoE layers but no experts are described")
         if any(w is not None and w <= 0 for w in self.layer_windows):
             raise ValueError("sliding windows must be positive")
-        for name in ("layer_mixers", "ffn_free_layers"):
+        for name in ("layer_mixers", "ffn_free_layers", "layer_mlp_widths"):
             if getattr(self, name) and len(getattr(self, name)) != self.num_layers:
                 raise ValueError(f"{name} has {len(getattr(self, name))} entries for {self.num_layers} layers")
         if ("mamba2" in self.layer_mixers or self.parallel_mamba) and self.mamba is None:
             raise ValueError("layer_mixers names Mamba-2 layers but no Mamba-2 mixer is described")
         if "gated_deltanet" in self.layer_mixers and self.linear_attention is None:
             raise ValueError("layer_mixers names gated DeltaNet layers but no DeltaNet mixer is described")
+        if self.layer_mlp_widths and max(self.layer_mlp_widths) != self.mlp.intermediate_size:
+            raise ValueError(f"mlp.intermediate_size ({self.mlp.intermediate_size}) must be the widest of "
+                             f"layer_mlp_widths ({max(self.layer_mlp_widths)})")
         return self
 
     def mixer(self, layer: int) -> Mixer:
@@ -235,11 +243,34 @@ class Architecture(_Arch):
                 groups[window] = groups.get(window, 0) + 1
         return groups
 
+    def mlp_width(self, layer: int) -> int:
+        """The dense feed-forward width of ``layer`` (0: it has none of its own width; see `has_dense_mlp`)."""
+        return self.layer_mlp_widths[layer] if self.layer_mlp_widths else self.mlp.intermediate_size
+
+    def has_dense_mlp(self, layer: int) -> bool:
+        return not self.is_moe_layer(layer) and not (self.ffn_free_layers and self.ffn_free_layers[layer])
+
+    def dense_mlp_widths(self) -> dict[int, int]:
+        """Dense feed-forward layers counted per width."""
+        widths: dict[int, int] = {}
+        for layer in range(self.num_layers):
+            if self.has_dense_mlp(layer):
+                widths[self.mlp_width(layer)] = widths.get(self.mlp_width(layer), 0) + 1
+        return widths
+
+    @property
+    def norm_count(self) -> int:
+        """Norms inside the decoder layers: `norms_per_layer` on every layer, or with `block_norms` one before each
+        block a layer has (a mixer other than "none", a feed-forward)."""
+        if not self.block_norms:
+            return self.num_layers * self.norms_per_layer
+        return sum((self.mixer(i) != "none") + (not (self.ffn_free_layers and self.ffn_free_layers[i]))
+                   for i in range(self.num_layers))
+
     @property
     def num_dense_mlp_layers(self) -> int:
         """Layers with a dense feed-forward: neither MoE nor free of a feed-forward."""
-        return sum(not self.is_moe_layer(i) and not (self.ffn_free_layers and self.ffn_free_layers[i])
-                   for i in range(self.num_layers))
+        return sum(self.has_dense_mlp(i) for i in range(self.num_layers))
 
     def window(self, layer: int) -> int | None:
         """Sliding-window length of ``layer`` in tokens, or None for global attention."""

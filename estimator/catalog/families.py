@@ -20,7 +20,7 @@ from estimator.catalog.files import default_specs_dir, read_yaml
 from estimator.catalog.parse_cache import parse_all
 from estimator.errors import SpecInvalid
 
-Switch = bool | str  # a constant, or the config field that holds it
+Switch = bool | str | tuple[str, ...]  # a constant, the config field that holds it, or fields any of which turns it on
 Width = int | str  # a constant, or the config field that holds it
 
 
@@ -36,6 +36,7 @@ class AttentionSpec(_Spec):
     qk_norm_full_width: bool = False
     sinks: bool = False
     output_gate: bool = False
+    grouped_kv_by: str | None = None  # when this config field is false every query head has its own K and V (ChatGLM)
 
 
 class MlpSpec(_Spec):
@@ -106,6 +107,7 @@ class LayersSpec(_Spec):
     period: PeriodSpec | None = None
     every_layer_window: EveryLayerWindowSpec | None = None
     pattern_field: str | None = None  # Nemotron-H: one character per layer (M Mamba-2, * attention, - MLP, E MoE)
+    block_configs_field: str | None = None  # DeciLM: one {attention, ffn} entry per layer (family_reader)
     window_field: str = "sliding_window"
     chunk_field: str = "attention_chunk_size"
     # the family's own meaning of layer_types entries over the shared one (Granite 4: linear_attention is Mamba-2)
@@ -128,7 +130,10 @@ class Family(_Spec):
     linear_attention: DeltaNetSpec | None = None
     layers: LayersSpec = LayersSpec()
     norm: Literal["rms", "layer", "layer_nobias"] = "rms"
+    rms_norm_by: str | None = None  # this config field false: LayerNorm with weight and bias instead (ChatGLM rmsnorm)
     norms_per_layer: int = Field(default=2, ge=0, le=2**24)  # architecture.MAX_WIDTH, as the architecture's field
+    block_norms: bool = False  # one norm before each block a layer has, none for an absent block (DeciLM)
+    final_norm: Switch = True
     lm_head_bias: Switch = False
     final_logit_softcapping: str | None = None
 

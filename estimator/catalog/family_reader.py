@@ -21,6 +21,7 @@ from estimator.catalog.architecture import (
     MixtureOfExperts,
     Mlp,
 )
+from estimator.catalog.block_configs import read_blocks
 from estimator.catalog.families import Family, MambaSpec, Switch, Width
 from estimator.errors import SpecInvalid
 
@@ -60,6 +61,11 @@ class _Config:
         value = self.data.get(name)
         return default if value is None else value
 
+    def optional(self, canonical: str) -> int | None:
+        """The integer a config gives for ``canonical`` (or its aliases), None when it gives none."""
+        names = self.family.fields.get(canonical) or DEFAULT_FIELDS.get(canonical) or (canonical,)
+        return None if all(self.data.get(n) is None for n in names) else self.integer(canonical)
+
     def integer(self, canonical: str, default: int | None = None) -> int:
         names = self.family.fields.get(canonical) or DEFAULT_FIELDS.get(canonical) or (canonical,)
         value = next((self.data[n] for n in names if self.data.get(n) is not None), default)
@@ -71,7 +77,9 @@ class _Config:
         return value
 
     def switch(self, value: Switch) -> bool:
-        return value if isinstance(value, bool) else bool(self.get(value, False))
+        if isinstance(value, bool):
+            return value
+        return any(bool(self.get(name, False)) for name in ((value,) if isinstance(value, str) else value))
 
     def width(self, value: Width) -> int:
         return value if isinstance(value, int) else self.integer(value)
@@ -83,6 +91,8 @@ class _Layout:
     windows: list[int | None]
     ffn: list[str]  # "dense", "moe" or "none"
     from_pattern: bool = False  # a per-layer pattern placed the MoE layers itself
+    widths: list[int] = field(default_factory=list)  # per-layer dense widths (0: none), when the layers say
+    kv_heads: int | None = None  # the KV heads the layers say, over the config's num_key_value_heads
 
 
 def _from_types(c: _Config, types: list[str], layers: int) -> _Layout:
@@ -100,6 +110,11 @@ def _from_types(c: _Config, types: list[str], layers: int) -> _Layout:
 
 def _layout(c: _Config, layers: int) -> _Layout:
     spec = c.family.layers
+    if spec.block_configs_field and c.get(spec.block_configs_field) is not None:
+        blocks = read_blocks(c.get(spec.block_configs_field), layers, hidden=c.integer("hidden_size"),
+                             heads=c.integer("num_heads"))
+        return _Layout(list(blocks.mixers), [None] * layers, list(blocks.ffn), widths=list(blocks.widths),
+                       kv_heads=blocks.kv_heads)
     pattern = c.get(spec.pattern_field) if spec.pattern_field else None
     if pattern:
         if len(pattern) != layers or set(pattern) - set(PATTERN_CHARS):
@@ -149,12 +164,15 @@ def _moe(c: _Config, layout: _Layout, layers: int) -> MixtureOfExperts | None:
     )
 
 
-def _attention(c: _Config) -> Attention:
+def _attention(c: _Config, kv_heads: int | None) -> Attention:
     spec = c.family.attention
     heads = c.integer("num_heads")
     head_dim = c.integer("head_dim", c.integer("hidden_size") // heads)
+    if kv_heads is None:
+        grouped = spec.grouped_kv_by is None or c.switch(spec.grouped_kv_by)
+        kv_heads = c.integer("num_kv_heads", heads) if grouped else heads
     return Attention(
-        num_heads=heads, num_kv_heads=c.integer("num_kv_heads", heads), head_dim=head_dim, v_head_dim=head_dim,
+        num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, v_head_dim=head_dim,
         q_bias=c.switch(spec.q_bias), kv_bias=c.switch(spec.kv_bias), o_bias=c.switch(spec.o_bias),
         qk_norm=c.switch(spec.qk_norm), qk_norm_full_width=spec.qk_norm_full_width, sinks=spec.sinks,
         output_gate=spec.output_gate,
@@ -203,17 +221,20 @@ def read_family(family: Family, config: Mapping[str, Any]) -> Architecture:
     layers = c.integer("num_layers")
     layout = _layout(c, layers)
     moe = _moe(c, layout, layers)
-    # a model whose every feed-forward is MoE may leave the dense width out (Qwen3.5-MoE)
-    width = c.integer(family.mlp.width, moe.expert_intermediate_size if moe is not None else None)
+    # a model whose every feed-forward is MoE may leave the dense width out (Qwen3.5-MoE); per-layer widths
+    # (DeciLM) make the widest one the MLP's
+    width = max(layout.widths) if layout.widths else c.integer(
+        family.mlp.width, moe.expert_intermediate_size if moe is not None else None)
     mixers = tuple(layout.mixers) if set(layout.mixers) != {"attention"} else ()
     softcap = family.final_logit_softcapping
+    layer_norm = family.rms_norm_by is not None and c.get(family.rms_norm_by) is False
     return Architecture(
         model_type=str(config.get("model_type", family.model_type)),
         hidden_size=c.integer("hidden_size"),
         num_layers=layers,
         vocab_size=c.integer("vocab_size"),
         tie_word_embeddings=c.switch(family.tie_word_embeddings),
-        attention=_attention(c),
+        attention=_attention(c, layout.kv_heads),
         mlp=Mlp(intermediate_size=width, gated=family.mlp.gated, bias=c.switch(family.mlp.bias),
                 fused_gate_up=family.mlp.fused_gate_up),
         moe=moe,
@@ -221,10 +242,13 @@ def read_family(family: Family, config: Mapping[str, Any]) -> Architecture:
         ffn_free_layers=tuple(f == "none" for f in layout.ffn) if "none" in layout.ffn else (),
         layer_windows=tuple(layout.windows) if any(w is not None for w in layout.windows) else (),
         layer_mixers=mixers,
-        norm=family.norm,
+        layer_mlp_widths=tuple(layout.widths) if len(set(layout.widths)) > 1 else (),
+        norm="layer" if layer_norm else family.norm,
         norms_per_layer=family.norms_per_layer,
+        block_norms=family.block_norms,
+        final_norm=c.switch(family.final_norm),
         lm_head_bias=c.switch(family.lm_head_bias),
-        max_position_embeddings=c.get("max_position_embeddings"),
+        max_position_embeddings=c.optional("max_position_embeddings"),
         hidden_act=c.get("hidden_activation") or c.get("hidden_act"),
         final_logit_softcapping=softcap is not None and c.get(softcap) is not None,
         **_mixers(c),

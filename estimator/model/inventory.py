@@ -132,10 +132,30 @@ def _norm_numel(arch: Architecture) -> int:
     return arch.hidden_size * (2 if arch.norm == "layer" else 1)  # LayerNorm: weight and bias
 
 
+def _moe_tensors(arch: Architecture) -> list[TensorGroup]:
+    """The router, routed experts and shared experts of every MoE layer."""
+    moe, h, moe_layers = arch.moe, arch.hidden_size, arch.num_moe_layers
+    out: list[TensorGroup] = []
+    if moe is None or not moe_layers:
+        return out
+    expert = Mlp(intermediate_size=moe.expert_intermediate_size, gated=arch.mlp.gated)
+    out.append(TensorGroup("layers.*.mlp.gate.weight", Role.ROUTER, h * moe.num_experts, moe_layers))
+    if moe.router_bias:
+        out.append(TensorGroup("layers.*.mlp.gate.bias", Role.BIAS, moe.num_experts, moe_layers))
+    expert = expert.model_copy(update={"bias": moe.expert_bias})
+    out += _mlp_tensors(expert, h, moe_layers * moe.num_experts, "layers.*.mlp.experts.*", Role.EXPERT)
+    if moe.shared_intermediate_size:
+        shared = Mlp(intermediate_size=moe.shared_intermediate_size, gated=arch.mlp.gated)
+        out += _mlp_tensors(shared, h, moe_layers, "layers.*.mlp.shared_experts", Role.SHARED_EXPERT)
+    if moe.shared_expert_gate:
+        out.append(TensorGroup("layers.*.mlp.shared_expert_gate.weight", Role.ROUTER, h, moe_layers))
+    return out
+
+
 @cache
 def tensor_inventory(arch: Architecture) -> tuple[TensorGroup, ...]:
     """Every parameter tensor of ``arch``, grouped; tied embeddings appear once."""
-    h, layers = arch.hidden_size, arch.num_layers
+    h = arch.hidden_size
     out = [TensorGroup("embed_tokens.weight", Role.EMBEDDING, arch.vocab_size * h, 1)]
     if arch.position_embeddings:
         out.append(TensorGroup("embed_positions.weight", Role.POSITION, arch.position_embeddings * h, 1))
@@ -145,25 +165,17 @@ def tensor_inventory(arch: Architecture) -> tuple[TensorGroup, ...]:
         out.append(TensorGroup("embeddings.norm", Role.NORM, _norm_numel(arch), 1))
 
     out += _attention_tensors(arch.attention, h, arch.mixer_count("attention"), "layers.*.self_attn")
+    if arch.mixer_count("linear"):  # DeciLM's replace_with_linear: a bias-free hidden × hidden projection
+        out.append(TensorGroup("layers.*.self_attn.linear_attn.weight", Role.ATTENTION, h * h,
+                               arch.mixer_count("linear")))
     out += [TensorGroup(n, Role(r), numel, c) for n, r, numel, c in mixer_tensors(arch)]
-    if arch.norms_per_layer:
-        out.append(TensorGroup("layers.*.norms", Role.NORM, _norm_numel(arch), layers * arch.norms_per_layer))
+    if arch.norm_count:
+        out.append(TensorGroup("layers.*.norms", Role.NORM, _norm_numel(arch), arch.norm_count))
 
-    moe_layers = arch.num_moe_layers
-    out += _mlp_tensors(arch.mlp, h, arch.num_dense_mlp_layers, "layers.*.mlp", Role.MLP)
-    if arch.moe is not None and moe_layers:
-        moe = arch.moe
-        expert = Mlp(intermediate_size=moe.expert_intermediate_size, gated=arch.mlp.gated)
-        out.append(TensorGroup("layers.*.mlp.gate.weight", Role.ROUTER, h * moe.num_experts, moe_layers))
-        if moe.router_bias:
-            out.append(TensorGroup("layers.*.mlp.gate.bias", Role.BIAS, moe.num_experts, moe_layers))
-        expert = expert.model_copy(update={"bias": moe.expert_bias})
-        out += _mlp_tensors(expert, h, moe_layers * moe.num_experts, "layers.*.mlp.experts.*", Role.EXPERT)
-        if moe.shared_intermediate_size:
-            shared = Mlp(intermediate_size=moe.shared_intermediate_size, gated=arch.mlp.gated)
-            out += _mlp_tensors(shared, h, moe_layers, "layers.*.mlp.shared_experts", Role.SHARED_EXPERT)
-        if moe.shared_expert_gate:
-            out.append(TensorGroup("layers.*.mlp.shared_expert_gate.weight", Role.ROUTER, h, moe_layers))
+    for width, count in arch.dense_mlp_widths().items():
+        prefix = f"layers.*.mlp[{width}]" if arch.layer_mlp_widths else "layers.*.mlp"
+        out += _mlp_tensors(arch.mlp.model_copy(update={"intermediate_size": width}), h, count, prefix, Role.MLP)
+    out += _moe_tensors(arch)
 
     if arch.final_norm:
         out.append(TensorGroup("norm", Role.NORM, _norm_numel(arch), 1))
