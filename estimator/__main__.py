@@ -3,14 +3,16 @@ above the CLI (it reads requests with the CLI's own option definitions, so the C
 
 from estimator.cli.main import app
 from estimator.cli.main import main as _cli_main
+from estimator.cli.process import without_pydantic_plugins
 from estimator.serve.command import serve_command
 
 app.command("serve")(serve_command)
 
 
 def main() -> None:
-    """`estimator` console script."""
-    _cli_main()
+    """`estimator` console script (pydantic's plugin search off while it runs: `process.without_pydantic_plugins`)."""
+    with without_pydantic_plugins():
+        _cli_main()
 
 
 if __name__ == "__main__":

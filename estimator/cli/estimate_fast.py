@@ -21,6 +21,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from estimator.cli.process import without_pydantic_plugins
 from estimator.cli.shared import Logits, MlaCache, OutputFormat, Units, writable
 from estimator.training.options import Attention, Fsdp, Mode, Optimizer, Precision, Recompute
 
@@ -148,12 +149,14 @@ def estimate_main() -> None:
 
     The cyclic garbage collector is paused while it runs (and resumed after, for a caller in the same process):
     importing pydantic and building the models allocates enough to trigger some 60 collections that find almost
-    nothing, about 7 % of a short process's time; the few cycles are freed at exit.
+    nothing, about 7 % of a short process's time; the few cycles are freed at exit. pydantic's plugin search is
+    off while it runs (`process.without_pydantic_plugins`).
     """
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _main(sys.argv[1:])
+        with without_pydantic_plugins():
+            _main(sys.argv[1:])
     finally:
         if collecting:
             gc.enable()
