@@ -6,8 +6,10 @@ objects are pickled beside the parsed-spec cache (`parse_cache.py`, whose folder
 this shares), one entry per spec file, keyed by the spec's kind, file name and content hash. The whole cache is
 keyed by a signature of everything else a build reads: the source of ``estimator/catalog`` and the modules below
 it, the family files, the package, pydantic and Python versions. A changed file, a changed reader or an upgrade
-gives a new signature and the old entries are dropped; anything wrong with the cache (unreadable, truncated, an
-unexpected class) means building as before.
+gives a new signature, and with it a new cache file (``built-specs-<signature>.pickle``): two installs or
+checkouts that share the cache folder (two virtual environments, two versions) each keep their own file instead of
+each dropping the other's entries on every start; the files not written most recently past `_KEEP` are removed.
+Anything wrong with the cache (unreadable, truncated, an unexpected class) means building as before.
 
 Unpickling runs no code but the estimator's own classes': the unpickler resolves only classes of the
 ``estimator`` package and a few plain types, and an entry must unpickle to the class its registry builds.
@@ -27,6 +29,8 @@ from typing import Any
 
 _FORMAT = 1  # bump when the cache file's layout changes
 _MAX_ENTRIES = 4096  # a cache grown past this (many edited files over time) starts afresh, as the parse cache does
+_KEEP = 4  # cache files of other signatures (other installs, older versions) kept beside the one written
+_PATTERN = "built-specs*.pickle"  # this cache's files, and the one name earlier versions wrote (built-specs.pickle)
 _PLAIN = {("pathlib", "PosixPath"), ("pathlib", "WindowsPath"), ("pathlib", "PurePosixPath"),
           ("pathlib", "PureWindowsPath"), ("fractions", "Fraction"), ("builtins", "frozenset"), ("builtins", "set"),
           ("builtins", "complex"), ("builtins", "slice"), ("builtins", "bytearray"), ("builtins", "range")}
@@ -109,6 +113,22 @@ class BuiltCache:
         except OSError:
             return
         self.changed = False
+        _prune(self.file.parent)
+
+
+def _prune(folder: Path) -> None:
+    """Remove this cache's files beyond the `_KEEP` + 1 written most recently (the other signatures')."""
+    try:
+        files = sorted(folder.glob(_PATTERN), key=lambda f: f.stat().st_mtime_ns, reverse=True)
+        for old in files[_KEEP + 1:]:
+            old.unlink()
+    except OSError:  # another process removed or replaced one meanwhile: the next save prunes again
+        return
+
+
+def cache_file(folder: Path, sig: str) -> Path:
+    """The cache file of the signature ``sig`` in ``folder``."""
+    return folder / f"built-specs-{sig[:32]}.pickle"
 
 
 def _read(file: Path, sig: str) -> dict[str, bytes]:
@@ -125,15 +145,14 @@ def _read(file: Path, sig: str) -> dict[str, bytes]:
     return entries
 
 
-_opened: dict[Path, BuiltCache] = {}
+_opened: dict[Path, BuiltCache] = {}  # by cache folder
 
 
 def built_cache(folder: Path | None) -> BuiltCache | None:
     """The process's built-spec cache in ``folder`` (None: caching is off)."""
     if folder is None:
         return None
-    file = folder / "built-specs.pickle"
-    if file not in _opened:
+    if folder not in _opened:
         from estimator.catalog.files import default_specs_dir
 
         package = Path(__file__).resolve().parent.parent
@@ -141,5 +160,5 @@ def built_cache(folder: Path | None) -> BuiltCache | None:
             sig = signature(package, default_specs_dir() / "families")
         except OSError:
             return None
-        _opened[file] = BuiltCache(file, sig)
-    return _opened[file]
+        _opened[folder] = BuiltCache(cache_file(folder, sig), sig)
+    return _opened[folder]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,12 @@ def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
     for cache in built_cache._opened.values():
         cache.save()
     monkeypatch.setattr(built_cache, "_opened", {})
+
+
+def _the_file(folder: Path) -> Path:
+    """The one cache file in ``folder``."""
+    (file,) = folder.glob("built-specs-*.pickle")
+    return file
 
 
 def _counting_builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -67,7 +75,7 @@ def test_the_shipped_catalog_estimates_the_same_through_the_cache(cache_dir: Pat
     _new_process(monkeypatch)
     warm = _every_spec(Catalog.load())
     assert warm == cold
-    assert (cache_dir / "built-specs.pickle").is_file()
+    assert (_the_file(cache_dir)).is_file()
 
 
 def _copy_catalog(tmp_path: Path) -> Path:
@@ -94,6 +102,41 @@ def test_a_changed_signature_drops_every_entry(cache_dir: Path, monkeypatch: pyt
     assert built == ["llama-3.1-8b.yaml"]
 
 
+def test_two_signatures_sharing_a_folder_keep_their_own_files(cache_dir: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # two installs of different versions (or two checkouts) started in turn, each twice: each builds once
+    for sig in ("version one", "version two"):
+        monkeypatch.setattr(built_cache, "signature", lambda package, families, sig=sig: sig)
+        Catalog.load(TEST_CATALOG).models.get("llama-3.1-8b")
+        _new_process(monkeypatch)
+    built = _counting_builds(monkeypatch)
+    for sig in ("version one", "version two"):
+        monkeypatch.setattr(built_cache, "signature", lambda package, families, sig=sig: sig)
+        Catalog.load(TEST_CATALOG).models.get("llama-3.1-8b")
+        _new_process(monkeypatch)
+    assert built == []
+    assert len(list(cache_dir.glob("built-specs-*.pickle"))) == 2
+
+
+def test_the_files_of_other_signatures_are_pruned_to_the_newest(cache_dir: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    cache_dir.mkdir()
+    (cache_dir / "built-specs.pickle").write_bytes(b"what an earlier version wrote")
+    (cache_dir / "parsed-specs.json").write_text("{}")  # not this cache's: kept
+    past = time.time() - 1000
+    os.utime(cache_dir / "built-specs.pickle", (past, past))
+    for n in range(built_cache._KEEP + 3):
+        monkeypatch.setattr(built_cache, "signature", lambda package, families, n=n: f"signature {n}")
+        Catalog.load(TEST_CATALOG).gpus.get("h100")
+        _new_process(monkeypatch)
+        written = built_cache.cache_file(cache_dir, f"signature {n}")
+        os.utime(written, (past + n + 1, past + n + 1))  # in order even where the clock's tick is coarse
+    kept = sorted(f.name for f in cache_dir.glob("built-specs*.pickle"))
+    newest = range(3 - 1, built_cache._KEEP + 3)  # the last _KEEP + 1 written
+    assert kept == sorted(built_cache.cache_file(cache_dir, f"signature {n}").name for n in newest)
+    assert (cache_dir / "parsed-specs.json").is_file()
+
+
 def test_the_signature_follows_the_catalog_source_and_the_families(tmp_path: Path) -> None:
     package, families = tmp_path / "estimator", tmp_path / "families"
     for folder in (package / "catalog", package / "notes", families):
@@ -114,7 +157,7 @@ def test_a_corrupt_cache_file_is_ignored(cache_dir: Path, monkeypatch: pytest.Mo
                                          damage: bytes | None) -> None:
     cold = Catalog.load(TEST_CATALOG).gpus.get("h100")
     _new_process(monkeypatch)
-    file = cache_dir / "built-specs.pickle"
+    file = _the_file(cache_dir)
     file.write_bytes(file.read_bytes()[:200] if damage is None else damage)  # None: truncated
     assert Catalog.load(TEST_CATALOG).gpus.get("h100") == cold
 
@@ -139,7 +182,7 @@ def test_a_foreign_or_wrong_class_entry_is_refused(cache_dir: Path, monkeypatch:
     catalog = Catalog.load(TEST_CATALOG)
     cold, model = catalog.gpus.get("h100"), catalog.models.get("llama-3.1-8b")
     _new_process(monkeypatch)
-    file = cache_dir / "built-specs.pickle"
+    file = _the_file(cache_dir)
     _rewrite(file, lambda _: pickle.dumps(Foreign()))
     warm = Catalog.load(TEST_CATALOG)
     assert warm.gpus.get("h100") == cold and isinstance(warm.gpus.get("h100"), GpuSpec)
