@@ -71,7 +71,8 @@ def gpt_model(name: str, hidden: int, heads: int, layers: int, vocab: int = VOCA
                               Path(f"{name}.yaml"))
 
 
-def predict(case: dict[str, Any], catalog: Catalog, profile: str) -> TrainingReport:
+def predict(case: dict[str, Any], catalog: Catalog, profile: str,
+            profile_update: dict[str, Any] | None = None) -> TrainingReport:
     m, lay, run = case["model"], case["layout"], {**MEGATRON_RUN, **case.get("run", {})}
     tp, pp, gpus = lay["tp"], lay["pp"], lay["gpus"]
     dp = gpus // (tp * pp)
@@ -79,17 +80,20 @@ def predict(case: dict[str, Any], catalog: Catalog, profile: str) -> TrainingRep
     system = catalog.systems.get(run["system"])
     workload = TrainingWorkload(batch=lay["micro_batch"], seq_len=SEQ, grad_accum=micro_batches,
                                 precision=run["precision"], recompute=run["recompute"], attention=run["attention"],
-                                zero=run["zero"], dp=dp, tp=tp, pp=pp, profile=catalog.profiles.get(profile))
+                                zero=run["zero"], dp=dp, tp=tp, pp=pp,
+                                profile=catalog.profiles.get(profile).model_copy(update=profile_update or {}))
     model = gpt_model(case["name"], m["hidden"], m["heads"], m["layers"], run["vocab"])
     return estimate_training(model, catalog.gpus.get(system.gpu), workload, system=system,
                              nodes=-(-gpus // system.gpus_per_node))
 
 
-def compare(catalog: Catalog, profile: str = "megatron", data: Path = DATA) -> list[Comparison]:
+def compare(catalog: Catalog, profile: str = "megatron", data: Path = DATA,
+            profile_update: dict[str, Any] | None = None) -> list[Comparison]:
+    """Every case predicted with ``profile`` (its fields replaced by ``profile_update`` where given)."""
     spec = yaml.safe_load(data.read_text())
     out = []
     for case in spec["cases"]:
-        report = predict(case, catalog, profile)
+        report = predict(case, catalog, profile, profile_update)
         m, lay = case["model"], case["layout"]
         tflops = case.get("published_tflops_per_gpu")
         published = (float(case["published_tokens_per_s_per_gpu"]) if tflops is None  # the source's own figure

@@ -76,6 +76,15 @@ class EfficiencyProfile(BaseModel):
     # step FLOPs ÷ (peak × this); None: the step is timed kernel by kernel (estimator.training.step_time)
     train_flop_efficiency: float | None = Field(gt=0, le=1)
     train_fp32_flop_efficiency: float | None = Field(default=None, gt=0, le=1)  # fp32 steps; None: the above
+    # overlap of a training step's communication with its compute (estimator.training.step_time.exposed_s): the
+    # fraction of each collective's time the framework runs behind compute, at most the compute of the phase it
+    # can hide behind; 0 puts it on the critical path. TP all-reduces and PP sends behind the step's compute, the
+    # DP gradient reduction behind the backward of the step's last micro-batch (ZeRO-3 / FSDP: every
+    # micro-batch's), ZeRO-3 / FSDP parameter all-gathers prefetched behind the forward and backward
+    train_overlap_tp: float = Field(default=0, ge=0, le=1)
+    train_overlap_pp: float = Field(default=0, ge=0, le=1)
+    train_overlap_dp: float = Field(default=0, ge=0, le=1)
+    train_overlap_gather: float = Field(default=0, ge=0, le=1)
     # host dispatch of an eager training step (estimator.training.eager_step): each phase takes the longer of its
     # GPU time and the time the host needs to issue it
     train_host_forward_s: Seconds = 0  # per step: embedding, head, loss, autograd set-up
@@ -89,6 +98,11 @@ class EfficiencyProfile(BaseModel):
     foreach_element_pass_s: Seconds = 0
     fitted_on: tuple[str, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
+
+    @property
+    def overlaps(self) -> bool:
+        """Whether the profile runs any training communication behind compute."""
+        return any((self.train_overlap_tp, self.train_overlap_pp, self.train_overlap_dp, self.train_overlap_gather))
 
     def bandwidth_fraction(self, memory_type: MemoryType) -> float:
         """Achievable fraction of peak bandwidth on this memory technology."""

@@ -86,6 +86,13 @@ def hierarchical_allreduce_s(payload_bytes: N, inner: int, inner_link: Link, out
     return inside + ring_allreduce_s(payload_bytes / inner, outer, outer_link)
 
 
+def hierarchical_allgather_s(payload_bytes: N, inner: int, inner_link: Link, outer: int, outer_link: Link) -> float:
+    """All-gather of ``payload_bytes`` over ``inner`` × ``outer`` GPUs in two stages (a reduce-scatter is the same
+    in reverse): each GPU gathers the 1/inner of the payload its rail holds from its counterparts in the other
+    ``outer`` groups over the outer link, then the inner group gathers the whole payload over the inner link."""
+    return allgather_s(payload_bytes / inner, outer, outer_link) + allgather_s(payload_bytes, inner, inner_link)
+
+
 def gpu_in_group(gpu: GpuSpec, system: SystemSpec, gpus: int) -> GpuSpec:
     """``gpu`` as a member of a group of ``gpus`` GPUs of ``system``: its listed GPU-to-GPU bandwidth replaced by
     the link the group crosses (the timing model takes the bidirectional total, as datasheets list it)."""

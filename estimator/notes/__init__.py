@@ -23,6 +23,7 @@ from pydantic import computed_field, model_validator
 from estimator.notes.arithmetic import EXPECTED as _EXPECTED
 from estimator.notes.arithmetic import TIERS, Bytes, divided, expected, gpu_buffers, kv_split, span, weights_split
 from estimator.notes.model_notes import HEADERS, TOWERS, headers, towers_counted, uncounted_towers
+from estimator.notes.training_notes import OVERLAP, amp, deepspeed, no_overlap, overlap
 from estimator.report import Frozen
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
 
@@ -70,6 +71,7 @@ class NoteCode(str, Enum):
     LOSS_ONLY = "loss-only"
     STEADY_STATE = "steady-state"
     NO_OVERLAP = "no-overlap"
+    OVERLAP = "overlap"
     AMP = "amp"
     DEEPSPEED = "deepspeed"
     LORA = "lora"
@@ -220,14 +222,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.LOSS_ONLY: ({}, lambda v, b: "the caller keeps only the loss (logits freed after the loss); "
                   "zero_grad(set_to_none=True)"),
     _C.STEADY_STATE: ({}, lambda v, b: "steady-state step: optimizer states exist from the previous step"),
-    _C.NO_OVERLAP: ({}, lambda v, b: (
-        "communication is not overlapped with compute; DP/TP traffic crosses the card's listed interconnect")),
-    _C.AMP: ({}, lambda v, b: (
-        "PyTorch AMP: fp32 parameters, gradients and optimizer states; autocast keeps a 16-bit copy of every "
-        "linear weight from forward to backward")),
-    _C.DEEPSPEED: ({}, lambda v, b: (
-        "DeepSpeed ZeRO: 16-bit parameters and gradients, fp32 master + optimizer states (Rajbhandari et al. 2020), "
-        "fused optimizer (no step temporaries)")),
+    _C.NO_OVERLAP: ({}, no_overlap), _C.OVERLAP: (OVERLAP, overlap), _C.AMP: ({}, amp), _C.DEEPSPEED: ({}, deepspeed),
     _C.LORA: ({"rank": int, "targets": str, "base": str}, lambda v, b: (
         f"LoRA rank {v['rank']} on {v['targets']} of every layer; frozen base in {v['base']}; adapters in fp32 "
         "under autocast (PEFT)")),

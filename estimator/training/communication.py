@@ -12,7 +12,16 @@ the job spans nodes. Per step, on one GPU:
   counterpart, and the next stage all-gathers it over the TP group's link; with sequence parallelism the
   activation is already split and stays so); the interleaved schedule crosses v times as many boundaries
   (Narayanan et al. 2021 §2.2.2: its communication grows v-fold);
-- DP: one all-reduce of the stage's gradients (ZeRO-3 / FSDP: two parameter gathers and a reduce-scatter).
+- DP: one all-reduce of the stage's gradients per step (gradient accumulation reduces once, after the last
+  micro-batch); ZeRO-3 / FSDP full shard: two parameter all-gathers (forward, backward) and a gradient
+  reduce-scatter for every micro-batch, since the gathered parameters are freed after each forward and backward
+  (Rajbhandari et al. 2020 §5.3 count 3 Ψ per step of one micro-batch; Zhao et al. 2023, "PyTorch FSDP", arXiv
+  2304.11277 §3.2: FULL_SHARD reshards after forward and after backward).
+
+A DP group that spans nodes with several of its ranks in each node runs hierarchically, as NCCL does: inside the
+node over its link, across nodes one rail per GPU, each GPU carrying 1/inner of the payload over its own share of
+the network (`hierarchical_allreduce_s`, `hierarchical_allgather_s`); with one rank per node (TP × PP filling the
+node) every hop is a network hop.
 
 Time = the collective's steps × the link's latency + its bytes on the wire ÷ (bandwidth × the profile's
 interconnect efficiency) (`estimator.model.collectives`). Without a system every group uses the card's listed
@@ -26,7 +35,15 @@ from dataclasses import dataclass
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
 from estimator.errors import WorkloadInvalid
-from estimator.model.collectives import Link, allgather_s, group_link, p2p_s, ring_allreduce_s
+from estimator.model.collectives import (
+    Link,
+    allgather_s,
+    group_link,
+    hierarchical_allgather_s,
+    hierarchical_allreduce_s,
+    p2p_s,
+    ring_allreduce_s,
+)
 from estimator.training.workload import TrainingWorkload
 
 
@@ -37,6 +54,7 @@ class Communication:
     tp_s: float
     pp_s: float
     dp_s: float
+    gather_s: float = 0.0  # of dp_s, the ZeRO-3 / FSDP parameter all-gathers (the rest reduces gradients)
 
     @property
     def total_s(self) -> float:
@@ -51,6 +69,43 @@ def _card_link(gpu: GpuSpec, gpus: int) -> Link:
     if gpus > 1 and gpu.interconnect_bytes_per_s is None:
         raise WorkloadInvalid("this GPU's spec has no interconnect_gb_per_s; multi-GPU step time needs it")
     return Link("link", (gpu.interconnect_bytes_per_s or 1.0) / 2, 0.0)  # datasheets give bidirectional totals
+
+
+@dataclass(frozen=True)
+class _Hierarchy:
+    """A node-spanning DP group: ``inner`` ranks per node over ``inner_link``, ``outer`` nodes over ``outer_link``."""
+
+    inner: int
+    inner_link: Link
+    outer: int
+    outer_link: Link
+
+
+def _dp_hierarchy(w: TrainingWorkload, system: SystemSpec | None, eff: float) -> _Hierarchy | None:
+    """The two levels of a DP group that spans nodes with several ranks in each; None where it does not."""
+    if system is None or w.gpus <= system.gpus_per_node or system.gpus_per_node % (w.tp * w.pp):
+        return None
+    inner = min(w.dp, system.gpus_per_node // (w.tp * w.pp))
+    if inner == 1 or w.dp % inner:
+        return None
+    return _Hierarchy(inner, _scaled(group_link(system, w.tp * w.pp * inner), eff), w.dp // inner,
+                      _scaled(group_link(system, w.gpus), eff))
+
+
+def _dp_s(w: TrainingWorkload, system: SystemSpec | None, dp_link: Link, eff: float, *, shard_params: float,
+          compute_bytes: int, grad_wire_bytes: int) -> tuple[float, float]:
+    """Seconds of DP traffic per step and, of them, the ZeRO-3 / FSDP parameter all-gathers."""
+    if w.dp <= 1:
+        return 0.0, 0.0
+    h = _dp_hierarchy(w, system, eff)
+    if w.shard_stage == 3:
+        payload = shard_params * compute_bytes
+        one = (allgather_s(payload, w.dp, dp_link) if h is None
+               else hierarchical_allgather_s(payload, h.inner, h.inner_link, h.outer, h.outer_link))
+        return 3 * w.grad_accum * one, 2 * w.grad_accum * one
+    payload = shard_params * grad_wire_bytes
+    return (ring_allreduce_s(payload, w.dp, dp_link) if h is None
+            else hierarchical_allreduce_s(payload, h.inner, h.inner_link, h.outer, h.outer_link)), 0.0
 
 
 def step_communication(w: TrainingWorkload, gpu: GpuSpec, system: SystemSpec | None, *, hidden: int,
@@ -71,10 +126,6 @@ def step_communication(w: TrainingWorkload, gpu: GpuSpec, system: SystemSpec | N
     if w.pp > 1:
         gather = allgather_s(activation, w.tp, tp_link) if not w.sequence_parallel else 0.0
         pp_s = 2 * w.grad_accum * w.virtual_stages * (p2p_s(activation / w.tp, pp_link) + gather)
-    if w.dp <= 1:
-        dp_s = 0.0
-    elif w.shard_stage == 3:
-        dp_s = 3 * allgather_s(shard_params * compute_bytes, w.dp, dp_link)
-    else:
-        dp_s = ring_allreduce_s(shard_params * grad_wire_bytes, w.dp, dp_link)
-    return Communication(tp_s, pp_s, dp_s)
+    dp_s, gather_s = _dp_s(w, system, dp_link, eff, shard_params=shard_params, compute_bytes=compute_bytes,
+                           grad_wire_bytes=grad_wire_bytes)
+    return Communication(tp_s, pp_s, dp_s, gather_s)

@@ -12,10 +12,10 @@ likewise) frees them before forward.
 
 Step time (`estimator.training.step_time`) = compute (executed FLOPs ÷ (peak × profile.train_flop_efficiency),
 or kernel by kernel where the profile gives none) ÷ (1 − pipeline bubble) + optimizer step (memory bound: every
-state read and written once) + data-parallel, tensor-parallel and pipeline traffic (not overlapped:
-conservative). Model FLOPs per token 6N + 3 × attention forward (Kaplan et al. 2020; PaLM, Chowdhery et al.
-2022, appendix B for MFU); full recompute adds one forward (2N + attention); LoRA skips the frozen weights'
-gradients (4N + 6 N_adapter).
+state read and written once) + the data-parallel, tensor-parallel and pipeline traffic the profile does not run
+behind compute (its ``train_overlap_*`` fractions; 0, the shipped profiles' value, is serial). Model FLOPs per
+token 6N + 3 × attention forward (Kaplan et al. 2020; PaLM, Chowdhery et al. 2022, appendix B for MFU); full
+recompute adds one forward (2N + attention); LoRA skips the frozen weights' gradients (4N + 6 N_adapter).
 """
 
 from __future__ import annotations
@@ -266,7 +266,9 @@ def _assumptions(w: TrainingWorkload, st: _States, act: _Activations) -> list[No
         note(NoteCode.PROFILE, profile=prof.name, description=prof.description),
         note(NoteCode.SAVED_ACTIVATIONS, residual="fp32" if act.residual_bytes == 4 else "16-bit",
              attention=w.attention),
-        note(NoteCode.LOSS_ONLY), note(NoteCode.STEADY_STATE), note(NoteCode.NO_OVERLAP),
+        note(NoteCode.LOSS_ONLY), note(NoteCode.STEADY_STATE),
+        note(NoteCode.OVERLAP, tp=prof.train_overlap_tp, pp=prof.train_overlap_pp, dp=prof.train_overlap_dp,
+             gather=prof.train_overlap_gather) if prof.overlaps else note(NoteCode.NO_OVERLAP),
     ]
     if w.amp and w.shard_stage == 0 and w.fsdp is None:
         assumptions.append(note(NoteCode.AMP))
@@ -371,6 +373,7 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
             step_s=time.step_s, step_bound_s=time.bound_s, compute_s=time.compute_s, optimizer_s=time.optimizer_s,
             communication_s=time.communication_s, tp_communication_s=time.communication.tp_s,
             pp_communication_s=time.communication.pp_s, dp_communication_s=time.communication.dp_s,
+            exposed_communication_s=time.exposed_s,
             bubble_s=time.compute_s * time.bubble, pipeline_bubble_fraction=time.bubble,
             tokens_per_s=time.step_tokens * w.dp / time.step_s, mfu=time.mfu,
             model_flops_per_step=time.model_flops_step, executed_flops_per_gpu=time.executed_gpu,

@@ -106,6 +106,9 @@ class TrainingTimeReport(Frozen):
     tp_communication_s: float  # the parts of communication_s (pp: only on a --system)
     pp_communication_s: float
     dp_communication_s: float
+    # of communication_s, what the step waits for: the rest runs behind compute as the profile's train_overlap_*
+    # fractions say (step_s = compute_s + optimizer_s + exposed_communication_s)
+    exposed_communication_s: float
     bubble_s: float  # of compute_s, the pipeline idling
     pipeline_bubble_fraction: float
     tokens_per_s: float

@@ -16,7 +16,9 @@ Compute, as the profile says:
 Either way the pipeline bubble stretches compute by 1 / (1 − (pp − 1) / (v·m + pp − 1)) for m micro-batches
 (1F1B, v = 1; the interleaved schedule with v model chunks per GPU, Narayanan et al. 2021 §2.2.2: the bubble
 shrinks v-fold in units of the ideal time), the optimizer step reads and writes every state once at the
-profile's bandwidth, and communication (`estimator.training.communication`) adds to it, not overlapped.
+profile's bandwidth, and the exposed part of the communication (`estimator.training.communication`) adds to it:
+each collective less the part the profile's ``train_overlap_*`` fraction runs behind compute, at most the
+compute of the phase it can hide behind (`exposed_s`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class StepTime:
     compute_s: float
     optimizer_s: float
     communication_s: float
+    exposed_s: float  # of communication_s, what the step waits for (the rest runs behind compute)
     step_s: float
     bound_s: float
     model_flops_step: float
@@ -118,11 +121,32 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
         optimizer_s = adamw
     comm = _communication(arch, w, gpu, inputs, system)
     communication_s = comm.total_s
-    step_s = compute_s + optimizer_s + communication_s
+    exposed = exposed_s(comm, w, compute_s * (1 - bubble))
+    step_s = compute_s + optimizer_s + exposed
     bound_s = max(executed_gpu / peak, communication_s * prof.interconnect_efficiency)
     model_flops_step = model_flops_token * step_tokens * w.dp
-    return StepTime(step_tokens, executed_gpu, bubble, compute_s, optimizer_s, communication_s, step_s, bound_s,
-                    model_flops_step, model_flops_step / step_s / (w.gpus * peak), efficiency, comm)
+    return StepTime(step_tokens, executed_gpu, bubble, compute_s, optimizer_s, communication_s, exposed, step_s,
+                    bound_s, model_flops_step, model_flops_step / step_s / (w.gpus * peak), efficiency, comm)
+
+
+def exposed_s(comm: Communication, w: TrainingWorkload, compute_s: float) -> float:
+    """Seconds of ``comm`` the step waits for, given ``compute_s`` of compute without the bubble.
+
+    A collective hides ``fraction`` × its time behind compute, at most the compute it can run beside: TP and PP
+    traffic the whole step's compute; parameter all-gathers the forward (half of them) or backward (the other half)
+    of every micro-batch; the gradient reduction the backward of the last micro-batch (ZeRO-3 / FSDP reduce-scatter
+    every micro-batch's, beside the backward gathers). Forward is 1 of 3 passes (4 with full recompute, which runs
+    inside the backward). All of it together hides behind no more than the compute."""
+    prof = w.profile
+    passes = 4 if w.recompute == "full" else 3
+    forward, backward = compute_s / passes, compute_s * (passes - 1) / passes
+    reduce_s, half = comm.dp_s - comm.gather_s, comm.gather_s / 2
+    hidden_forward = min(prof.train_overlap_gather * half, forward)
+    hidden_backward = min(prof.train_overlap_gather * half + prof.train_overlap_dp * reduce_s,
+                          backward if w.shard_stage == 3 else backward / w.grad_accum)
+    hidden = (min(prof.train_overlap_tp * comm.tp_s, compute_s) + min(prof.train_overlap_pp * comm.pp_s, compute_s)
+              + hidden_forward + hidden_backward)
+    return comm.total_s - min(hidden, compute_s)
 
 
 def _communication(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, inputs: StepInputs,
@@ -134,4 +158,5 @@ def _communication(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, inputs
     comm = step_communication(w, gpu, system, hidden=arch.hidden_size, stage_layers=inputs.stage_layers,
                               shard_params=inputs.trainable_params / (w.tp * w.pp),
                               compute_bytes=inputs.compute_bytes, grad_wire_bytes=grad_wire)
-    return comm if system is not None else Communication(comm.tp_s, 0.0, comm.dp_s)  # no PP sends without one
+    # no PP sends without a system
+    return comm if system is not None else Communication(comm.tp_s, 0.0, comm.dp_s, comm.gather_s)

@@ -11,6 +11,7 @@ from estimator.model.collectives import (
     allgather_s,
     gpu_in_group,
     group_link,
+    hierarchical_allgather_s,
     hierarchical_allreduce_s,
     p2p_s,
     ring_allreduce_s,
@@ -37,6 +38,14 @@ def test_hierarchical_allreduce_moves_a_shard_across_nodes() -> None:
     expected = 2 * allgather_s(1e9, 8, LINK) + ring_allreduce_s(1e9 / 8, 2, slow)
     assert hierarchical_allreduce_s(1e9, 8, LINK, 2, slow) == pytest.approx(expected)
     assert hierarchical_allreduce_s(1e9, 8, LINK, 2, slow) < ring_allreduce_s(1e9, 16, slow)
+
+
+def test_hierarchical_allgather_gathers_a_rail_then_the_node() -> None:
+    slow = Link("network", 50e9, 4e-6)
+    # across 4 nodes each GPU gathers its rail's 1/8 of 1 GB: 3 × 4 µs + 3/4 × 1.25e8 B ÷ 5e10 B/s = 1.887 ms;
+    # then the node gathers the whole GB: 7 × 2 µs + 7/8 × 1e9 ÷ 1e11 = 8.764 ms
+    assert hierarchical_allgather_s(1e9, 8, LINK, 4, slow) == pytest.approx(12e-6 + 1.875e-3 + 14e-6 + 8.75e-3)
+    assert hierarchical_allgather_s(1e9, 8, LINK, 4, slow) < allgather_s(1e9, 32, slow)
 
 
 def test_groups_cross_the_slowest_tier(shipped_catalog: Catalog) -> None:
