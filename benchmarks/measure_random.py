@@ -36,7 +36,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from estimator.live import device, measure
+from estimator.live import device, host_cost, measure
+from estimator.live.host_cost import count_ops
 
 FAMILIES = ("llama", "qwen2", "mistral", "gemma2", "gpt2")
 DTYPES = ("fp32", "fp16", "bf16")
@@ -166,22 +167,6 @@ def sdpa_probe() -> list[dict[str, Any]]:
                              "call_bytes_beyond_output": extra})
                 del q, k, out
     return rows
-
-
-def count_ops(fn: Any) -> int:
-    """aten operations one call of ``fn`` dispatches (TorchDispatchMode): what the host launches one by one."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Counter(TorchDispatchMode):
-        ops = 0
-
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            Counter.ops += 1
-            return func(*args, **(kwargs or {}))
-
-    with Counter():
-        fn()
-    return Counter.ops
 
 
 def hf_decode_rows(model: Any, batch: int, context: int) -> dict[str, Any]:
@@ -404,24 +389,10 @@ def host_inference_row(config: dict[str, Any], dtype: str, tiny: bool) -> dict[s
     return row
 
 
-def host_probe(ops: int = 300, repeats: int = 5) -> float | None:
-    """The host's speed at this moment: median seconds per aten operation of ``ops`` in-place adds on a one-element
-    tensor of the device, issued back to back (dispatch and launch, no GPU work to wait for). Written into every
-    row before and after its case, so a host-bound time can be read against the host's speed at that moment."""
-    t = measure.require_cuda()
-    try:
-        x = t.zeros(1, device=device._device())
-        timings = []
-        for _ in range(repeats):
-            device.sync()
-            began = time.perf_counter()
-            for _ in range(ops):
-                x.add_(1)
-            timings.append((time.perf_counter() - began) / ops)
-        device.sync()
-        return sorted(timings)[repeats // 2]
-    except RuntimeError:
-        return None
+def host_probe() -> float | None:
+    """The host's speed at this moment: median seconds per in-place add (`estimator.live.host_cost.bare_op_s`).
+    Written into every row before and after its case, so a host-bound time can be read against it."""
+    return host_cost.bare_op_s()
 
 
 class Run:

@@ -237,6 +237,7 @@ def calibrate_command(
         driver_reserved_bytes=raw["driver_reserved_bytes"], cuda_context_bytes=raw["cuda_context_bytes"],
         workspace_bytes=raw["workspace_bytes"], graph_kernel_s=raw["graph_kernel_s"],
         graph_layer_s=raw["graph_layer_s"], graph_bandwidth_bytes_per_s=raw["graph_bandwidth_bytes_per_s"],
+        host_bare_op_s=raw.get("host_bare_op_s"), host_per_op_s=raw.get("host_per_op_s"),
         profile_overrides=overrides,
     )
     save_calibration(path, entry, force=force)

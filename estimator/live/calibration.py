@@ -12,8 +12,11 @@ A file (YAML, read with safe_load) holds one entry per GPU, keyed by the name NV
 
 `estimate --calibration FILE` applies the entry for the requested card to the chosen efficiency profile; without
 the option, ``<user config dir>/estimator/calibration.yaml`` (platformdirs) is used when it has an entry for that
-card. Only hardware facts are overridden (bandwidth and matmul fractions, per-layer graph cost, context, workspace
-and driver reservation); software traits of a profile (host dispatch, KV read path) stay as the profile has them.
+card. Hardware facts are overridden (bandwidth and matmul fractions, per-layer graph cost, context, workspace and
+driver reservation), and the host's cost per dispatched operation (`estimator.live.host_cost`) where the profile has
+a host floor counted in operations: its ``host_per_op_s`` becomes the measured one and its other host figures
+(per layer, per training phase, per optimizer step) scale by the same ratio, since they are the same dispatch
+measured on another session's host. Software traits of a profile (operations per layer, KV read path) stay.
 """
 
 from __future__ import annotations
@@ -36,7 +39,12 @@ FILE_NAME = "calibration.yaml"
 
 # Profile fields a calibration may set: facts of the card and its driver, not of the software stack.
 OVERRIDABLE = ("bandwidth_efficiency", "matmul_flop_efficiency", "per_layer_step_s", "cuda_context_bytes",
-               "workspace_bytes", "driver_reserved_fraction")
+               "workspace_bytes", "driver_reserved_fraction", "host_per_op_s")
+# A profile's host figures besides host_per_op_s: each is host dispatch measured at the host speed the profile's
+# host_per_op_s was fitted at, so a measured cost per operation scales them all by the same ratio.
+HOST_SCALED = ("host_per_layer_s", "host_fixed_s", "train_host_forward_s", "train_host_forward_per_layer_s",
+               "train_host_backward_per_layer_s", "train_host_checkpointed_forward_per_layer_s",
+               "train_host_checkpointed_backward_per_layer_s", "optimizer_host_s", "optimizer_host_per_tensor_s")
 
 
 # Ceilings of what a calibration file may say, each past any card by orders of magnitude (the file is read without
@@ -68,6 +76,9 @@ class GpuCalibration(Frozen):
     graph_kernel_s: Seconds
     graph_layer_s: Seconds
     graph_bandwidth_bytes_per_s: Rate
+    # the host's cost per operation (estimator.live.host_cost); absent from files written before it was measured
+    host_bare_op_s: Seconds | None = None
+    host_per_op_s: Seconds | None = None
     # fractions, seconds and bytes (OVERRIDABLE); each is checked again by the profile it goes into
     profile_overrides: dict[str, Annotated[float, Field(ge=0, le=MAX_BYTES)]]
 
@@ -83,7 +94,8 @@ def derive_overrides(cal: dict[str, Any], spec: GpuSpec | None, memory_total_byt
     bandwidth_efficiency  = lean graph decode's bandwidth term ÷ spec bandwidth (what weight streaming achieves)
     matmul_flop_efficiency = bf16 matmul rate ÷ spec bf16 peak
     per_layer_step_s      = lean graph decode's fixed cost per layer
-    driver_reserved_fraction = NVML reservation ÷ total; context and workspace bytes as measured.
+    driver_reserved_fraction = NVML reservation ÷ total; context and workspace bytes as measured;
+    host_per_op_s         = a transformers layer's host seconds per operation, where it was measured.
     """
     out: dict[str, float] = {
         "per_layer_step_s": float(cal["graph_layer_s"]),
@@ -91,6 +103,8 @@ def derive_overrides(cal: dict[str, Any], spec: GpuSpec | None, memory_total_byt
         "workspace_bytes": int(cal["workspace_bytes"]),
         "driver_reserved_fraction": cal["driver_reserved_bytes"] / memory_total_bytes,
     }
+    if cal.get("host_per_op_s"):
+        out["host_per_op_s"] = float(cal["host_per_op_s"])
     if spec is not None:
         out["bandwidth_efficiency"] = min(1.0, cal["graph_bandwidth_bytes_per_s"] / spec.bandwidth_bytes_per_s)
         peak = spec.peak_flop_per_s("bf16") or spec.peak_flop_per_s("fp16")
@@ -184,6 +198,7 @@ def entry_for(file: CalibrationFile, gpu: GpuSpec) -> GpuCalibration | None:
 def apply_calibration(profile: EfficiencyProfile, entry: GpuCalibration, source: str) -> EfficiencyProfile:
     """``profile`` with the card's measured values in place of its defaults; the description says so."""
     update: dict[str, Any] = {k: v for k, v in entry.profile_overrides.items() if k in OVERRIDABLE}
+    update.update(host_update(profile, update.pop("host_per_op_s", None)))
     for key in ("cuda_context_bytes", "workspace_bytes"):
         if key in update:
             update[key] = int(update[key])
@@ -195,6 +210,16 @@ def apply_calibration(profile: EfficiencyProfile, entry: GpuCalibration, source:
         from estimator.catalog.registry import validation_message
 
         raise SpecInvalid(f"{source}: calibrated profile is invalid: {validation_message(error)}") from None
+
+
+def host_update(profile: EfficiencyProfile, measured: float | None) -> dict[str, float]:
+    """The host figures of ``profile`` at a measured cost per operation: ``host_per_op_s`` replaced and every
+    `HOST_SCALED` figure × measured ÷ the profile's own; nothing for a profile without a host floor counted in
+    operations (a CUDA-graph or serving profile), or without a measurement."""
+    if not measured or not profile.host_per_op_s:
+        return {}
+    ratio = measured / profile.host_per_op_s
+    return {"host_per_op_s": measured, **{key: getattr(profile, key) * ratio for key in HOST_SCALED}}
 
 
 def calibrated_profile(profile: EfficiencyProfile, gpu: GpuSpec, path: Path | None) -> EfficiencyProfile:

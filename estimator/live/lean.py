@@ -134,4 +134,19 @@ def calibrate() -> dict[str, Any]:
     raw["graph_kernel_s"] = graph_kernel_cost()
     raw.update(fit_lean_decode())
     free_memory()
+    raw.update(host_costs())
     return raw
+
+
+def host_costs() -> dict[str, Any]:
+    """The host's cost per operation (`estimator.live.host_cost`): the bare probe always, the cost per operation
+    of a transformers layer where transformers is installed (without it, eager profiles keep their own figure)."""
+    import contextlib
+
+    from estimator.errors import MissingDependency
+    from estimator.live import host_cost
+
+    out: dict[str, Any] = {"host_bare_op_s": host_cost.bare_op_s()}
+    with contextlib.suppress(MissingDependency):
+        out.update(host_cost.transformers_op_s())
+    return out

@@ -115,6 +115,11 @@ def render_calibration(console: Console, entry: GpuCalibration, path: str) -> No
              ["graph kernel", f"{entry.graph_kernel_s * 1e6:.2f} µs"],
              ["lean decode per layer", f"{entry.graph_layer_s * 1e6:.1f} µs"],
              ["lean decode bandwidth", f"{entry.graph_bandwidth_bytes_per_s / 1e9:,.0f} GB/s"]]
+    if entry.host_bare_op_s is not None or entry.host_per_op_s is not None:  # files before 2026-12 have neither
+        bare, layer = entry.host_bare_op_s, entry.host_per_op_s
+        rows += [["host: one bare operation", "—" if bare is None else f"{bare * 1e6:.2f} µs"],
+                 ["host: one transformers operation",
+                  "not measured (needs transformers)" if layer is None else f"{layer * 1e6:.2f} µs"]]
     rows += [[f"profile: {key}", f"{value:.4g}"] for key, value in entry.profile_overrides.items()]
     print_table(console, [Column("measured", wrap=True), Column("value")], [[escape(c) for c in row] for row in rows],
                 title=f"calibration of {escape(entry.gpu)} → {escape(path)}")

@@ -164,3 +164,34 @@ def test_a_corrupt_user_calibration_file_is_reported_once_and_ignored(catalog: C
     assert warning.startswith("warning: ignoring the calibration file:")
     with pytest.raises(SpecInvalid, match="malformed YAML"):
         calibrated_profile(profile, catalog.gpus.get("h200"), user_calibration_path())
+
+
+def test_derive_overrides_takes_the_measured_host_cost(catalog: Catalog) -> None:
+    out = derive_overrides({**RAW, "host_per_op_s": 1.2e-5}, catalog.gpus.get("h200"), 150_754_820_096)
+    assert out["host_per_op_s"] == 1.2e-5
+    assert "host_per_op_s" not in derive_overrides(RAW, None, 150_754_820_096)  # not measured: the profile's own
+
+
+def test_a_measured_host_cost_scales_every_host_figure(shipped_catalog: Catalog) -> None:
+    hf = shipped_catalog.profiles.get("hf")
+    half = hf.host_per_op_s / 2
+    calibrated = apply_calibration(hf, entry(overrides={"host_per_op_s": half}), "cal.yaml")
+    assert calibrated.host_per_op_s == half
+    # every other host figure is the same dispatch measured on the profile's host: halved with it
+    assert calibrated.train_host_forward_per_layer_s == pytest.approx(hf.train_host_forward_per_layer_s / 2)
+    assert calibrated.optimizer_host_per_tensor_s == pytest.approx(hf.optimizer_host_per_tensor_s / 2)
+    assert calibrated.host_per_layer_s == pytest.approx(hf.host_per_layer_s / 2)
+    assert calibrated.bandwidth_efficiency == hf.bandwidth_efficiency  # not in this entry: the profile's
+
+
+def test_a_profile_without_a_host_floor_keeps_none(shipped_catalog: Catalog) -> None:
+    for name in ("hf-graph", "optimized"):
+        profile = shipped_catalog.profiles.get(name)
+        calibrated = apply_calibration(profile, entry(overrides={"host_per_op_s": 1e-5}), "cal.yaml")
+        assert calibrated.host_per_op_s == profile.host_per_op_s == 0
+        assert calibrated.host_per_layer_s == profile.host_per_layer_s
+
+
+def test_calibration_files_without_host_fields_still_load() -> None:
+    found = load_calibration(MEASURED).gpus["NVIDIA H200"]
+    assert found.host_per_op_s is None and found.host_bare_op_s is None
