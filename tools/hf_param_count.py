@@ -64,7 +64,8 @@ MODEL_TYPE_ALIASES: dict[str, str] = {
 # Multimodal wrappers: the nested text config (the language model) and the model_type it builds with.
 TEXT_CONFIG_KEYS = ("text_config", "language_config", "llm_config")
 TEXT_MODEL_TYPE = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
-                   "qwen3_5_moe": "qwen3_5_moe_text", "mistral3": "mistral", "kimi_k25": "kimi_k2"}
+                   "qwen3_5_moe": "qwen3_5_moe_text", "mistral3": "mistral", "kimi_k25": "kimi_k2",
+                   "mllama": "mllama_text_model"}
 
 
 # Multimodal wrappers whose towers the estimator counts (estimator/catalog/towers.py): the whole model is built,
@@ -76,8 +77,11 @@ FULL_MODEL_CLASSES = {"qwen3_vl": "Qwen3VLForConditionalGeneration",
                       "voxtral": "VoxtralForConditionalGeneration",
                       "qwen3_5": "Qwen3_5ForConditionalGeneration",
                       "qwen3_5_moe": "Qwen3_5MoeForConditionalGeneration",
-                      "gemma3": "Gemma3ForConditionalGeneration"}
+                      "gemma3": "Gemma3ForConditionalGeneration",
+                      "mllama": "MllamaForConditionalGeneration"}
 # Text models transformers builds only inside their wrapper (no causal-LM class): the bare model plus an LM head.
+# Text models with a causal-LM class that no Auto class maps their config to.
+TEXT_MODEL_CLASSES = {"mllama_text_model": "MllamaForCausalLM"}
 BARE_TEXT_MODELS = {"qwen3_vl_text", "qwen3_vl_moe_text", "qwen2_5_vl_text"}
 
 
@@ -131,9 +135,11 @@ def count_params(config: dict[str, Any]) -> int:
             bare = AutoModel.from_config(cfg)
         head = 0 if getattr(cfg, "tie_word_embeddings", False) else cfg.vocab_size * cfg.hidden_size
         return sum(p.numel() for p in bare.parameters()) + head
-    auto_class = AUTO_CLASS_BY_MODEL_TYPE.get(cfg.model_type, DEFAULT_AUTO_CLASS)
     with torch.device("meta"):
-        model = auto_class.from_config(cfg)
+        if cfg.model_type in TEXT_MODEL_CLASSES:
+            model = getattr(transformers, TEXT_MODEL_CLASSES[cfg.model_type])(cfg)
+        else:
+            model = AUTO_CLASS_BY_MODEL_TYPE.get(cfg.model_type, DEFAULT_AUTO_CLASS).from_config(cfg)
     return sum(p.numel() for p in model.parameters())
 
 

@@ -97,8 +97,17 @@ class GatedDeltaNet(_Arch):
         return 2 * self.key_dim + self.value_dim
 
 
-# "linear": one hidden × hidden projection in place of attention, holding no cache (DeciLM replace_with_linear)
-Mixer = Literal["attention", "mamba2", "gated_deltanet", "linear", "none"]
+class CrossAttention(_Arch):
+    """Layers whose keys and values come from an encoder's tokens (Llama-3.2-Vision's image tokens), not from the
+    text: each sequence holds a K/V cache of ``tokens`` entries per such layer, fixed whatever the text length."""
+
+    tokens: int = Field(gt=0, le=MAX_WIDTH)  # encoder tokens one sequence attends to
+    source: str  # where that count comes from, for the report's note
+
+
+# "linear": one hidden × hidden projection in place of attention, holding no cache (DeciLM replace_with_linear);
+# "cross_attention": attention over an encoder's tokens (`CrossAttention`), with the text attention's widths
+Mixer = Literal["attention", "mamba2", "gated_deltanet", "linear", "cross_attention", "none"]
 
 
 class Attention(_Arch):
@@ -191,6 +200,8 @@ class Architecture(_Arch):
     mamba: Mamba2 | None = None
     parallel_mamba: bool = False  # every attention layer also runs a Mamba-2 mixer beside it (Falcon-H1)
     linear_attention: GatedDeltaNet | None = None
+    cross_attention: CrossAttention | None = None
+    extra_embedding_rows: int = Field(default=0, ge=0, le=MAX_WIDTH)  # token rows beyond vocab_size (mllama: 8)
     causal: bool = True
     max_position_embeddings: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
     hidden_act: str | None = None  # config.json's activation name (e.g. gelu_new, silu)
@@ -217,6 +228,8 @@ class Architecture(_Arch):
             raise ValueError("layer_mixers names Mamba-2 layers but no Mamba-2 mixer is described")
         if "gated_deltanet" in self.layer_mixers and self.linear_attention is None:
             raise ValueError("layer_mixers names gated DeltaNet layers but no DeltaNet mixer is described")
+        if "cross_attention" in self.layer_mixers and self.cross_attention is None:
+            raise ValueError("layer_mixers names cross-attention layers but no encoder tokens are described")
         if self.layer_mlp_widths and max(self.layer_mlp_widths) != self.mlp.intermediate_size:
             raise ValueError(f"mlp.intermediate_size ({self.mlp.intermediate_size}) must be the widest of "
                              f"layer_mlp_widths ({max(self.layer_mlp_widths)})")

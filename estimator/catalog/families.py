@@ -88,6 +88,15 @@ class DeltaNetSpec(_Spec):
     state_dtype: str | None = "mamba_ssm_dtype"  # Qwen3.5 names the recurrent state's dtype
 
 
+class CrossAttentionSpec(_Spec):
+    """Layers that attend to an encoder's tokens (mllama): the config field listing them, and the tokens each
+    sequence holds K/V for when no wrapper says (the vision defaults; a wrapper's vision_config overrides it)."""
+
+    layers_field: str
+    tokens: Annotated[int, Field(gt=0, le=2**24)]
+    source: str
+
+
 class PeriodSpec(_Spec):
     """transformers' default layer_types: layer i is ``kinds[0]`` unless (i + 1) is a multiple of the period."""
 
@@ -128,7 +137,9 @@ class Family(_Spec):
     moe: MoeSpec | None = None
     mamba: MambaSpec | None = None
     linear_attention: DeltaNetSpec | None = None
+    cross_attention: CrossAttentionSpec | None = None
     layers: LayersSpec = LayersSpec()
+    extra_embedding_rows: int = Field(default=0, ge=0, le=2**24)  # token embedding rows beyond vocab_size
     norm: Literal["rms", "layer", "layer_nobias"] = "rms"
     rms_norm_by: str | None = None  # this config field false: LayerNorm with weight and bias instead (ChatGLM rmsnorm)
     norms_per_layer: int = Field(default=2, ge=0, le=2**24)  # architecture.MAX_WIDTH, as the architecture's field

@@ -15,6 +15,7 @@ from typing import Any
 from estimator.catalog.architecture import (
     Architecture,
     Attention,
+    CrossAttention,
     GatedDeltaNet,
     Mamba2,
     Mixer,
@@ -140,6 +141,21 @@ def _layout(c: _Config, layers: int) -> _Layout:
     return _Layout(["attention"] * layers, windows, ["dense"] * layers)
 
 
+def _cross_layers(c: _Config, layout: _Layout, layers: int) -> CrossAttention | None:
+    """Mark the layers the config lists as attending to the encoder's tokens (mllama cross_attention_layers)."""
+    spec = c.family.cross_attention
+    if spec is None:
+        return None
+    listed = c.get(spec.layers_field, [])
+    if not isinstance(listed, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in listed):
+        raise SpecInvalid(f"config.json {spec.layers_field} must list layer indices, got {listed!r}")
+    # MllamaTextModel builds layer i as cross-attention when i is listed: an index past the last layer builds none
+    marked = [i for i in range(layers) if i in set(listed)]
+    for i in marked:
+        layout.mixers[i] = "cross_attention"
+    return CrossAttention(tokens=spec.tokens, source=spec.source) if marked else None
+
+
 def _moe(c: _Config, layout: _Layout, layers: int) -> MixtureOfExperts | None:
     spec = c.family.moe
     if spec is None or (layout.from_pattern and "moe" not in layout.ffn):
@@ -220,6 +236,7 @@ def read_family(family: Family, config: Mapping[str, Any]) -> Architecture:
     c = _Config(family, config)
     layers = c.integer("num_layers")
     layout = _layout(c, layers)
+    cross = _cross_layers(c, layout, layers)
     moe = _moe(c, layout, layers)
     # a model whose every feed-forward is MoE may leave the dense width out (Qwen3.5-MoE); per-layer widths
     # (DeciLM) make the widest one the MLP's
@@ -242,6 +259,8 @@ def read_family(family: Family, config: Mapping[str, Any]) -> Architecture:
         ffn_free_layers=tuple(f == "none" for f in layout.ffn) if "none" in layout.ffn else (),
         layer_windows=tuple(layout.windows) if any(w is not None for w in layout.windows) else (),
         layer_mixers=mixers,
+        cross_attention=cross,
+        extra_embedding_rows=family.extra_embedding_rows,
         layer_mlp_widths=tuple(layout.widths) if len(set(layout.widths)) > 1 else (),
         norm="layer" if layer_norm else family.norm,
         norms_per_layer=family.norms_per_layer,

@@ -23,7 +23,7 @@ from estimator.catalog.architecture import (
 )
 from estimator.catalog.families import family, family_names
 from estimator.catalog.family_reader import read_family
-from estimator.catalog.towers import TOWER_READERS, WRAPPER_TIES, tower_rows
+from estimator.catalog.towers import CROSS_ATTENTION_TOKENS, TOWER_READERS, WRAPPER_TIES, tower_rows
 from estimator.errors import SpecInvalid
 
 Config = Mapping[str, Any]
@@ -198,7 +198,7 @@ _NESTED_TEXT = ("text_config", "language_config", "llm_config")
 _TEXT_MODEL_TYPE = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
                     "qwen3_5_moe": "qwen3_5_moe_text", "mistral3": "mistral", "kimi_k25": "kimi_k2",
                     "qwen3_vl": "qwen3_vl_text", "qwen3_vl_moe": "qwen3_vl_moe_text", "qwen2_5_vl": "qwen2_5_vl_text",
-                    "voxtral": "llama"}
+                    "voxtral": "llama", "mllama": "mllama_text_model"}
 
 
 def supported_model_types() -> list[str]:
@@ -244,6 +244,11 @@ def architecture_from_config(config: Config) -> Architecture:
     inner = _unwrapped(config) if reader is None or model_type in TOWER_READERS else None
     arch = architecture_from_config(inner) if inner is not None else _read(reader, config)
     rows, keys = tower_rows(config)
+    tokens = CROSS_ATTENTION_TOKENS.get(str(model_type))
+    if tokens is not None and arch.cross_attention is not None:  # the wrapper's vision config sizes the cross K/V
+        source = f"{model_type} vision_config"
+        cross = arch.cross_attention.model_copy(update={"tokens": tokens(config), "source": source})
+        arch = arch.model_copy(update={"cross_attention": cross})
     return arch.model_copy(update={"towers": rows, "towers_read": keys}) if rows else arch
 
 

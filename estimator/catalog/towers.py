@@ -22,6 +22,12 @@ modules and configuration classes (tests compare the whole model with transforme
   ``vision_use_head``) and Gemma3MultiModalProjector (an input projection matrix and an RMSNorm over the vision
   width) (modeling_siglip.py, modeling_gemma3.py).
 
+- ``mllama``: MllamaVisionModel — a Conv2d patch embedding without bias, a class embedding, the gated position
+  embedding (a table of (image/patch)² + 1 positions and a tile table of max_aspect_ratio_id + 1 rows, one gate),
+  two gated aspect-ratio embeddings, LayerNorms before and after, a local encoder of ``num_hidden_layers`` and a
+  gated global encoder of ``num_global_layers`` (LayerNorm blocks, unbiased q/k/v/o, biased fc1/fc2), and the
+  multi_modal_projector, a biased linear from ``vision_output_dim`` to the text width (modeling_mllama.py).
+
 Other wrappers' towers (llama4's, kimi_k25's) are not counted here: the report names them as not counted
 (`uncounted-towers`).
 """
@@ -160,6 +166,44 @@ def _gemma3(config: Config) -> list[TowerRow]:
     ]
 
 
+_MLLAMA_ASPECT_RATIOS = 8  # MllamaVisionConfig's default supported_aspect_ratios: 8 pairs for max_num_tiles 4
+
+
+def _mllama_patches(v: Config) -> int:
+    """Positions per tile: (image_size / patch_size)² patches and the class token (MllamaVisionModel)."""
+    return (_int(v, "image_size", 448) // _int(v, "patch_size", 14)) ** 2 + 1
+
+
+def mllama_image_tokens(config: Config) -> int:
+    """Image tokens one sequence's cross-attention layers attend to: one image at its largest tiling,
+    max_num_tiles × positions per tile (the cross-attention states MllamaModel hands the text model)."""
+    v = _section(config, "vision_config")
+    return _int(v, "max_num_tiles", 4) * _mllama_patches(v)
+
+
+def _mllama(config: Config) -> list[TowerRow]:
+    """MllamaVisionConfig defaults: hidden 1280, ffn 5120, 32 local and 8 global layers, 3 channels, image 448,
+    patch 14, 4 tiles, 8 aspect ratios, vision_output_dim 7680."""
+    v = _section(config, "vision_config")
+    h, ffn = _int(v, "hidden_size", 1280), _int(v, "intermediate_size", 5120)
+    patch, tiles, positions = _int(v, "patch_size", 14), _int(v, "max_num_tiles", 4), _mllama_patches(v)
+    ratios = v.get("supported_aspect_ratios")
+    rows = (len(ratios) if isinstance(ratios, list) else _MLLAMA_ASPECT_RATIOS) + 1  # max_aspect_ratio_id + 1
+    # per block: 2 LayerNorms (4h), q/k/v/o without bias (4h²), fc1 (h·ffn + ffn), fc2 (ffn·h + h)
+    block = 4 * h * h + 2 * h * ffn + 5 * h + ffn
+    # patch conv, class embedding, gated positions (gate, table, tile table), pre/post tile embeddings + gates,
+    # layernorm_pre and layernorm_post
+    embeddings = (_int(v, "num_channels", 3) * patch * patch * h + h + 1 + positions * h + rows * tiles * positions * h
+                  + 2 * (rows * tiles * h + 1) + 4 * h)
+    return [
+        ("vision_model.embeddings+layernorms", "vision_tower", embeddings, 1),
+        ("vision_model.transformer.layers.*", "vision_tower", block, _int(v, "num_hidden_layers", 32)),
+        ("vision_model.global_transformer.layers.*", "vision_tower", block + 2, _int(v, "num_global_layers", 8)),
+        ("multi_modal_projector", "projector", (_int(v, "vision_output_dim", 7680) + 1) * _text_hidden(config, 4096),
+         1),
+    ]
+
+
 # wrapper model_type → (the config key of its tower, the reader)
 TOWER_READERS: dict[str, tuple[str, Callable[[Config], list[TowerRow]]]] = {
     "qwen3_vl": ("vision_config", _qwen3_vl),
@@ -170,14 +214,18 @@ TOWER_READERS: dict[str, tuple[str, Callable[[Config], list[TowerRow]]]] = {
     "qwen3_5": ("vision_config", _qwen3_5),
     "qwen3_5_moe": ("vision_config", _qwen3_5),
     "gemma3": ("vision_config", _gemma3),
+    "mllama": ("vision_config", _mllama),
 }
 
 
 # the wrapper configuration class's tie_word_embeddings, which decides for the whole model over its text config's
 # (transformers 5.24.0 Qwen3VLConfig, Qwen3VLMoeConfig, Qwen2_5_VLConfig: false; Mistral3Config: true; VoxtralConfig
-# sets none and leaves it to its text config; Qwen3_5Config, Qwen3_5MoeConfig: false; Gemma3Config: true)
+# sets none and leaves it to its text config; Qwen3_5Config, Qwen3_5MoeConfig: false; Gemma3Config: true;
+# MllamaForConditionalGeneration ties nothing: its embedding has 8 rows more than its lm_head)
 WRAPPER_TIES: dict[str, bool] = {"qwen3_vl": False, "qwen3_vl_moe": False, "qwen2_5_vl": False, "mistral3": True,
-                                 "qwen3_5": False, "qwen3_5_moe": False, "gemma3": True}
+                                 "qwen3_5": False, "qwen3_5_moe": False, "gemma3": True, "mllama": False}
+# wrapper model_type → the encoder tokens each sequence's cross-attention layers hold K/V for, from its config
+CROSS_ATTENTION_TOKENS: dict[str, Callable[[Config], int]] = {"mllama": mllama_image_tokens}
 
 
 def tower_rows(config: Config) -> tuple[tuple[TowerRow, ...], tuple[str, ...]]:

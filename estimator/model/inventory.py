@@ -156,7 +156,7 @@ def _moe_tensors(arch: Architecture) -> list[TensorGroup]:
 def tensor_inventory(arch: Architecture) -> tuple[TensorGroup, ...]:
     """Every parameter tensor of ``arch``, grouped; tied embeddings appear once."""
     h = arch.hidden_size
-    out = [TensorGroup("embed_tokens.weight", Role.EMBEDDING, arch.vocab_size * h, 1)]
+    out = [TensorGroup("embed_tokens.weight", Role.EMBEDDING, (arch.vocab_size + arch.extra_embedding_rows) * h, 1)]
     if arch.position_embeddings:
         out.append(TensorGroup("embed_positions.weight", Role.POSITION, arch.position_embeddings * h, 1))
     if arch.token_type_embeddings:
@@ -168,6 +168,11 @@ def tensor_inventory(arch: Architecture) -> tuple[TensorGroup, ...]:
     if arch.mixer_count("linear"):  # DeciLM's replace_with_linear: a bias-free hidden × hidden projection
         out.append(TensorGroup("layers.*.self_attn.linear_attn.weight", Role.ATTENTION, h * h,
                                arch.mixer_count("linear")))
+    cross = arch.mixer_count("cross_attention")
+    if cross:  # mllama MllamaTextCrossAttention: the text attention's projections, per-head q/k norms, two gates
+        out += _attention_tensors(arch.attention.model_copy(update={"qk_norm": True, "qk_norm_full_width": False}),
+                                  h, cross, "layers.*.cross_attn")
+        out.append(TensorGroup("layers.*.cross_attn_attn_gate+mlp_gate", Role.NORM, 2, cross))
     out += [TensorGroup(n, Role(r), numel, c) for n, r, numel, c in mixer_tensors(arch)]
     if arch.norm_count:
         out.append(TensorGroup("layers.*.norms", Role.NORM, _norm_numel(arch), arch.norm_count))

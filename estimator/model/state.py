@@ -6,6 +6,7 @@ or the delta-rule state). The KV cache grows with tokens; this state does not. A
 a Mamba-2 mixer side by side, so it holds both. Tensor layouts follow transformers' ``NemotronHMamba2Mixer``,
 ``FalconH1Mixer`` and ``Qwen3NextGatedDeltaNet`` (tests compare the counts with
 transformers on the meta device). DeepSeek-V3.2's indexer adds tensors to attention and one cached key per token.
+A cross-attention layer (mllama) holds a fixed per-sequence state too: K and V of the image tokens it attends to.
 
 Every state term is integer arithmetic on ``batch``, so it works the same for an int and a numpy int64 array.
 """
@@ -91,10 +92,10 @@ def indexer_tensors(attn: Attention, hidden: int, layers: int, prefix: str) -> l
 class StateLayers:
     """The fixed per-sequence state of one kind of layer: how many layers, and elements per sequence per layer."""
 
-    kind: Literal["mamba2", "gated_deltanet"]
+    kind: Literal["mamba2", "gated_deltanet", "cross_attention"]
     layers: int
     conv_elements: int  # (conv_kernel − 1) × conv channels
-    recurrent_elements: int  # SSM: heads × head_dim × state; DeltaNet: v heads × k dim × v dim
+    recurrent_elements: int  # SSM: heads × head_dim × state; DeltaNet: v heads × k dim × v dim; cross K and V
     element_bytes: int
 
     @property
@@ -113,7 +114,10 @@ def state_layers(arch: Architecture, element_bytes: int) -> list[StateLayers]:
 
     The conv keeps the last ``conv_kernel − 1`` inputs (vLLM's mamba conv cache; transformers' cache keeps
     ``conv_kernel`` columns, one more). Mamba-2 SSM state: heads × head_dim × state_size (the Mamba-2 paper's
-    H × P × N); gated DeltaNet: v heads × head_k_dim × head_v_dim (one d_k × d_v matrix per head).
+    H × P × N); gated DeltaNet: v heads × head_k_dim × head_v_dim (one d_k × d_v matrix per head). A
+    cross-attention layer (mllama) keeps K and V of the encoder's tokens: tokens × KV heads × (d_k + d_v), computed
+    once from the image and fixed whatever the text length (held in the activation dtype, as transformers' cache
+    holds the projected states).
     """
     out: list[StateLayers] = []
     m, g = arch.mamba, arch.linear_attention
@@ -123,6 +127,10 @@ def state_layers(arch: Architecture, element_bytes: int) -> list[StateLayers]:
     if g is not None and arch.mixer_count("gated_deltanet"):
         out.append(StateLayers("gated_deltanet", arch.mixer_count("gated_deltanet"), (g.conv_kernel - 1) * g.conv_dim,
                                g.num_v_heads * g.head_k_dim * g.head_v_dim, g.state_dtype_bytes or element_bytes))
+    cross, a = arch.cross_attention, arch.attention
+    if cross is not None and arch.mixer_count("cross_attention"):
+        out.append(StateLayers("cross_attention", arch.mixer_count("cross_attention"), 0,
+                               cross.tokens * a.num_kv_heads * (a.head_dim + a.v_head_dim), element_bytes))
     return out
 
 

@@ -22,7 +22,7 @@ from pydantic import computed_field, model_validator
 
 from estimator.notes.arithmetic import EXPECTED as _EXPECTED
 from estimator.notes.arithmetic import TIERS, Bytes, divided, expected, gpu_buffers, kv_split, span, weights_split
-from estimator.notes.model_notes import HEADERS, TOWERS, headers, towers_counted, uncounted_towers
+from estimator.notes.model_notes import HEADERS, TOWERS, headers, state_per_sequence, towers_counted, uncounted_towers
 from estimator.notes.training_notes import OVERLAP, amp, deepspeed, no_overlap, overlap
 from estimator.report import Frozen
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
@@ -208,9 +208,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.CHECKPOINT_HEADERS: (HEADERS, headers),
     _C.UNCOUNTED_TOWERS: (TOWERS, uncounted_towers),
     _C.TOWERS_COUNTED: (TOWERS, towers_counted),
-    _C.STATE_PER_SEQUENCE: ({"layers": int, "kind": str, "bytes_per_sequence": int}, lambda v, b: (
-        f"{v['layers']} {v['kind']} layers hold a fixed state of {b(v['bytes_per_sequence'])} per sequence "
-        "(conv + recurrent state, whatever the context), beside the KV cache of the attention layers")),
+    _C.STATE_PER_SEQUENCE: ({"layers": int, "kind": str, "bytes_per_sequence": int}, state_per_sequence),
     _C.LOGITS: ({"positions": str}, lambda v, b: (
         f"logits computed for {'every prompt position' if v['positions'] == 'all' else 'the last position only'}")),
     _C.TENSOR_PARALLEL: ({"gpus": int}, lambda v, b: (

@@ -1,5 +1,5 @@
 """The wording of the notes that say how a model was read: a checkpoint's file headers, a multimodal wrapper's
-towers counted or not."""
+towers counted or not, the fixed state its layers hold per sequence."""
 
 from __future__ import annotations
 
@@ -24,3 +24,10 @@ def uncounted_towers(v: Mapping[str, Any], b: Bytes) -> str:
 def towers_counted(v: Mapping[str, Any], b: Bytes) -> str:
     return (f"{v['model']} is multimodal: its {v['towers']} are counted in the parameters and weights, in 16 bit; "
             "they run on images or audio in the prefill, and the text model alone drives the KV cache and decode")
+
+
+def state_per_sequence(v: Mapping[str, Any], b: Bytes) -> str:
+    what = ("K and V of one image's tokens, computed once, whatever the text length" if v["kind"] == "cross_attention"
+            else "conv + recurrent state, whatever the context")
+    return (f"{v['layers']} {v['kind']} layers hold a fixed state of {b(v['bytes_per_sequence'])} per sequence "
+            f"({what}), beside the KV cache of the attention layers")

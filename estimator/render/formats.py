@@ -160,7 +160,12 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
         span = "global" if kv.window is None else f"window {kv.window:,}"
         rows.append([f"  {kv.layers} layers {span} × {kv.tokens:,} tok", _bytes(kv.total_bytes, binary), ""])
     if mem.state_bytes:
-        rows.append(["recurrent state", _bytes(mem.state_bytes, binary), _bytes(mem.state_per_gpu_bytes, binary)])
+        cross = any(part.kind == "cross_attention" for part in mem.state_by_kind)  # mllama: image K/V, not recurrent
+        label = "fixed state (per sequence)" if cross else "recurrent state"
+        rows.append([label, _bytes(mem.state_bytes, binary), _bytes(mem.state_per_gpu_bytes, binary)])
+        if cross:
+            rows += [[f"  {part.layers} {part.kind} layers", _bytes(part.bytes_per_sequence * w.batch, binary), ""]
+                     for part in mem.state_by_kind]
     verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"
     rows += [["activations (prefill peak)", _bytes(mem.activation_bytes, binary),
               _bytes(mem.activation_per_gpu_bytes, binary)],

@@ -45,6 +45,10 @@ SMALL["falcon_h1-biased-auto-head"] = {"model_type": "falcon_h1", "num_hidden_la
                                       "mamba_d_ssm": None, "mamba_n_heads": 16, "mamba_rms_norm": True,
                                       "projectors_bias": True, "mamba_proj_bias": True, "attention_bias": True,
                                       "mlp_bias": True, "num_key_value_heads": None, "tie_word_embeddings": True}
+SMALL["mllama-small-vision"] = {"model_type": "mllama", "text_config": {"num_hidden_layers": 4,
+                                 "cross_attention_layers": [1]}, "vision_config": {"image_size": 560,
+                                 "num_hidden_layers": 2, "num_global_layers": 1, "max_num_tiles": 2,
+                                 "supported_aspect_ratios": [[1, 1], [1, 2], [2, 1]]}}
 SMALL["mistral3-text"] = {"model_type": "mistral3", "text_config": {"model_type": "ministral3", "num_hidden_layers": 2}}
 SMALL["refinedweb-40b-layout"] = {"model_type": "RefinedWeb", "hidden_size": 512, "n_head": 8, "n_head_kv": 2,
                                   "n_layer": 2, "vocab_size": 1000, "parallel_attn": True, "bias": False}

@@ -97,3 +97,35 @@ def test_mistral_small_3_1_ties_as_transformers_builds_it() -> None:
     assert arch.tie_word_embeddings
     untied = _arch("mistralai--Devstral-Small-2-24B-Instruct-2512")  # the same text widths, tie_word_embeddings false
     assert not untied.tie_word_embeddings
+
+
+def test_llama_3_2_90b_vision_cross_attention_and_vision_tower_by_hand(cli: Callable[..., Any],
+                                                                      tmp_path: Path) -> None:
+    name = "meta-llama--Llama-3.2-90B-Vision-Instruct"
+    arch = _arch(name)
+    # 100 layers, cross_attention_layers 3, 8, …, 98 (20): 80 self-attention layers cache K and V per token
+    assert (arch.mixer_count("attention"), arch.mixer_count("cross_attention")) == (80, 20)
+    (cross,) = state_layers(arch, element_bytes=2)
+    # one image: max_num_tiles 4 × ((560 / 14)² + 1 = 1,601) = 6,404 tokens; K and V of 8 heads × 128 each
+    assert cross.recurrent_elements == 6_404 * 8 * 256
+    assert cross.bytes_per_sequence == 20 * 6_404 * 8 * 256 * 2 == 524_615_680
+    report = _estimate(cli, tmp_path, name, "--batch", "2")
+    assert report["memory"]["kv_cache_per_token_bytes"] == 80 * 8 * 256 * 2 == 327_680
+    assert report["memory"]["kv_cache_bytes"] == 2 * 327_680 * 8_192
+    assert report["memory"]["state_by_kind"] == [{"kind": "cross_attention", "layers": 20,
+                                                  "bytes_per_sequence": 524_615_680, "bytes": 2 * 524_615_680}]
+    roles = {part["role"]: part["params"] for part in report["memory"]["weights_by_role"]}
+    # MllamaVisionModel, hidden 1280, ffn 5120, 1,601 positions a tile, 4 tiles, 9 aspect-ratio rows:
+    # patch conv 3·14·14·1280 = 752,640, class 1,280, position gate 1, positions 1,601·1280 = 2,049,280, tile
+    # positions 9·4·1,601·1280 = 73,774,080, pre/post tile embeddings 2 × (9·4·1280 + 1) = 92,162, two LayerNorms
+    # 4·1280 = 5,120
+    embeddings = 752_640 + 1_280 + 1 + 2_049_280 + 73_774_080 + 92_162 + 5_120
+    # a block: q/k/v/o 4·1280² = 6,553,600, fc1 + fc2 2·1280·5120 + 5120 + 1280 = 13,113,600, 2 LayerNorms 5,120
+    block = 6_553_600 + 13_113_600 + 5_120
+    assert roles["vision_tower"] == embeddings + 32 * block + 8 * (block + 2) == 863_567_379  # global: 2 gates
+    assert roles["projector"] == (7_680 + 1) * 8_192 == 62_922_752  # vision_output_dim → text width, biased
+    assert roles["embedding"] == (128_256 + 8) * 8_192  # 8 image-token rows beyond the vocabulary
+    assert report["model"]["params"] == SOURCES[name]["hf_params"] == 88_593_355_323
+    codes = [n["code"] for n in report["assumptions"]]
+    assert "towers-counted" in codes and "state-per-sequence" in codes
+    assert "uncounted-towers" not in [n["code"] for n in report["warnings"]]
