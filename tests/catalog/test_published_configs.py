@@ -7,6 +7,7 @@ Their parameter counts against transformers' meta-device count are in test_famil
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -129,3 +130,12 @@ def test_llama_3_2_90b_vision_cross_attention_and_vision_tower_by_hand(cli: Call
     codes = [n["code"] for n in report["assumptions"]]
     assert "towers-counted" in codes and "state-per-sequence" in codes
     assert "uncounted-towers" not in [n["code"] for n in report["warnings"]]
+
+
+def test_cross_attention_state_is_its_own_row_in_the_table(cli: Callable[..., Any], tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_bytes((CONFIGS / "meta-llama--Llama-3.2-90B-Vision-Instruct.json").read_bytes())
+    result = cli("estimate", "--model", str(tmp_path), "--gpu", "h200", "--gpus", "2", "--batch", "2")
+    assert result.exit_code == 0, result.stderr
+    # not "recurrent state": the image K/V, 2 sequences × 524,615,680 B = 1.0 GB
+    assert "fixed state (per sequence)" in result.stdout and "recurrent state" not in result.stdout
+    assert re.search(r"20 cross_attention layers\s*│\s*1\.0 GB", result.stdout)
