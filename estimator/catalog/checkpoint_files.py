@@ -14,6 +14,7 @@ spelling, so the report's weights-by-role shows the checkpoint's own bytes.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -56,12 +57,17 @@ ROLE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("mlp", r"mlp|ffn|feed_forward|up_proj|down_proj|gate_proj|dense_h_to_4h|dense_4h_to_h|\bfc[12]\b|c_fc"),
     ("attention", r"attn|attention|mixer|linear_attn|q_proj|k_proj|v_proj|o_proj|indexer|ssm_in|ssm_out"),
 )
-_COMPILED = tuple((role, re.compile(pattern)) for role, pattern in ROLE_PATTERNS)
+
+
+@functools.cache
+def _compiled() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """`ROLE_PATTERNS` compiled, when a checkpoint's tensors are first placed (an estimate by name needs none)."""
+    return tuple((role, re.compile(pattern)) for role, pattern in ROLE_PATTERNS)
 
 
 def tensor_role(name: str) -> str:
     """The role of a checkpoint tensor from its name (`ROLE_PATTERNS`); ``other`` when no pattern places it."""
-    return next((role for role, pattern in _COMPILED if pattern.search(name)), "other")
+    return next((role for role, pattern in _compiled() if pattern.search(name)), "other")
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,12 @@ T = TypeVar("T")
 _GENERIC_SIZE = re.compile(r"^\s*[0-9]*\.?[0-9]+(e[+-]?[0-9]+)?\s*[kmbgt]?\s*$", re.IGNORECASE)
 
 
+_SEPARATORS = re.compile(r"[\s\-_./]")
+
+
 def normalize(name: str) -> str:
     """Alias key: lower case without spaces, dashes, underscores, dots or slashes ('RTX-4090' == 'rtx4090')."""
-    return re.sub(r"[\s\-_./]", "", name.lower())
+    return _SEPARATORS.sub("", name.lower())
 
 
 def validation_message(error: ValidationError) -> str:
@@ -106,6 +109,7 @@ class Registry(Generic[T]):
     listing: str = ""  # where the user sees every name (a command), said when no name is close
     keys: tuple[str | None, ...] = ()  # each entry's file hash from the parsed-spec cache (None: not cached)
     made: type[Any] | None = None  # the class ``build`` returns
+    cache: Path | None = field(default_factory=cache_folder, compare=False)  # the cache folder, looked up once
     _index: dict[str, int] = field(default_factory=dict, compare=False)
     _spelled: dict[str, str] = field(default_factory=dict, compare=False)
     _built: dict[int, T] = field(default_factory=dict, compare=False)
@@ -127,7 +131,7 @@ class Registry(Generic[T]):
     def _cached_build(self, position: int) -> T:
         path, data = self.entries[position]
         sha = self.keys[position] if position < len(self.keys) else None
-        store = built_cache(cache_folder()) if sha is not None and self.made is not None else None
+        store = built_cache(self.cache) if sha is not None and self.made is not None else None
         key = f"{self.kind}\0{path.name}\0{sha}"  # the file name too: a model's name defaults to it
         if store is not None and self.made is not None:
             found: T | None = store.get(key, self.made)
