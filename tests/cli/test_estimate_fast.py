@@ -212,3 +212,18 @@ def test_a_completion_request_goes_to_typer(instruction: str, monkeypatch: pytes
     args = [*MODEL, "--gpu", "h100", "--format", "json"]
     assert estimate_fast._completing()
     assert _run(estimate_fast.estimate_main, args, monkeypatch) == _run(estimate.estimate_main, args, monkeypatch)
+
+
+def test_the_script_freezes_its_objects_at_exit_only() -> None:
+    import subprocess
+
+    # an exit handler registered before the script runs after the script's own (atexit runs them last in, first out)
+    code = ("import atexit, gc, sys\n"
+            "atexit.register(lambda: sys.stderr.write(f'frozen at exit: {gc.get_freeze_count() > 0}'))\n"
+            "from estimator.cli.estimate_fast import estimate_main\n"
+            "sys.argv = ['estimate', '--model', 'llama-3.2-1b', '--gpu', 'h100', '--format', 'json']\n"
+            "estimate_main(); estimate_main()\n"
+            "sys.stderr.write(f'frozen before: {gc.get_freeze_count() > 0}, collecting: {gc.isenabled()}; ')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.startswith("{")
+    assert done.stderr == "frozen before: False, collecting: True; frozen at exit: True"
