@@ -79,7 +79,7 @@ def _document(command: str, lines: list[str]) -> str:
         "output targets in missing folders) — are run through the CLI. A case keeps the promise when bad input",
         "gets one `error:` line and a non-zero exit with nothing on stdout, good input gets output with no NaN,",
         "infinity or negative figure, and nothing raises a traceback or runs longer than 20 s of CPU time or 300 s",
-        "of wall time (tests/fuzz/campaign.py says why CPU time). CI runs a 240-case slice on every change",
+        "of wall time (tests/fuzz/campaign.py says why CPU time). CI runs a 1,000-case slice on every change",
         "(tests/fuzz/test_campaign.py).", "",
         f"Measured with `{command}`:", "", "```", *lines, "```", ""])
 
