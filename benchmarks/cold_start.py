@@ -28,8 +28,15 @@ ROOT = Path(__file__).resolve().parent.parent
 ENTRY = "import sys; from estimator.cli.estimate_fast import estimate_main; sys.argv[0] = 'estimate'; estimate_main()"
 ARGS = ["--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "4"]
 BASELINE = ["-c", "pass"]
+# The floor of any command that validates and writes a pydantic model: pydantic imported, one two-field model built,
+# validated and dumped as JSON, with the plugin search off as the console scripts have it (cli/process.py).
+FLOOR = ("import os; os.environ['PYDANTIC_DISABLE_PLUGINS'] = '__all__'\n"
+         "from pydantic import BaseModel\n"
+         "class A(BaseModel):\n    x: int\n    y: str\n"
+         "print(A.model_validate({'x': 1, 'y': 'a'}).model_dump_json())")
 COMMANDS = {
     "import typer, pydantic, yaml": ["-c", "import typer, pydantic, yaml"],
+    "pydantic: one model (floor)": ["-c", FLOOR],
     "estimate --format json": ["-c", ENTRY, *ARGS, "--format", "json"],
     "estimate (table)": ["-c", ENTRY, *ARGS],
 }
