@@ -327,7 +327,10 @@ def _published_training(catalog: Catalog) -> list[str]:
            "(https://github.com/NVIDIA/Megatron-LM/blob/152aab304d4eabe4f992def6296156642e11c28d/README.md).",
            "- MosaicML llm-foundry, scripts/train/benchmarking/README.md, table \"H100 80GB BF16\" (tokens/s/GPU as "
            "stated there), model shapes from scripts/train/yamls/pretrain/mpt-*.yaml "
-           "(https://github.com/mosaicml/llm-foundry/blob/main/scripts/train/benchmarking/README.md).", "",
+           "(https://github.com/mosaicml/llm-foundry/blob/main/scripts/train/benchmarking/README.md).",
+           "- NVIDIA NeMo, docs/source/performance/performance_summary.md, FP8 pretraining on DGX-H100 (NeMo 24.07), "
+           "commit 070a0bb (https://github.com/NVIDIA/NeMo/blob/070a0bb168d405d653b9734c0017cf5078e77c0d/docs/"
+           "source/performance/performance_summary.md): `--precision fp8`, not asserted.", "",
            *published_table(rows), ""]
     out += [f"- {r.name}: not asserted — {r.why}" for r in rows if not r.reproduced]
     prefetch = [r.error for r in compare_published(catalog, profile_update={"train_overlap_gather": 1.0,

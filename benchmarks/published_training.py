@@ -78,11 +78,12 @@ def predict(case: dict[str, Any], catalog: Catalog, profile: str,
     dp = gpus // (tp * pp)
     micro_batches = lay["global_batch"] // (dp * lay["micro_batch"])
     system = catalog.systems.get(run["system"])
-    workload = TrainingWorkload(batch=lay["micro_batch"], seq_len=SEQ, grad_accum=micro_batches,
+    workload = TrainingWorkload(batch=lay["micro_batch"], seq_len=lay.get("seq", SEQ), grad_accum=micro_batches,
                                 precision=run["precision"], recompute=run["recompute"], attention=run["attention"],
                                 zero=run["zero"], dp=dp, tp=tp, pp=pp,
                                 profile=catalog.profiles.get(profile).model_copy(update=profile_update or {}))
-    model = gpt_model(case["name"], m["hidden"], m["heads"], m["layers"], run["vocab"])
+    model = (catalog.models.get(m["catalog"]) if "catalog" in m  # a catalog model as the source names it
+             else gpt_model(case["name"], m["hidden"], m["heads"], m["layers"], run["vocab"]))
     return estimate_training(model, catalog.gpus.get(system.gpu), workload, system=system,
                              nodes=-(-gpus // system.gpus_per_node))
 
@@ -98,7 +99,9 @@ def compare(catalog: Catalog, profile: str = "megatron", data: Path = DATA,
         tflops = case.get("published_tflops_per_gpu")
         published = (float(case["published_tokens_per_s_per_gpu"]) if tflops is None  # the source's own figure
                      else tflops * 1e12 / megatron_flops_per_token(m["hidden"], m["layers"]))
-        sharded = ", FSDP full shard" if case.get("run", {}).get("zero") == 3 else ""
+        run = case.get("run", {})
+        sharded = (", FSDP full shard" if run.get("zero") == 3 else "") + (", FP8" if run.get("precision") == "fp8"
+                                                                          else "")
         out.append(Comparison(case["name"], case["where"], case["source"], lay["gpus"],
                               f"TP {lay['tp']} × PP {lay['pp']} × DP {lay['gpus'] // (lay['tp'] * lay['pp'])}"
                               + sharded, report.time.tokens_per_s / lay["gpus"], published, tflops,

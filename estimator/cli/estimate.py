@@ -86,8 +86,9 @@ def estimate_command(
     = Mode.infer,
     seq_len: Annotated[str | None, typer.Option(help="Train: tokens per sequence (default 2048).")] = None,
     grad_accum: Annotated[str | None, typer.Option(help="Train: micro-batches per optimizer step (1).")] = None,
-    precision: Annotated[Precision | None, typer.Option(help="Train: amp = fp32 weights + 16-bit autocast "
-                                                        "(default amp-bf16).")] = None,
+    precision: Annotated[Precision | None, typer.Option(help="Train: amp = fp32 weights + 16-bit autocast, "
+                                                        "fp8 = Transformer Engine FP8 GEMMs (default amp-bf16).")
+                         ] = None,
     optimizer: Annotated[Optimizer | None, typer.Option(help="Train: optimizer (adamw = PyTorch foreach).")] = None,
     recompute: Annotated[Recompute | None, typer.Option(help="Train: activation recomputation (none).")] = None,
     attention: Annotated[Attention | None, typer.Option(help="Train: attention kernel (sdpa).")] = None,

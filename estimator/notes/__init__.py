@@ -23,7 +23,7 @@ from pydantic import computed_field, model_validator
 from estimator.notes.arithmetic import EXPECTED as _EXPECTED
 from estimator.notes.arithmetic import TIERS, Bytes, divided, expected, gpu_buffers, kv_split, span, weights_split
 from estimator.notes.model_notes import HEADERS, TOWERS, headers, state_per_sequence, towers_counted, uncounted_towers
-from estimator.notes.training_notes import OVERLAP, amp, deepspeed, no_overlap, overlap
+from estimator.notes.training_notes import OVERLAP, amp, deepspeed, fp8_training, no_overlap, overlap
 from estimator.report import Frozen
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
 
@@ -72,6 +72,7 @@ class NoteCode(str, Enum):
     STEADY_STATE = "steady-state"
     NO_OVERLAP = "no-overlap"
     OVERLAP = "overlap"
+    FP8_TRAINING = "fp8-training"
     AMP = "amp"
     DEEPSPEED = "deepspeed"
     LORA = "lora"
@@ -221,6 +222,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
                   "zero_grad(set_to_none=True)"),
     _C.STEADY_STATE: ({}, lambda v, b: "steady-state step: optimizer states exist from the previous step"),
     _C.NO_OVERLAP: ({}, no_overlap), _C.OVERLAP: (OVERLAP, overlap), _C.AMP: ({}, amp), _C.DEEPSPEED: ({}, deepspeed),
+    _C.FP8_TRAINING: ({}, fp8_training),
     _C.LORA: ({"rank": int, "targets": str, "base": str}, lambda v, b: (
         f"LoRA rank {v['rank']} on {v['targets']} of every layer; frozen base in {v['base']}; adapters in fp32 "
         "under autocast (PEFT)")),

@@ -30,3 +30,10 @@ def amp(v: Mapping[str, Any], b: Bytes) -> str:
 def deepspeed(v: Mapping[str, Any], b: Bytes) -> str:
     return ("DeepSpeed ZeRO: 16-bit parameters and gradients, fp32 master + optimizer states (Rajbhandari et al. "
             "2020), fused optimizer (no step temporaries)")
+
+
+def fp8_training(v: Mapping[str, Any], b: Bytes) -> str:
+    return ("FP8 training as Transformer Engine under Megatron-LM runs it: linear-layer GEMMs at the FP8 peak, "
+            "attention and elementwise kernels in bf16; bf16 parameters, fp32 gradients, master weights and "
+            "optimizer states, an FP8 copy of each linear weight; saved activations counted in bf16 (TE keeps "
+            "some linear inputs in FP8, so this is an upper bound); MFU against the bf16 peak")

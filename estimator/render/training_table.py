@@ -47,6 +47,7 @@ _LABELS = {
     "weights_bytes": "weights", "gradient_bytes": "gradients", "master_weights_bytes": "fp32 master weights",
     "optimizer_bytes": "optimizer states", "ddp_bucket_bytes": "DDP gradient buckets",
     "autocast_copy_bytes": "autocast 16-bit weight copies",
+    "fp8_weight_bytes": "FP8 weight copies (Transformer Engine)",
     "gathered_params_bytes": "gathered parameters (ZeRO-3/FSDP)", "activation_bytes": "activations",
     "loss_backward_bytes": "loss gradients at backward start", "recompute_bytes": "one layer recomputed",
     "optimizer_step_bytes": "optimizer step temporaries",

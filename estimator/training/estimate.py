@@ -58,13 +58,14 @@ from estimator.training.states import (
     ModelStates,
     adafactor_state_bytes,
     autocast_weight_numel,
+    fp8_weight_numel,
     frozen_base_bytes,
     lora_params,
     model_states,
     optimizer_step_transient_bytes,
     state_dtype_bytes,
 )
-from estimator.training.step_time import StepInputs, StepTime, step_time
+from estimator.training.step_time import StepInputs, StepTime, fp8_gemm_peak, step_time
 from estimator.training.workload import ALL_LORA_TARGETS, TrainingWorkload, check_layout
 
 Term = tuple[str, int]  # a TrainingMemoryReport field held in a phase and its bytes in that phase
@@ -94,6 +95,7 @@ class _States:
     states: ModelStates
     autocast: int  # 16-bit weight copies autocast keeps from forward to backward
     gathered: int  # ZeRO-3/FSDP parameters gathered for the unit in use and the one prefetched
+    fp8_weights: int  # FP8 training: the FP8 copy of every linear weight, kept from forward to backward
     ddp_buckets: int
     step_transient: int  # the optimizer step's temporaries
     compute_bytes: int  # bytes per element of the 16- or 32-bit compute dtype
@@ -102,7 +104,7 @@ class _States:
 
 def _model_states(arch: Architecture, w: TrainingWorkload) -> _States:
     mp, stage = w.tp * w.pp, w.shard_stage
-    deepspeed = w.fsdp is None and stage > 0
+    deepspeed = w.fsdp is None and stage > 0 and not w.fp8  # FP8: Megatron-LM's distributed optimizer
     lora = w.lora_rank is not None
     trainable_params = lora_params(arch, w.lora_rank, w.lora_targets) if w.lora_rank is not None else param_count(arch)
     s_bytes = state_dtype_bytes(w.precision)
@@ -127,7 +129,8 @@ def _model_states(arch: Architecture, w: TrainingWorkload) -> _States:
     opt_params = math.ceil(trainable_params / mp / (w.dp if stage >= 1 else 1))
     step_transient = optimizer_step_transient_bytes(w.optimizer, optimizer_params=opt_params, state_bytes=s_bytes,
                                                     largest_tensor=largest, foreach=not deepspeed)
-    return _States(trainable_params, states, autocast, gathered, ddp_buckets, step_transient, c_bytes,
+    fp8 = math.ceil(fp8_weight_numel(arch) / mp) if w.fp8 else 0  # 1 byte per parameter
+    return _States(trainable_params, states, autocast, gathered, fp8, ddp_buckets, step_transient, c_bytes,
                    deepspeed)
 
 
@@ -203,7 +206,8 @@ def _phases(st: _States, act: _Activations, w: TrainingWorkload) -> _Phases:
                         ("optimizer_bytes", s.optimizer_bytes), ("ddp_bucket_bytes", st.ddp_buckets)]
     if w.grad_accum > 1:  # gradients persist between micro-batches
         base.insert(1, ("gradient_bytes", s.gradient_bytes))
-    base += [("autocast_copy_bytes", st.autocast), ("gathered_params_bytes", st.gathered)]
+    base += [("autocast_copy_bytes", st.autocast), ("gathered_params_bytes", st.gathered),
+             ("fp8_weight_bytes", st.fp8_weights)]
     forward = [*base, ("activation_bytes", act.activation), ("loss_backward_bytes", loss_now)]
     recompute = [*base, ("activation_bytes", act.activation - (act.output_bytes if act.on_last_stage else 0)),
                  ("recompute_bytes", act.recompute)] if act.recompute else []
@@ -219,7 +223,8 @@ def _peak(st: _States, act: _Activations, gpu: GpuSpec, w: TrainingWorkload) -> 
     phases = _phases(st, act, w)
     phase, tensors = phases.peak()
     # allocator slack applies to what is allocated and freed every step, not to the long-lived states
-    dynamic = st.autocast + st.gathered + max(act.activation + loss_now + act.recompute, st.step_transient)
+    dynamic = (st.autocast + st.gathered + st.fp8_weights
+               + max(act.activation + loss_now + act.recompute, st.step_transient))
     overhead = runtime_overhead_bytes(gpu.memory_bytes, w.profile, tensor_parallel=w.gpus, dynamic_bytes=dynamic)
     return _Peak(phase, tensors, overhead, tensors + overhead, phases)
 
@@ -274,6 +279,8 @@ def _assumptions(w: TrainingWorkload, st: _States, act: _Activations) -> list[No
         assumptions.append(note(NoteCode.AMP))
     if st.deepspeed:
         assumptions.append(note(NoteCode.DEEPSPEED))
+    if w.fp8:
+        assumptions.append(note(NoteCode.FP8_TRAINING))
     if w.lora_rank is not None:
         assumptions.append(note(NoteCode.LORA, rank=w.lora_rank, targets=",".join(w.lora_targets),
                                 base=w.qlora.name if w.qlora else "16 bit"))
@@ -314,7 +321,8 @@ def _memory_report(w: TrainingWorkload, gpu: GpuSpec, st: _States, act: _Activat
     return TrainingMemoryReport(
         weights_bytes=s.weights_bytes, gradient_bytes=s.gradient_bytes, master_weights_bytes=s.master_bytes,
         optimizer_bytes=s.optimizer_bytes, model_states_bytes=s.total_bytes, trainable_params=st.trainable_params,
-        autocast_copy_bytes=st.autocast, gathered_params_bytes=st.gathered, ddp_bucket_bytes=st.ddp_buckets,
+        autocast_copy_bytes=st.autocast, gathered_params_bytes=st.gathered, fp8_weight_bytes=st.fp8_weights,
+        ddp_bucket_bytes=st.ddp_buckets,
         activation_bytes=act.activation, activation_per_layer_bytes=act.per_layer,
         in_flight_micro_batches=act.in_flight, output_layer_bytes=act.output_bytes,
         loss_backward_bytes=act.loss_backward, recompute_bytes=act.recompute, optimizer_step_bytes=st.step_transient,
@@ -352,12 +360,13 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
                               f"{system.name} ({nodes * system.gpus_per_node} GPUs): give --nodes "
                               f"{-(-w.gpus // system.gpus_per_node)} or a smaller layout")
     dtype, peak_flop_per_s = peak_for(gpu, w.compute_dtype)
+    gemm_peak = fp8_gemm_peak(gpu, w)
     states = _model_states(arch, w)
     act = _activations(arch, w, states)
     peak = _peak(states, act, gpu, w)
     time = step_time(arch, w, gpu, peak_flop_per_s,
                      StepInputs(states.trainable_params, states.states, states.step_transient, states.compute_bytes,
-                                states.deepspeed, act.stage_layers), system)
+                                states.deepspeed, act.stage_layers, gemm_peak), system)
     return TrainingReport(
         model=ModelInfo(name=model.name, params=param_count(arch), active_params=active_param_count(arch),
                         architecture=arch.model_type, layers=arch.num_layers, hidden_size=arch.hidden_size,

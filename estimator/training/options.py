@@ -18,6 +18,7 @@ class Precision(str, Enum):
     amp_bf16 = "amp-bf16"
     amp_fp16 = "amp-fp16"
     bf16 = "bf16"
+    fp8 = "fp8"
 
 
 class Optimizer(str, Enum):

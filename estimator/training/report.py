@@ -74,6 +74,7 @@ class TrainingMemoryReport(Frozen):
     trainable_params: int
     autocast_copy_bytes: int
     gathered_params_bytes: int
+    fp8_weight_bytes: int = 0  # FP8 training: Transformer Engine's FP8 copy of every linear weight
     ddp_bucket_bytes: int
     activation_bytes: int
     activation_per_layer_bytes: int

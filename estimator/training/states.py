@@ -7,6 +7,11 @@ Bytes per parameter (formulas.md, Training memory):
   copies of the weights it casts (2 bytes per linear-layer parameter, alive from forward to backward).
 - pure bf16 / fp32: weights, grads and optimizer states all in the parameter dtype (torch optimizers create
   their states like the parameter).
+- FP8 (Transformer Engine under Megatron-LM): bf16 parameters (2), gradients accumulated and reduced in fp32
+  (4: Megatron-LM's arguments.py sets accumulate_allreduce_grads_in_fp32 for bf16 parameters), an fp32 master
+  copy (4) and fp32 optimizer states; the FP8 copy of each linear weight TE casts for its GEMMs (1 byte per
+  parameter, kept from forward to backward) is `fp8_weight_numel`. TE's scaling state per FP8 tensor (amax
+  history of 1,024 fp32 values, scale, inverse scale) is about 12 KB per linear layer: left out.
 Optimizer states per parameter: AdamW 2 states; 8-bit Adam 2 bytes (Dettmers et al. 2022, block-wise 8-bit m, v);
 SGD 0; SGD with momentum and Lion (Chen et al. 2023) 1 state; Adafactor (Shazeer & Stern 2018) row + column
 second-moment factors per matrix, a full one per vector, no first moment (transformers' default beta1=None).
@@ -64,6 +69,8 @@ def bytes_per_param(precision: Precision, optimizer: Optimizer, *, deepspeed: bo
         return BytesPerParam(4, 4, 0, states)
     if precision == "bf16":
         return BytesPerParam(2, 2, 0, states)
+    if precision == "fp8":
+        return BytesPerParam(2, 4, 4, states)
     if deepspeed:
         return BytesPerParam(2, 2, 4, states)
     return BytesPerParam(4, 4, 0, states)
@@ -122,6 +129,12 @@ def autocast_weight_numel(arch: Architecture) -> int:
                  if g.role.is_linear or g.role in (Role.ROUTER, Role.POOLER, Role.LM_HEAD))
     tied_head = lm_head_numel(arch) if arch.tie_word_embeddings else 0
     return linear + tied_head
+
+
+def fp8_weight_numel(arch: Architecture) -> int:
+    """Parameters Transformer Engine casts to FP8 for its GEMMs: the linear layers' weights. The embedding, the
+    output layer (Megatron-LM's ColumnParallelLinear outside TE), routers and norms stay in bf16."""
+    return sum(g.total for g in tensor_inventory(arch) if g.role.is_linear)
 
 
 def frozen_base_bytes(arch: Architecture, w: TrainingWorkload) -> int:

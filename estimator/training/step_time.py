@@ -13,6 +13,9 @@ Compute, as the profile says:
   Megatron-LM before FlashAttention) also moves each layer's score matrix: written by QKᵀ, read and written by
   the softmax and by dropout, read by the PV product (6 passes of 16-bit scores per forward).
 
+FP8 training (Transformer Engine) runs the linear layers' GEMMs at the card's FP8 peak, attention and the
+elementwise kernels in bf16; MFU stays against the bf16 peak, as NeMo and the Llama 3 report state it.
+
 Either way the pipeline bubble stretches compute by 1 / (1 − (pp − 1) / (v·m + pp − 1)) for m micro-batches
 (1F1B, v = 1; the interleaved schedule with v model chunks per GPU, Narayanan et al. 2021 §2.2.2: the bubble
 shrinks v-fold in units of the ideal time), the optimizer step reads and writes every state once at the
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
+from estimator.errors import WorkloadInvalid
 from estimator.model.compute import attention_flops, linear_params_per_token
 from estimator.model.inventory import lm_head_numel
 from estimator.training.communication import Communication, step_communication
@@ -65,6 +69,7 @@ class StepInputs:
     compute_bytes: int
     deepspeed: bool
     stage_layers: int
+    gemm_peak: float = 0.0  # FP8 training: the card's FP8 peak for the linear layers' GEMMs (0: the compute peak)
 
 
 def _elementwise_bytes_per_token(arch: Architecture, w: TrainingWorkload, compute_bytes: int) -> float:
@@ -80,11 +85,11 @@ def _elementwise_bytes_per_token(arch: Architecture, w: TrainingWorkload, comput
 
 
 def _kernel_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, linear_flops: float,
-                      attention_fwd: float, passes: int, compute_bytes: int) -> float:
+                      attention_fwd: float, passes: int, compute_bytes: int, gemm_peak: float) -> float:
     """Seconds of one replica's step on one GPU, kernel by kernel (module docstring), without the bubble."""
     prof, mp, tokens = w.profile, w.tp * w.pp, w.tokens_per_micro_batch * w.grad_accum
     bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
-    linear_s = linear_flops * tokens / mp / (peak * prof.matmul_flop_efficiency)
+    linear_s = linear_flops * tokens / mp / (gemm_peak * prof.matmul_flop_efficiency)
     attention_s = passes * attention_fwd * tokens / mp / (peak * prof.attention_flop_efficiency)
     elementwise_s = passes * _elementwise_bytes_per_token(arch, w, compute_bytes) * tokens / w.pp / bandwidth
     return linear_s + attention_s + elementwise_s
@@ -105,14 +110,17 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
     linear_executed = base_train + 6 * adapters + (2 * linear if full else 0)
     executed_gpu = (linear_executed + (3 + extra_attention) * attn_fwd) * step_tokens / mp
     bubble = (w.pp - 1) / (w.virtual_stages * w.grad_accum + w.pp - 1)
+    gemm_peak = inputs.gemm_peak or peak
+    linear_gpu = linear_executed * step_tokens / mp
+    speedup = 1.0 if gemm_peak == peak else executed_gpu / (linear_gpu * peak / gemm_peak + executed_gpu - linear_gpu)
     if uses_eager_step(prof):
         eager_s, efficiency = eager_compute_s(arch, w, gpu, peak, inputs.trainable_params, inputs.stage_layers)
         efficiency = executed_gpu / (peak * eager_s)  # what the step achieves, host floor and loss included
     elif prof.train_flop_efficiency is not None:
-        efficiency = prof.train_flop_efficiency
+        efficiency = prof.train_flop_efficiency * speedup
     else:
         kernels_s = _kernel_compute_s(arch, w, gpu, peak, linear_executed, attn_fwd, 3 + extra_attention,
-                                      inputs.compute_bytes)
+                                      inputs.compute_bytes, gemm_peak)
         efficiency = executed_gpu / (peak * kernels_s)
     compute_s = executed_gpu / (peak * efficiency) / (1 - bubble)
     bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
@@ -123,10 +131,25 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
     communication_s = comm.total_s
     exposed = exposed_s(comm, w, compute_s * (1 - bubble))
     step_s = compute_s + optimizer_s + exposed
-    bound_s = max(executed_gpu / peak, communication_s * prof.interconnect_efficiency)
+    bound_s = max(executed_gpu / (peak * speedup), communication_s * prof.interconnect_efficiency)
     model_flops_step = model_flops_token * step_tokens * w.dp
     return StepTime(step_tokens, executed_gpu, bubble, compute_s, optimizer_s, communication_s, exposed, step_s,
                     bound_s, model_flops_step, model_flops_step / step_s / (w.gpus * peak), efficiency, comm)
+
+
+def fp8_gemm_peak(gpu: GpuSpec, w: TrainingWorkload) -> float:
+    """FP8 training's GEMM peak: the card's FP8 tensor-core rate (0 without --precision fp8); refused on cards
+    without one and under the eager PyTorch profiles (Transformer Engine is not eager PyTorch)."""
+    if not w.fp8:
+        return 0.0
+    peak = gpu.peak_flop_per_s("fp8")
+    if peak is None:
+        raise WorkloadInvalid(f"--precision fp8 runs its GEMMs on FP8 tensor cores, which {gpu.name} lacks "
+                              "(its spec lists no fp8 FLOP/s): use --precision bf16 or amp-bf16")
+    if uses_eager_step(w.profile):
+        raise WorkloadInvalid(f"--precision fp8 is Transformer Engine's recipe; the {w.profile.name} profile times "
+                              "eager PyTorch steps: use --profile megatron")
+    return peak
 
 
 def exposed_s(comm: Communication, w: TrainingWorkload, compute_s: float) -> float:
@@ -154,7 +177,7 @@ def _communication(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, inputs
     """Data-parallel gradient synchronisation (ZeRO-3: parameter gathers too), tensor-parallel all-reduces and,
     on a system, pipeline sends (`estimator.training.communication`)."""
     deepspeed = inputs.deepspeed
-    grad_wire = 2 if deepspeed or w.precision == "bf16" else (4 if w.compute_dtype == "fp32" or w.amp else 2)
+    grad_wire = 2 if deepspeed or w.precision == "bf16" else (4 if w.compute_dtype == "fp32" or w.amp or w.fp8 else 2)
     comm = step_communication(w, gpu, system, hidden=arch.hidden_size, stage_layers=inputs.stage_layers,
                               shard_params=inputs.trainable_params / (w.tp * w.pp),
                               compute_bytes=inputs.compute_bytes, grad_wire_bytes=grad_wire)

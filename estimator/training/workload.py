@@ -16,7 +16,7 @@ from estimator.catalog.specs import NumberFormat
 from estimator.errors import WorkloadInvalid
 from estimator.inference.workload import MAX_BATCH, MAX_TOKENS
 
-Precision = Literal["fp32", "amp-bf16", "amp-fp16", "bf16"]
+Precision = Literal["fp32", "amp-bf16", "amp-fp16", "bf16", "fp8"]
 Optimizer = Literal["adamw", "adamw-fused", "adam-8bit", "sgd", "sgd-momentum", "adafactor", "lion"]
 Recompute = Literal["none", "selective", "full"]
 AttentionImpl = Literal["sdpa", "flash", "eager"]
@@ -32,7 +32,9 @@ class TrainingWorkload(BaseModel):
 
     ``precision``: ``fp32`` (everything fp32), ``amp-bf16``/``amp-fp16`` (fp32 parameters, 16-bit autocast, as
     PyTorch AMP does; with ZeRO, DeepSpeed's 16-bit parameters + fp32 master), ``bf16`` (parameters, gradients
-    and optimizer states all bf16). ``zero`` 1/2/3 shards optimizer states / + gradients / + parameters over
+    and optimizer states all bf16), ``fp8`` (Transformer Engine's recipe under Megatron-LM: FP8 GEMMs, bf16
+    parameters, fp32 gradients, master weights and optimizer states; `estimator.training.states`). ``zero``
+    1/2/3 shards optimizer states / + gradients / + parameters over
     ``dp`` ranks (Rajbhandari et al. 2020); ``fsdp`` is PyTorch FSDP (``full`` ≈ ZeRO-3, ``grad-op`` ≈ ZeRO-2).
     """
 
@@ -70,6 +72,9 @@ class TrainingWorkload(BaseModel):
             problems.append("--qlora trains LoRA adapters on a 4-bit base; give --lora-rank")
         if self.qlora is not None and self.precision == "fp32":
             problems.append("--qlora computes in 16 bit; use --precision amp-bf16, amp-fp16 or bf16")
+        if self.precision == "fp8" and self.shard_stage == 3:
+            problems.append("--precision fp8 with ZeRO-3 / FSDP full shard is not modelled (FP8 copies of sharded "
+                            "weights); use --zero 1 (Megatron's distributed optimizer) or --zero 2")
         if not self.lora_targets:
             problems.append("--lora-targets is empty")
         if len(set(self.lora_targets)) != len(self.lora_targets):
@@ -90,6 +95,11 @@ class TrainingWorkload(BaseModel):
     def amp(self) -> bool:
         """Autocast: fp32 parameters, 16-bit matmuls."""
         return self.precision.startswith("amp")
+
+    @property
+    def fp8(self) -> bool:
+        """FP8 GEMMs (Transformer Engine); attention and the elementwise kernels stay in bf16."""
+        return self.precision == "fp8"
 
     @property
     def compute_dtype(self) -> Literal["fp32", "bf16", "fp16"]:

@@ -75,7 +75,7 @@ def test_table_and_csv() -> None:
     (["--sequence-parallel"], "needs --tp > 1"),
     (["--seq-len", "0"], "--seq-len must be positive"),
     (["--lora-rank", "8", "--lora-targets", "q,x"], "unknown LoRA target 'x'"),
-    (["--precision", "fp8"], "fp8"),
+    (["--precision", "fp4"], "fp4"),
 ])
 def test_bad_training_input_is_one_line(args: list[str], message: str) -> None:
     result = _run(*BASE, *args)

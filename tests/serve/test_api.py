@@ -189,7 +189,7 @@ def test_openapi_documents_each_field_with_the_cli_s_help(client: TestClient) ->
     assert {"/v1/estimate", "/v1/train", "/v1/plan", "/v1/sweep", "/v1/gpus", "/v1/systems", "/v1/models",
             "/v1/formats", "/v1/models/config"} <= set(schema["paths"])
     fields = {p["name"]: p for p in schema["paths"]["/v1/estimate"]["get"]["parameters"]}
-    assert fields["precision"]["schema"]["enum"] == ["fp32", "amp-bf16", "amp-fp16", "bf16"]
+    assert fields["precision"]["schema"]["enum"] == ["fp32", "amp-bf16", "amp-fp16", "bf16", "fp8"]
     assert fields["batch"]["schema"]["default"] == "1"
     assert "specs_dir" not in fields and "calibration" not in fields  # server paths are no fields
     assert "mode" not in {p["name"] for p in schema["paths"]["/v1/train"]["get"]["parameters"]}
