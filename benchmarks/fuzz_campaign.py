@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def _work(job: tuple[int, int, int]) -> tuple[int, dict[str, int], list[str], float, float]:
+def _work(job: tuple[int, int, int]) -> tuple[int, dict[str, int], list[str], float, float, str]:
     seed, start, count = job
     os.environ["ESTIMATOR_NO_CALIBRATION"] = "1"
     os.environ.setdefault("ESTIMATOR_CACHE_DIR", tempfile.mkdtemp(prefix="fuzz-cache-"))
@@ -30,17 +30,20 @@ def _work(job: tuple[int, int, int]) -> tuple[int, dict[str, int], list[str], fl
     kinds: dict[str, int] = collections.Counter()
     examples: list[str] = []
     slowest = slowest_cpu = 0.0
+    costliest = ""  # the command line that used the most CPU time
     with tempfile.TemporaryDirectory(prefix="fuzz-") as scratch:
         for index, case in enumerate(generate(seed, start + count)):
             if index < start:
                 continue
             outcome = run(case, Path(scratch) / str(index))
-            slowest, slowest_cpu = max(slowest, outcome.seconds), max(slowest_cpu, outcome.cpu_seconds)
+            slowest = max(slowest, outcome.seconds)
+            if outcome.cpu_seconds > slowest_cpu:
+                slowest_cpu, costliest = outcome.cpu_seconds, " ".join(case.args)[:300]
             for problem in outcome.problems:
                 kinds[problem.split(":")[0]] += 1
                 if len(examples) < 20:
                     examples.append(f"{' '.join(case.args)[:200]} → {problem[:200]}")
-    return count, dict(kinds), examples, slowest, slowest_cpu
+    return count, dict(kinds), examples, slowest, slowest_cpu, costliest
 
 
 def main() -> None:
@@ -57,13 +60,14 @@ def main() -> None:
         results = pool.map(_work, [j for j in jobs if j[2] > 0])
     took = time.perf_counter() - began
     kinds: collections.Counter[str] = collections.Counter()
-    examples = [e for _, _, ex, _, _ in results for e in ex][:20]
-    for _, k, _, _, _ in results:
+    examples = [e for _, _, ex, _, _, _ in results for e in ex][:20]
+    for _, k, _, _, _, _ in results:
         kinds.update(k)
     cases = sum(r[0] for r in results)
     lines = [f"{cases:,} cases (seed {args.seed}) in {took:,.0f} s on {args.workers} workers; "
              f"slowest case {max(r[3] for r in results):.1f} s wall, {max(r[4] for r in results):.1f} s CPU",
-             f"cases with a problem, by kind: {dict(kinds) or 'none'}"]
+             f"cases with a problem, by kind: {dict(kinds) or 'none'}",
+             f"the most CPU time: {max(results, key=lambda r: r[4])[5]}"]
     lines += [f"  e.g. {e}" for e in examples]
     print("\n".join(lines))
     if args.write is not None:
