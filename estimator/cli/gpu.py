@@ -19,6 +19,7 @@ import typer
 
 from estimator.catalog.registry import Catalog
 from estimator.cli.options import ForceOption, OutputFormat, catalog_for, check_format, positive
+from estimator.cli.options import console as table_console
 from estimator.errors import DeviceUnavailable, WorkloadInvalid
 from estimator.inference.report import Report
 from estimator.live.probe import (
@@ -87,15 +88,13 @@ def gpu_command(
       estimator gpu
       estimator gpu --format json
     """
-    from rich.console import Console
-
     check_format(output_format, LIVE_FORMATS)
     snapshot = _read()
     catalog = catalog_for(specs_dir)
     if output_format is OutputFormat.json:
         write_report("json", gpu_report(snapshot, catalog))
         return
-    console = Console()
+    console = table_console()
     for gpu in snapshot.gpus:
         render_gpu(gpu, snapshot, catalog, console)
 
@@ -148,11 +147,10 @@ def monitor_command(
       estimator monitor --count 5
       estimator monitor --interval 2 --expect "--model llama-3.1-8b --batch 8"
     """
-    from rich.console import Console
     from rich.live import Live
 
     probe = make_probe()
-    console = Console()
+    console = table_console()
     try:
         snapshot = probe.read()
         expected = None if expect is None else expected_report(expect, snapshot, catalog_for(specs_dir))
@@ -204,8 +202,6 @@ def calibrate_command(
       estimator calibrate --out h200.yaml
       estimator calibrate --force             (measure again: replaces this card's entry)
     """
-    from rich.console import Console
-
     from estimator.live import measure
     from estimator.live.calibration import (
         GpuCalibration,
@@ -241,7 +237,7 @@ def calibrate_command(
         profile_overrides=overrides,
     )
     save_calibration(path, entry, force=force)
-    console = Console()
+    console = table_console()
     render_calibration(console, entry, str(path))
     if spec is None:
         console.print(f"{gpu.name} is not in the catalog: efficiency fractions were not derived", highlight=False)
@@ -308,9 +304,7 @@ def validate_command(
         write_report("json", ValidateReport(model=spec_model.name, gpu=gpu_spec.name, rows=tuple(rows),
                                             points=tuple(p.record() for p in pts)))
         return
-    from rich.console import Console
-
-    console = Console()
+    console = table_console()
     render_validation(console, f"{spec_model.name} on {gpu_spec.name}", pts)
     if mode is Mode.train:
         row = rows[0]

@@ -26,6 +26,7 @@ from estimator.cli.options import (
     Units,
     catalog_for,
     check_format,
+    console,
     inference_workload,
     positive,
     refuse,
@@ -232,9 +233,7 @@ def _show_plan(report: PlanReport, output_format: OutputFormat, output: Path | N
 
         plan_chart(report, plot)
     if output_format is OutputFormat.table:
-        from rich.console import Console
-
-        render_plan(report, Console(record=output is not None, width=200 if output else None), record_to=output)
+        render_plan(report, console(record=output is not None, width=200 if output else None), record_to=output)
     else:
         write_report(output_format.value, report, output, table=plan_rows(report), sheet="plan",
                      notes=plan_notes(report))

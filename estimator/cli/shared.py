@@ -155,11 +155,13 @@ def kv_format(catalog: Catalog, weights: NumberFormat, kv_dtype: str | None) -> 
     return fmt
 
 
-def console() -> Console:
-    """A rich console for tables (rich loads only here, so JSON and CSV start faster)."""
+def console(**options: Any) -> Console:
+    """A rich console for tables (rich loads only here, so JSON and CSV start faster). Every command's tables are
+    drawn on one of these: emoji codes are off, as markup is escaped, so a name such as ``my:fire:model`` (from a
+    config.json, a spec, NVML) prints as written, not as an emoji."""
     from rich.console import Console
 
-    return Console()
+    return Console(emoji=False, **options)
 
 
 FILE_TABLE_COLUMNS = 200  # a table written to a file (-o) has no terminal: laid out as plan lays out its file
@@ -170,12 +172,10 @@ def print_table(output: Path | None, draw: Callable[[Console], None]) -> None:
     if output is None:
         draw(console())
         return
-    from rich.console import Console
-
     from estimator.render.output import write_text_atomically
 
-    write_text_atomically(output, lambda handle: draw(Console(file=handle, width=FILE_TABLE_COLUMNS,
-                                                               color_system=None)))
+    write_text_atomically(output, lambda handle: draw(console(file=handle, width=FILE_TABLE_COLUMNS,
+                                                              color_system=None)))
 
 
 def hardware(catalog: Catalog, gpu: str | None, system: str | None, nodes: str | None, gpus_per_node: str | None,

@@ -269,3 +269,18 @@ def test_rich_markup_in_a_config_name_is_printed_as_text(tmp_path: Path, cli: Ca
         result = cli(*args)
         assert result.exit_code == 0, result.stderr
         assert "[/bold][red]evil" in result.stdout
+
+
+def test_emoji_codes_in_a_config_name_are_printed_as_text(tmp_path: Path, cli: Callable[..., CliResult]) -> None:
+    """The markup-injection class for rich's emoji codes, which markup escaping leaves alone: 'my:fire:model'
+    printed as 'my🔥model'. Every table is drawn on `estimator.cli.shared.console`, emoji codes off."""
+    (tmp_path / "config.json").write_text(
+        '{"_name_or_path": "my:fire:model", "model_type": "llama", "hidden_size": 64, "intermediate_size": 128, '
+        '"num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100}')
+    for args in (("estimate", "--model", str(tmp_path), "--gpu", "h100"), ("models", "show", str(tmp_path)),
+                 ("estimate", "--model", str(tmp_path), "--gpu", "h100", "--mode", "train"),
+                 ("plan", "--model", str(tmp_path), "--concurrency", "8", "--gpus", "h100")):
+        result = cli(*args)
+        assert result.exit_code == 0, result.stderr
+        assert "my:fire:model" in result.stdout
+        assert "\N{FIRE}" not in result.stdout

@@ -55,4 +55,6 @@ def test_a_case_that_works_past_the_cpu_limit_is_a_hang(monkeypatch: pytest.Monk
     monkeypatch.setattr("estimator.cli.main.main", busy)
     outcome = run(next(iter(generate(SEED, 1))), tmp_path / "busy")
     assert outcome.problems[:1] == ["hang: more than 0.2 s of CPU time"]
-    assert outcome.cpu_seconds >= 0.2
+    # the timer fired on CPU time, not wall time: process_time and ITIMER_PROF tick separately (a run read 0.196 s
+    # at a 0.2 s timer), so the check is that most of the limit was spent working
+    assert outcome.cpu_seconds >= 0.15
