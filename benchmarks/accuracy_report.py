@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from published_training import compare as compare_published  # benchmarks/published_training.py, beside this file
 from published_training import table as published_table
 from random_report import section as random_section  # benchmarks/random_report.py, beside this file
+from state_report import section as state_section  # benchmarks/state_report.py, beside this file
 from tp_points import compare as compare_tp  # benchmarks/tp_points.py, beside this file
 from training_points import predict as predict_training  # benchmarks/training_points.py, beside this file
 
@@ -369,6 +370,8 @@ def main() -> None:
     out += _published_training(catalog)
     if (args.data / "random").is_dir():
         out += ["", *random_section(args.data / "random")]
+    if (args.data / "state").is_dir():
+        out += ["", *state_section(args.data / "state")]
     failures = [r for r in rows if r.get("error")]
     if failures:
         out += ["", "## Cases that failed", ""]

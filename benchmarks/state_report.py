@@ -1,0 +1,99 @@
+"""The section of docs/accuracy.md on issue 11's memory mechanisms: what a prefill's cache held on the H200
+(rows of benchmarks/measure_state.py, tests/data/measured/state/*.jsonl) against the estimator's terms.
+
+For each case, from the row's ``config``: weights (parameters × 2 B), the self-attention K/V cache for the row's
+batch and tokens (`memory.kv_cache_bytes`: a sliding layer holds min(tokens, window)), and the fixed state per
+sequence × batch (`state.state_bytes`: Mamba-2 and gated-DeltaNet conv + recurrent state, a cross-attention
+layer's image K/V). The measured K/V of a cross-attention layer (mllama) is its cache layer's keys and values.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from estimator.catalog.hf_config import architecture_from_config
+from estimator.catalog.registry import default_catalog
+from estimator.model.inventory import param_count
+from estimator.model.memory import kv_cache_bytes
+from estimator.model.state import state_bytes
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "measured" / "state"
+
+INTRO = """\
+## Memory mechanisms of today's families (issue 11)
+
+Published configs (tests/data/configs) at reduced depth with random weights, bf16, one prefill of 2 × 1,024
+tokens with the cache on, on the H200 (`benchmarks/measure_state.py`; torch and transformers as each row says):
+what the returned cache holds, tensor by tensor, against the estimator's terms for the same config, batch and
+tokens (`benchmarks/state_report.py`). Not run: MXFP4 experts (transformers' MXFP4 path fetches its kernels from
+the Hugging Face hub, which the device cannot reach), chunked attention (Llama 4) and the Nemotron-Super
+per-layer widths (its configs are remote code, which the device's transformers does not have).
+"""
+
+NOTES = """\
+Where the two differ, and why:
+
+- **Conv state** (Qwen3-Next, Nemotron-H): transformers' cache keeps `conv_kernel` inputs per channel; the
+  estimator counts `conv_kernel − 1`, what vLLM's Mamba cache keeps (`estimator.model.state`). The recurrent
+  (SSM, delta-rule) state is the same count in both.
+- **Sliding layers** (gpt-oss): after a prefill past the window, transformers' sliding-window cache layer keeps
+  `window − 1` tokens; the estimator holds `window` (`memory.kv_cache_layers`).
+"""
+
+
+def load(data: Path = DATA) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for path in sorted(data.glob("*.jsonl")):
+        rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return rows
+
+
+def _cross_layers(config: dict[str, Any]) -> list[int]:
+    text = config.get("text_config", {})
+    listed = text.get("cross_attention_layers", []) if config.get("model_type") == "mllama" else []
+    return [i for i in listed if i < text.get("num_hidden_layers", 0)]
+
+
+def terms(row: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """(term, predicted bytes, measured bytes) of one row."""
+    arch = architecture_from_config(row["config"])
+    bf16 = default_catalog().formats.get("bf16")
+    batch, tokens = row["batch"], row["tokens"]
+    layers = row["cache_layers"]
+    cross = sum(layers[i].get("keys", 0) + layers[i].get("values", 0) for i in _cross_layers(row["config"]))
+    out = [("weights", 2 * param_count(arch), row["weights_bytes"]),
+           ("KV cache (self-attention)", kv_cache_bytes(arch, tokens, batch, bf16), row["kv_bytes"] - cross)]
+    state = state_bytes(arch, batch, 2)
+    if state or row["state_bytes"] or cross:
+        name = "image K/V (cross-attention)" if cross else "conv + recurrent state"
+        out.append((name, state, row["state_bytes"] + cross))
+    return out
+
+
+def _error(predicted: int, measured: int) -> str:
+    return "—" if not measured else f"{(predicted - measured) / measured:+.2%}".replace("-", "−")
+
+
+def section(data: Path = DATA) -> list[str]:
+    out = [INTRO, "| case | term | predicted | measured | error |", "| --- | --- | ---: | ---: | ---: |"]
+    failed = []
+    for row in load(data):
+        if row.get("error"):
+            failed.append(f"- {row['case']}: {row['error']}")
+            continue
+        for term, predicted, measured in terms(row):
+            out.append(f"| {row['case']} | {term} | {predicted:,} | {measured:,} | {_error(predicted, measured)} |")
+    versions = sorted({f"torch {r['torch']}, transformers {r['transformers']}" for r in load(data) if "torch" in r})
+    out += ["", f"Measured with {'; '.join(versions)}.", "", NOTES]
+    if failed:
+        out += ["Cases that failed on the device:", "", *failed, ""]
+    return out
+
+
+if __name__ == "__main__":
+    print("\n".join(section(Path(sys.argv[1]) if len(sys.argv) > 1 else DATA)))
