@@ -97,6 +97,8 @@ def estimate_command(
     dp: Annotated[str | None, typer.Option(help="Train: data-parallel ranks (1).")] = None,
     tp: Annotated[str | None, typer.Option(help="Train: tensor-parallel ranks (1).")] = None,
     pp: Annotated[str | None, typer.Option(help="Train: pipeline stages, 1F1B (1).")] = None,
+    cp: Annotated[str | None, typer.Option(help="Train: context-parallel ranks, the sequence split over them, "
+                                           "ring attention (1).")] = None,
     virtual_stages: Annotated[str | None, typer.Option(help="Train: model chunks per pipeline GPU, the "
                                                        "interleaved 1F1B schedule (1).")] = None,
     sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel", help="Train: split norms and "

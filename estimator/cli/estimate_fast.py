@@ -75,6 +75,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("dp", ("--dp",), "str"),
     Opt("tp", ("--tp",), "str"),
     Opt("pp", ("--pp",), "str"),
+    Opt("cp", ("--cp",), "str"),
     Opt("virtual_stages", ("--virtual-stages",), "str"),
     Opt("sequence_parallel", ("--sequence-parallel",), "flag", False),
     Opt("lora_rank", ("--lora-rank",), "str"),

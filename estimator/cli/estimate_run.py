@@ -133,7 +133,7 @@ def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu: str | None, *
 
 
 TRAINING_FLAGS = ("--seq-len", "--grad-accum", "--precision", "--optimizer", "--recompute", "--attention", "--zero",
-                  "--fsdp", "--dp", "--tp", "--pp", "--virtual-stages", "--sequence-parallel", "--lora-rank",
+                  "--fsdp", "--dp", "--tp", "--pp", "--cp", "--virtual-stages", "--sequence-parallel", "--lora-rank",
                   "--lora-targets", "--qlora")
 
 

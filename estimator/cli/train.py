@@ -94,6 +94,7 @@ def training_report(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, request
             tp=_count("--tp", o["--tp"], 1),
             pp=_count("--pp", o["--pp"], 1),
             virtual_stages=_count("--virtual-stages", o.get("--virtual-stages"), 1),
+            cp=_count("--cp", o.get("--cp"), 1),
             sequence_parallel=bool(o["--sequence-parallel"]),
             lora_rank=lora_rank,
             lora_targets=targets,

@@ -100,6 +100,8 @@ def _step_table(report: TrainingReport, console: Console) -> None:
         rows.append(["    tensor parallel", format_seconds(t.tp_communication_s)])
         rows.append(["    pipeline parallel", format_seconds(t.pp_communication_s)])
         rows.append(["    data parallel", format_seconds(t.dp_communication_s)])
+        if report.workload.cp > 1:
+            rows.append(["    context parallel", format_seconds(t.cp_communication_s)])
     if t.exposed_communication_s != t.communication_s:  # the profile runs some of it behind compute
         rows.append(["    of which the step waits for", format_seconds(t.exposed_communication_s)])
     rows.append(["step bound (peak FLOP/s)", format_seconds(t.step_bound_s)])

@@ -12,6 +12,8 @@ the job spans nodes. Per step, on one GPU:
   counterpart, and the next stage all-gathers it over the TP group's link; with sequence parallelism the
   activation is already split and stays so); the interleaved schedule crosses v times as many boundaries
   (Narayanan et al. 2021 §2.2.2: its communication grows v-fold);
+- CP (context parallel, ring attention): each of the cp − 1 steps of every layer hands this rank's K and V
+  chunk to the next rank of the TP × CP group, in the forward, and K, V and their gradients in the backward;
 - DP: one all-reduce of the stage's gradients per step (gradient accumulation reduces once, after the last
   micro-batch); ZeRO-3 / FSDP full shard: two parameter all-gathers (forward, backward) and a gradient
   reduce-scatter for every micro-batch, since the gathered parameters are freed after each forward and backward
@@ -55,10 +57,11 @@ class Communication:
     pp_s: float
     dp_s: float
     gather_s: float = 0.0  # of dp_s, the ZeRO-3 / FSDP parameter all-gathers (the rest reduces gradients)
+    cp_s: float = 0.0
 
     @property
     def total_s(self) -> float:
-        return self.tp_s + self.pp_s + self.dp_s
+        return self.tp_s + self.pp_s + self.dp_s + self.cp_s
 
 
 def _scaled(link: Link, efficiency: float) -> Link:
@@ -85,39 +88,42 @@ def _dp_hierarchy(w: TrainingWorkload, system: SystemSpec | None, eff: float) ->
     """The two levels of a DP group that spans nodes with several ranks in each; None where it does not."""
     if system is None or w.gpus <= system.gpus_per_node or system.gpus_per_node % (w.tp * w.pp):
         return None
-    inner = min(w.dp, system.gpus_per_node // (w.tp * w.pp))
-    if inner == 1 or w.dp % inner:
+    group = w.reduce_group
+    inner = min(group, system.gpus_per_node // (w.tp * w.pp))
+    if inner == 1 or group % inner:
         return None
-    return _Hierarchy(inner, _scaled(group_link(system, w.tp * w.pp * inner), eff), w.dp // inner,
+    return _Hierarchy(inner, _scaled(group_link(system, w.tp * w.pp * inner), eff), group // inner,
                       _scaled(group_link(system, w.gpus), eff))
 
 
 def _dp_s(w: TrainingWorkload, system: SystemSpec | None, dp_link: Link, eff: float, *, shard_params: float,
           compute_bytes: int, grad_wire_bytes: int) -> tuple[float, float]:
     """Seconds of DP traffic per step and, of them, the ZeRO-3 / FSDP parameter all-gathers."""
-    if w.dp <= 1:
+    n = w.reduce_group
+    if n <= 1:
         return 0.0, 0.0
     h = _dp_hierarchy(w, system, eff)
     if w.shard_stage == 3:
         payload = shard_params * compute_bytes
-        one = (allgather_s(payload, w.dp, dp_link) if h is None
+        one = (allgather_s(payload, n, dp_link) if h is None
                else hierarchical_allgather_s(payload, h.inner, h.inner_link, h.outer, h.outer_link))
         return 3 * w.grad_accum * one, 2 * w.grad_accum * one
     payload = shard_params * grad_wire_bytes
-    return (ring_allreduce_s(payload, w.dp, dp_link) if h is None
+    return (ring_allreduce_s(payload, n, dp_link) if h is None
             else hierarchical_allreduce_s(payload, h.inner, h.inner_link, h.outer, h.outer_link)), 0.0
 
 
 def step_communication(w: TrainingWorkload, gpu: GpuSpec, system: SystemSpec | None, *, hidden: int,
                        stage_layers: int, shard_params: float, compute_bytes: int,
-                       grad_wire_bytes: int) -> Communication:
+                       grad_wire_bytes: int, kv_width: int = 0) -> Communication:
     """TP, PP and DP seconds per step of ``w`` on ``gpu`` (in ``system`` when given; see the module docstring)."""
     eff = w.profile.interconnect_efficiency
     if system is None:
-        tp_link = pp_link = dp_link = _scaled(_card_link(gpu, w.gpus), eff)
+        tp_link = pp_link = dp_link = cp_link = _scaled(_card_link(gpu, w.gpus), eff)
     else:
         tp_link = _scaled(group_link(system, w.tp), eff)
-        pp_link = _scaled(group_link(system, w.tp * w.pp), eff)
+        cp_link = _scaled(group_link(system, w.tp * w.cp), eff)
+        pp_link = _scaled(group_link(system, w.tp * w.cp * w.pp), eff)
         dp_link = _scaled(group_link(system, w.gpus), eff)
     activation = w.tokens_per_micro_batch * hidden * compute_bytes
     per_layer = 6 if w.recompute == "full" else 4
@@ -128,4 +134,9 @@ def step_communication(w: TrainingWorkload, gpu: GpuSpec, system: SystemSpec | N
         pp_s = 2 * w.grad_accum * w.virtual_stages * (p2p_s(activation / w.tp, pp_link) + gather)
     dp_s, gather_s = _dp_s(w, system, dp_link, eff, shard_params=shard_params, compute_bytes=compute_bytes,
                            grad_wire_bytes=grad_wire_bytes)
-    return Communication(tp_s, pp_s, dp_s, gather_s)
+    # ring attention: each of the cp − 1 steps hands this rank's K and V chunk on; the backward hands K, V and
+    # their gradients (twice the forward's bytes), full recompute runs the forward's ring again
+    kv = w.tokens_per_micro_batch * kv_width * compute_bytes
+    cp_s = ((4 if w.recompute == "full" else 3) * (w.cp - 1) * stage_layers * w.grad_accum * p2p_s(kv, cp_link)
+            if w.cp > 1 else 0.0)
+    return Communication(tp_s, pp_s, dp_s, gather_s, cp_s)

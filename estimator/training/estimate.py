@@ -109,7 +109,7 @@ def _model_states(arch: Architecture, w: TrainingWorkload) -> _States:
     trainable_params = lora_params(arch, w.lora_rank, w.lora_targets) if w.lora_rank is not None else param_count(arch)
     s_bytes = state_dtype_bytes(w.precision)
     adafactor = adafactor_state_bytes(arch, s_bytes) if w.optimizer == "adafactor" and not lora else 0
-    states = model_states(trainable_params, w.precision, w.optimizer, stage=stage, dp=w.dp, model_parallel=mp,
+    states = model_states(trainable_params, w.precision, w.optimizer, stage=stage, dp=w.reduce_group, model_parallel=mp,
                           deepspeed=deepspeed, adafactor_bytes=adafactor,
                           frozen_bytes=frozen_base_bytes(arch, w) if lora else 0)
     c_bytes = 4 if w.compute_dtype == "fp32" else 2
@@ -124,9 +124,9 @@ def _model_states(arch: Architecture, w: TrainingWorkload) -> _States:
         gathered = math.ceil(2 * unit * c_bytes / w.tp)  # the unit in use and the one prefetched
         if w.fsdp == "grad-op":  # SHARD_GRAD_OP keeps unsharded parameters from forward to backward
             gathered = math.ceil(trainable_params * c_bytes / mp)
-    ddp_buckets = states.gradient_bytes if w.dp > 1 and stage == 0 else 0
+    ddp_buckets = states.gradient_bytes if w.reduce_group > 1 and stage == 0 else 0
     largest = max(g.numel for g in tensor_inventory(arch))
-    opt_params = math.ceil(trainable_params / mp / (w.dp if stage >= 1 else 1))
+    opt_params = math.ceil(trainable_params / mp / (w.reduce_group if stage >= 1 else 1))
     step_transient = optimizer_step_transient_bytes(w.optimizer, optimizer_params=opt_params, state_bytes=s_bytes,
                                                     largest_tensor=largest, foreach=not deepspeed)
     fp8 = math.ceil(fp8_weight_numel(arch) / mp) if w.fp8 else 0  # 1 byte per parameter
@@ -240,7 +240,7 @@ def _capacity(model: ModelSpec, arch: Architecture, gpu: GpuSpec, w: TrainingWor
     search inference's max_batch and max_context use: a step's memory only grows with either. Under sequence
     parallelism the sequence is searched in multiples of TP (it must divide)."""
     batch = largest_true(lambda b: _fits(arch, gpu, w.model_copy(update={"batch": b})), 1, MAX_BATCH)
-    unit = w.tp if w.sequence_parallel else 1
+    unit = (w.tp if w.sequence_parallel else 1) * (2 * w.cp if w.cp > 1 else 1)  # check_layout's divisibility
     steps = largest_true(lambda k: _fits(arch, gpu, w.model_copy(update={"seq_len": k * unit})), 1,
                          MAX_TOKENS // unit)
     by_memory = max(steps, 0) * unit
@@ -337,9 +337,9 @@ def _memory_report(w: TrainingWorkload, gpu: GpuSpec, st: _States, act: _Activat
 
 def _workload_info(w: TrainingWorkload, time: StepTime) -> TrainingWorkloadInfo:
     return TrainingWorkloadInfo(
-        batch=w.batch, seq_len=w.seq_len, grad_accum=w.grad_accum, tokens_per_step=time.step_tokens * w.dp,
+        batch=w.batch, seq_len=w.seq_len, grad_accum=w.grad_accum, tokens_per_step=time.step_tokens * w.dp * w.cp,
         precision=w.precision, optimizer=w.optimizer, recompute=w.recompute, attention=w.attention,
-        zero=w.zero, fsdp=w.fsdp, dp=w.dp, tp=w.tp, pp=w.pp, virtual_stages=w.virtual_stages, gpus=w.gpus,
+        zero=w.zero, fsdp=w.fsdp, dp=w.dp, tp=w.tp, pp=w.pp, virtual_stages=w.virtual_stages, cp=w.cp, gpus=w.gpus,
         sequence_parallel=w.sequence_parallel,
         lora_rank=w.lora_rank, lora_targets=w.lora_targets if w.lora_rank is not None else None,
         qlora=w.qlora.name if w.qlora else None, profile=w.profile.name)
@@ -356,7 +356,8 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
                               "(pass a catalog name or a config.json)")
     check_layout(arch, w)
     if system is not None and w.gpus > nodes * system.gpus_per_node:
-        raise WorkloadInvalid(f"tp {w.tp} × pp {w.pp} × dp {w.dp} = {w.gpus} GPUs do not fit on {nodes} × "
+        cp = f" × cp {w.cp}" if w.cp > 1 else ""
+        raise WorkloadInvalid(f"tp {w.tp} × pp {w.pp} × dp {w.dp}{cp} = {w.gpus} GPUs do not fit on {nodes} × "
                               f"{system.name} ({nodes * system.gpus_per_node} GPUs): give --nodes "
                               f"{-(-w.gpus // system.gpus_per_node)} or a smaller layout")
     dtype, peak_flop_per_s = peak_for(gpu, w.compute_dtype)
@@ -382,9 +383,10 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
             step_s=time.step_s, step_bound_s=time.bound_s, compute_s=time.compute_s, optimizer_s=time.optimizer_s,
             communication_s=time.communication_s, tp_communication_s=time.communication.tp_s,
             pp_communication_s=time.communication.pp_s, dp_communication_s=time.communication.dp_s,
+            cp_communication_s=time.communication.cp_s,
             exposed_communication_s=time.exposed_s,
             bubble_s=time.compute_s * time.bubble, pipeline_bubble_fraction=time.bubble,
-            tokens_per_s=time.step_tokens * w.dp / time.step_s, mfu=time.mfu,
+            tokens_per_s=time.step_tokens * w.dp * w.cp / time.step_s, mfu=time.mfu,
             model_flops_per_step=time.model_flops_step, executed_flops_per_gpu=time.executed_gpu,
             hypothetical=peak.per_gpu > gpu.memory_bytes),
         assumptions=tuple(_assumptions(w, states, act)),

@@ -32,6 +32,7 @@ class TrainingWorkloadInfo(Frozen):
     tp: int
     pp: int
     virtual_stages: int = 1  # interleaved 1F1B: model chunks per pipeline GPU (1: plain 1F1B)
+    cp: int = 1  # context parallel: ranks each sequence is split over
     gpus: int
     sequence_parallel: bool
     lora_rank: int | None
@@ -107,6 +108,7 @@ class TrainingTimeReport(Frozen):
     tp_communication_s: float  # the parts of communication_s (pp: only on a --system)
     pp_communication_s: float
     dp_communication_s: float
+    cp_communication_s: float = 0.0  # context parallel: ring attention's K/V (forward) and K/V + dK/dV (backward)
     # of communication_s, what the step waits for: the rest runs behind compute as the profile's train_overlap_*
     # fractions say (step_s = compute_s + optimizer_s + exposed_communication_s)
     exposed_communication_s: float

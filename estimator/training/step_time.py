@@ -101,7 +101,7 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
     lora = w.lora_rank is not None
     step_tokens = tokens * w.grad_accum
     linear = linear_params_per_token(arch) + lm_head_numel(arch)
-    attn_fwd = attention_flops(arch, w.batch, w.seq_len) / tokens
+    attn_fwd = attention_flops(arch, w.batch, w.seq_len) / (w.batch * w.seq_len)  # per token of a whole sequence
     adapters = inputs.trainable_params if lora else 0
     base_train = 4 * linear if lora else 6 * linear
     model_flops_token = base_train + 6 * adapters + 3 * attn_fwd
@@ -132,7 +132,7 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
     exposed = exposed_s(comm, w, compute_s * (1 - bubble))
     step_s = compute_s + optimizer_s + exposed
     bound_s = max(executed_gpu / (peak * speedup), communication_s * prof.interconnect_efficiency)
-    model_flops_step = model_flops_token * step_tokens * w.dp
+    model_flops_step = model_flops_token * step_tokens * w.dp * w.cp
     return StepTime(step_tokens, executed_gpu, bubble, compute_s, optimizer_s, communication_s, exposed, step_s,
                     bound_s, model_flops_step, model_flops_step / step_s / (w.gpus * peak), efficiency, comm)
 
@@ -178,8 +178,11 @@ def _communication(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, inputs
     on a system, pipeline sends (`estimator.training.communication`)."""
     deepspeed = inputs.deepspeed
     grad_wire = 2 if deepspeed or w.precision == "bf16" else (4 if w.compute_dtype == "fp32" or w.amp or w.fp8 else 2)
+    a = arch.attention
+    kv_width = -(-a.num_kv_heads // w.tp) * (a.head_dim + a.v_head_dim)  # K and V of one token on a TP rank
     comm = step_communication(w, gpu, system, hidden=arch.hidden_size, stage_layers=inputs.stage_layers,
+                              kv_width=kv_width,
                               shard_params=inputs.trainable_params / (w.tp * w.pp),
                               compute_bytes=inputs.compute_bytes, grad_wire_bytes=grad_wire)
     # no PP sends without a system
-    return comm if system is not None else Communication(comm.tp_s, 0.0, comm.dp_s, comm.gather_s)
+    return comm if system is not None else Communication(comm.tp_s, 0.0, comm.dp_s, comm.gather_s, comm.cp_s)

@@ -52,6 +52,7 @@ class TrainingWorkload(BaseModel):
     dp: int = Field(default=1, ge=1, le=MAX_GPUS)
     tp: int = Field(default=1, ge=1, le=4096)
     pp: int = Field(default=1, ge=1, le=4096)
+    cp: int = Field(default=1, ge=1, le=4096)  # context parallel: the sequence split over cp ranks
     virtual_stages: int = Field(default=1, ge=1, le=4096)  # interleaved 1F1B: model chunks per pipeline GPU
     sequence_parallel: bool = False
     lora_rank: int | None = Field(default=None, ge=1, le=65_536)
@@ -66,6 +67,11 @@ class TrainingWorkload(BaseModel):
             problems.append(f"--fsdp {self.fsdp} and --zero {self.zero} are two ways to shard; pick one")
         if self.virtual_stages > 1 and self.pp == 1:
             problems.append("--virtual-stages interleaves pipeline stages; it needs --pp > 1")
+        if self.cp > 1 and self.profile.train_host_backward_per_layer_s > 0:  # training.eager_step.uses_eager_step
+            problems.append(f"--cp is Megatron-LM's context parallel; the {self.profile.name} profile times eager "
+                            "PyTorch steps: use --profile megatron")
+        if self.cp > 1 and self.attention == "eager":
+            problems.append("--cp runs ring attention over flash kernels; use --attention flash or sdpa")
         if self.sequence_parallel and self.tp == 1:
             problems.append("--sequence-parallel splits along the tensor-parallel group; it needs --tp > 1")
         if self.qlora is not None and self.lora_rank is None:
@@ -85,7 +91,13 @@ class TrainingWorkload(BaseModel):
 
     @property
     def gpus(self) -> int:
-        return self.dp * self.tp * self.pp
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def reduce_group(self) -> int:
+        """Ranks a gradient is reduced (and ZeRO shards) over: data-parallel × context-parallel (Megatron-LM's
+        DP-CP group: every CP rank holds the whole model and a part of the sequence)."""
+        return self.dp * self.cp
 
     @property
     def lora(self) -> bool:
@@ -114,7 +126,8 @@ class TrainingWorkload(BaseModel):
 
     @property
     def tokens_per_micro_batch(self) -> int:
-        return self.batch * self.seq_len
+        """Tokens of one micro-batch on one GPU: a context-parallel rank holds 1/cp of each sequence."""
+        return self.batch * self.seq_len // self.cp
 
 
 def parse_lora_targets(text: str) -> tuple[LoraTarget, ...]:
@@ -147,7 +160,10 @@ def check_layout(arch: Architecture, w: TrainingWorkload) -> None:
     if w.virtual_stages > 1 and w.grad_accum % w.pp:
         problems.append(f"the interleaved schedule needs micro-batches (--grad-accum {w.grad_accum}) divisible by "
                         f"pipeline parallel {w.pp} (Megatron-LM's rule)")
-    if w.sequence_parallel and w.seq_len % w.tp:
-        problems.append(f"sequence parallel needs seq_len ({w.seq_len}) divisible by tp ({w.tp})")
+    if w.cp > 1 and w.seq_len % (2 * w.cp):  # Megatron-LM's load balance: 2 × cp chunks, each rank two
+        problems.append(f"context parallel {w.cp} needs seq_len ({w.seq_len}) divisible by 2 × cp = {2 * w.cp}")
+    elif w.sequence_parallel and (w.seq_len // w.cp) % w.tp:
+        problems.append(f"sequence parallel needs seq_len ({w.seq_len}) divisible by tp ({w.tp})"
+                        + (f" × cp ({w.cp})" if w.cp > 1 else ""))
     if problems:
         raise WorkloadInvalid("; ".join(problems))
