@@ -36,13 +36,20 @@ per-layer widths (its configs are remote code, which the device's transformers d
 """
 
 NOTES = """\
-Where the two differ, and why:
+Where the two differ, and why (weights, self-attention K/V and the image K/V agree to the byte or to one token):
 
-- **Conv state** (Qwen3-Next, Nemotron-H): transformers' cache keeps `conv_kernel` inputs per channel; the
-  estimator counts `conv_kernel − 1`, what vLLM's Mamba cache keeps (`estimator.model.state`). The recurrent
-  (SSM, delta-rule) state is the same count in both.
+- **Recurrent state** (Qwen3-Next, Nemotron-H): the device had neither flash-linear-attention nor mamba_ssm, so
+  transformers ran its reference PyTorch kernels, which hand back the delta-rule and SSM states in fp32: 4 B per
+  element where the estimator holds the activation dtype (2 B), as it does whenever a config names no state dtype
+  (`mamba_ssm_cache_dtype`, `mamba_ssm_dtype`; these two name none).
+- **Conv state**: transformers keeps `conv_kernel` (4) inputs per channel; the estimator counts `conv_kernel − 1`
+  (3), what vLLM's Mamba cache keeps (`estimator.model.state`). With 4 columns in bf16 and the recurrent state in
+  fp32, the count is the measured one to the byte: Qwen3-Next 3 layers × (4 × 8,192 × 2 B + 32 × 128 × 128 × 4 B)
+  × 2 sequences = 12,976,128; Nemotron-H 2 layers × (4 × 20,480 × 2 B + 256 × 64 × 256 × 4 B) × 2 = 67,764,224.
+  What the estimator shows is a serving engine's state, not transformers' reference path.
 - **Sliding layers** (gpt-oss): after a prefill past the window, transformers' sliding-window cache layer keeps
-  `window − 1` tokens; the estimator holds `window` (`memory.kv_cache_layers`).
+  `window − 1` = 127 tokens (2 × 8 KV heads × 64 × 127 × 2 B = 260,096 B of keys a layer, as measured); the
+  estimator holds `window` = 128 (`memory.kv_cache_layers`): +0.09 % on the whole cache.
 """
 
 
