@@ -200,9 +200,9 @@ def _assumptions(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> list[N
 
 
 def _memory_report(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, terms: _Terms, mem: GpuMemory,
-                   required: int | None) -> MemoryReport:
+                   required: int | None, searches: bool) -> MemoryReport:
     tp, capacity = w.tensor_parallel, gpu.memory_bytes
-    by_memory = max_context_tokens(model, gpu, w, tp, w.batch, w.output_tokens)
+    by_memory = max_context_tokens(model, gpu, w, tp, w.batch, w.output_tokens) if searches else None
     return MemoryReport(
         weights_bytes=terms.total_weights,
         kv_cache_bytes=None if mem.kv is None else mem.kv * tp,
@@ -218,7 +218,7 @@ def _memory_report(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, terms: 
         gpus_required=required,
         fits=mem.per_gpu <= capacity,
         headroom_bytes=capacity - mem.per_gpu,
-        max_batch=max_batch(model, gpu, w, tp, w.prompt_tokens, w.output_tokens),
+        max_batch=max_batch(model, gpu, w, tp, w.prompt_tokens, w.output_tokens) if searches else None,
         max_context_tokens=within_position_limit(model, by_memory),
         max_context_tokens_by_memory=by_memory,
         weights_replicated_bytes=mem.weights * tp - terms.total_weights,
@@ -282,12 +282,14 @@ def _model_info(model: ModelSpec, terms: _Terms) -> ModelInfo:
 
 def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, requested_gpu: str = "",
              system: SystemSpec | None = None, nodes: int = 1, system_assumed: bool = False,
-             gpu_alone: bool = False, expert_groups: int = 1) -> Report:
+             gpu_alone: bool = False, expert_groups: int = 1, capacity_searches: bool = True) -> Report:
     """Memory and time of ``workload`` running ``model`` on ``workload.tensor_parallel`` × ``gpu`` (in ``nodes`` ×
     ``system`` when given: the tensor-parallel all-reduces then run over the link the group crosses).
     ``expert_groups`` > 1: these GPUs are one of that many attention groups of an expert-parallel layout, whose
     decode reads the experts its share of the EP group holds (`compute.decode_weight_bytes`; the planner adds
-    the all-to-all and the memory, `planning.layouts`)."""
+    the all-to-all and the memory, `planning.layouts`). ``capacity_searches=False`` leaves ``max_batch`` and
+    ``max_context_tokens`` None (not computed): for a caller that reads only the times and the fit, as the planner's
+    search does for each probe (the two searches were ~55 % of a plan's time), and never prints the report."""
     w = workload
     arch = model.arch
     tp = w.tensor_parallel
@@ -306,7 +308,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     if arch is not None and arch.moe is not None:
         experts_read = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token, w.batch)
     times = _times(terms, arch, gpu, w, peak)
-    memory = _memory_report(model, gpu, w, terms, mem, required)
+    memory = _memory_report(model, gpu, w, terms, mem, required, capacity_searches)
     explain = explain_lines(arch, memory, terms.prefill, terms.decode, times.hw, times.decode, times.prefill, w, gpu)
     if experts_read is not None and arch is not None and arch.moe is not None:
         e, k = arch.moe.num_experts, arch.moe.experts_per_token

@@ -89,8 +89,9 @@ class Search:
         if key not in self._reports:
             w = self.workload.model_copy(update={"batch": batch, "tensor_parallel": tp, "prompt_tokens": prompt,
                                                  "output_tokens": output})
-            self._reports[key] = estimate(self.model, self.gpu, w, system=self.system,
-                                          nodes=servers_for(self.system, tp), expert_groups=groups)
+            self._reports[key] = estimate(self.model, self.gpu, w, system=self.system,  # times and fit only
+                                          nodes=servers_for(self.system, tp), expert_groups=groups,
+                                          capacity_searches=False)
         return self._reports[key]
 
     def _all_to_all_s(self, layout: Layout, tokens: int) -> float:

@@ -156,3 +156,20 @@ def test_flat_int4_and_prefill_chunk_are_said(shipped_catalog: Catalog, make_wor
     grouped = estimate(m, g, make_workload(dtype="gptq-int4", profile="hf"), requested_gpu="h100")
     assert NoteCode.FLAT_FORMAT not in {n.code for n in grouped.warnings}
     assert NoteCode.PREFILL_CHUNK not in {n.code for n in grouped.assumptions}  # hf prefills the whole prompt
+
+
+@pytest.mark.parametrize(("model", "tp", "batch"), [("llama-3.1-8b", 1, 8), ("mixtral-8x7b", 2, 64),
+                                                     ("gemma-2-9b", 1, 4), ("deepseek-v3", 8, 16)])
+def test_without_capacity_searches_only_the_two_searched_figures_are_missing(
+        catalog: Catalog, make_workload: Make, model: str, tp: int, batch: int) -> None:
+    # the planner's probes skip the max-batch and max-context searches; every other figure is the same report's
+    w = make_workload(batch=batch, tensor_parallel=tp, prompt_tokens=4096, output_tokens=256)
+    full = estimate(catalog.model(model), catalog.gpus.get("h100"), w).model_dump()
+    lean = estimate(catalog.model(model), catalog.gpus.get("h100"), w, capacity_searches=False).model_dump()
+    searched = ("max_batch", "max_context_tokens", "max_context_tokens_by_memory")
+    assert [lean["memory"][k] for k in searched] == [None, None, None]
+    assert full["memory"]["max_batch"] is not None
+    for k in searched:
+        full["memory"].pop(k), lean["memory"].pop(k)
+    full["warnings"] = tuple(n for n in full["warnings"] if n["code"] != NoteCode.CONTEXT_LIMIT.value)
+    assert lean == full
