@@ -44,6 +44,8 @@ CALIBRATED_SEEDS = (4,)  # seeds whose call ran `estimator calibrate` first (h20
 SPLITS = ("fit", "held-out", "fresh", *(f"seed {n}{cal}" for n in CALIBRATED_SEEDS for cal in ("", " cal")))
 Profiles = Callable[[str], EfficiencyProfile]
 _PRECISION = {"amp": "amp-bf16", "bf16": "bf16", "fp32": "fp32"}
+# Bounds (datasheet peaks, no profile) judged as the catalog's are: never above a measurement of the same case.
+BOUNDS = ("prefill bound", "decode bound", "train step bound")
 TARGETS = {"prefill activation": 0.05, "train steady peak": 0.05, "train step": 0.15, "prefill_s": 0.15,
            "decode hf": 0.30, "decode hf-graph": 0.30, "decode optimized": 0.10}
 
@@ -112,8 +114,9 @@ def _model_points(catalog: Catalog, row: dict[str, Any], profiles: Profiles | No
     if row["kind"] == "lean_decode":
         report = _inference(catalog, model, {"dtype": "bf16"}, "optimized", row["batch"], row["context"] - 1, 1,
                             profiles=profiles)
-        yield f"b{row['batch']} ctx{row['context']}", "decode optimized", report.time.decode_step_s, \
-            row["graph"]["median_s"]
+        case = f"b{row['batch']} ctx{row['context']}"
+        yield case, "decode optimized", report.time.decode_step_s, row["graph"]["median_s"]
+        yield case, "decode bound", report.time.decode_step_bound_s, row["graph"]["median_s"]
         return
     if row["phase"] == "prefill":
         batch, prompt, keep = row["batch"], row["prompt"], row["logits_to_keep"]
@@ -123,10 +126,13 @@ def _model_points(catalog: Catalog, row: dict[str, Any], profiles: Profiles | No
         yield case, "prefill activation", report.memory.activation_bytes, row["peak_minus_before"] - row["kept_after"]
         if "latency" in row:
             yield case, "prefill_s", report.time.prefill_s, row["latency"]["median_s"]
+            yield case, "prefill bound", report.time.prefill_bound_s, row["latency"]["median_s"]
     elif row["phase"] == "decode":
         batch, ctx = row["batch"], row["context"]
         report = _inference(catalog, model, row, "hf", batch, ctx, 1, profiles=profiles)
         yield f"b{batch} ctx{ctx}", "decode hf", report.time.decode_step_s, row["eager"]["median_s"]
+        fastest = min(row["eager"]["median_s"], row.get("graph", {}).get("median_s", float("inf")))
+        yield f"b{batch} ctx{ctx}", "decode bound", report.time.decode_step_bound_s, fastest
         if "graph" in row and any(data.get("name") == "hf-graph" for _, data in catalog.profiles.entries):
             graph = _inference(catalog, model, row, "hf-graph", batch, ctx, 1, profiles=profiles)
             yield f"b{batch} ctx{ctx}", "decode hf-graph", graph.time.decode_step_s, row["graph"]["median_s"]
@@ -141,6 +147,7 @@ def _train_points(catalog: Catalog, row: dict[str, Any], profiles: Profiles | No
     case = f"{row['mode']} b{row['batch']} s{row['seq']}{' ckpt' if row['checkpointing'] else ''}"
     yield case, "train steady peak", report.memory.peak_tensor_bytes, row["steady_peak"]
     yield case, "train step", report.time.step_s, row["latency"]["median_s"]
+    yield case, "train step bound", report.time.step_bound_s, row["latency"]["median_s"]
 
 
 def points(rows: list[dict[str, Any]], catalog: Catalog | None = None, *, data: Path = DATA,
@@ -180,6 +187,18 @@ def summary(pts: list[RandomPoint]) -> list[tuple[str, str, int, int, float, Ran
     return out
 
 
+def bound_summary(pts: list[RandomPoint]) -> list[tuple[str, str, int, int, RandomPoint]]:
+    """Per bound term and split: cases, cases whose bound is at most the measurement, the closest (or worst)."""
+    out = []
+    for term in BOUNDS:
+        for split in SPLITS:
+            group = [p for p in pts if p.term == term and p.split == split]
+            if group:
+                closest = max(group, key=lambda p: p.predicted / p.measured)
+                out.append((term, split, len(group), sum(p.predicted <= p.measured for p in group), closest))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", type=Path)
@@ -198,6 +217,10 @@ def main() -> None:
     for term, split, n, within, median, worst in summary(pts):
         print(f"{term:20} {split:10} cases {n:3} within {within:3} median {median:6.1%} worst {worst.error:+7.1%} "
               f"({worst.model} {worst.dtype} {worst.case})")
+    for term, split, n, below, closest in bound_summary(pts):
+        share = closest.predicted / closest.measured
+        print(f"{term:20} {split:10} cases {n:3} bound <= measured {below:3} closest {share:6.1%} of measured "
+              f"({closest.model} {closest.dtype} {closest.case})")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,44 @@
+"""The random architectures' committed measurements (tests/data/measured/random) against the shipped model:
+bounds never above a measurement, and the mechanisms docs/accuracy.md states for them."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def random_points() -> Any:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        module = importlib.import_module("random_points")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return module
+
+
+@pytest.fixture(scope="module")
+def measured(random_points: Any) -> list[Any]:
+    return list(random_points.points(random_points.load(sorted(random_points.DATA.glob("*.jsonl")))))
+
+
+def test_every_bound_is_at_most_its_measurement(random_points: Any, measured: list[Any]) -> None:
+    bounds = [p for p in measured if p.term in random_points.BOUNDS]
+    assert len(bounds) > 500  # prefill, HF and lean decode, training steps of five seeds
+    above = [(p.model, p.case, p.term, p.predicted, p.measured) for p in bounds if p.predicted > p.measured]
+    assert above == []
+
+
+def test_gpt2_prefill_peaks_count_its_hidden_locals(measured: list[Any]) -> None:
+    # GPT-2 holds 6 hidden-wide tensors through its MLP where other families hold 4 (memory.EAGER_HIDDEN_LOCALS,
+    # traced on gpt2-xl); the random gpt2 rows, none of them traced, are within the ±5% target but for one or two
+    gpt2 = [p for p in measured if p.family == "gpt2" and p.term == "prefill activation" and p.split != "seed 4 cal"]
+    assert len(gpt2) >= 70
+    within = sum(abs(p.error) <= 0.05 for p in gpt2)
+    assert within >= len(gpt2) - 2  # measured: 74 of 76 (misses −24.5% at 128 tokens, +5.3% at b8 s2048)
