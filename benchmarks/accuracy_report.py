@@ -214,7 +214,8 @@ def _intro(rows: list[dict[str, Any]], models: list[str], cal_note: str) -> list
         f"(specs/profiles/*.yaml, `fitted_on`). Those {len(FITTED_ON)} models are listed apart below; the targets "
         "are judged on "
         f"the other {len(models) - len(FITTED_ON)} models (held out). The calibrated rows apply the calibration "
-        f"measured on this card by `estimator calibrate` ({cal_note}).",
+        f"measured on this card by `estimator calibrate` ({cal_note}); a profile's matmul share is scaled by the "
+        "file's reading ÷ the profile's `matmul_reference_efficiency`, not replaced by it.",
         "",
     ]
 

@@ -225,16 +225,18 @@ THIRD_PASS = """\
    Held out (seed 4), shipped → calibrated in the same call (the table above; `--calibration host` gives the host
    cost alone): HF eager decode median 22.8% → 17.3% (host cost alone: the same 17.3%; within ±30% 30 → 27 of 44,
    worst +66.0% → −48.4%); training step 11.9% → 10.1% (host alone 10.0%; worst +52.1% → +34.4%, 12 of 18 within
-   ±15% both ways); prefill time 13.9% → 18.3% (host alone 14.8%, 36 → 33 of 66 within ±15%). The prefill gets
-   worse for two reasons the rows show. The calibration's other overrides: its `matmul_flop_efficiency` is an
-   8192³ GEMM's share of the peak (0.75), which replaces the `hf` profile's 0.65 — the share transformers' smaller
-   GEMMs reach — and makes every GPU-bound prefill faster (the catalog table above shows the same, 17.3% → 19.1%).
-   And on this host the prefills' GPU time, read from the same rows' `issue` (host issue time beside GPU time), is
-   predicted 10–40% low wherever the host issue time is more than half the GPU time: with host and GPU that close,
-   kernels are issued late and the GPU idles between them, so the phase takes more than max(host, GPU), which the
-   time model takes. A model of that overlap (an op-by-op pipeline instead of a max over the phase), and a
-   calibration that scales the profile's GEMM share by the card's measured rate instead of replacing it, would be
-   the next steps. The same case timed twice in one call differs by up to 25% (the `latency` and `issue`
+   ±15% both ways); prefill time 13.9% → 14.5% (host alone 14.8%, 36 → 34 of 66 within ±15%). The calibration's
+   `matmul_flop_efficiency` is one 8192³ GEMM's share of the peak (0.75); until the profiles stated
+   `matmul_reference_efficiency` it replaced the `hf` profile's 0.65, the share transformers' smaller GEMMs
+   reach, and made every GPU-bound prefill faster: this median read 18.3% and the catalog table's 19.1%. A
+   calibration now scales the profile's 0.65 by the card's reading ÷ the reading on the card the profile was
+   fitted on (0.755, `h200-2026-11-30-calibration.yaml`): 14.5% here, 16.0% in the catalog table. The prefill still
+   gains nothing from calibration, for a reason the rows show: on this host the prefills' GPU time, read from the
+   same rows' `issue` (host issue time beside GPU time), is predicted 10–40% low wherever the host issue time is
+   more than half the GPU time: with host and GPU that close, kernels are issued late and the GPU idles between
+   them, so the phase takes more than max(host, GPU), which the
+   time model takes. A model of that overlap (an op-by-op pipeline instead of a max over the phase) would
+   be the next step. The same case timed twice in one call differs by up to 25% (the `latency` and `issue`
    timings of one prefill, seconds apart), which bounds what any model of these host-bound rows can reach.
 9. **GPT-2 holds two more hidden-wide tensors** (its prefill peaks were 6–15% low in every dtype; gpt2-xl −9.1%).
    A CUDA memory-history trace of gpt2-xl's peak (2 layers, 1,024 tokens, bf16, `peak-traces/gpt2-xl.json`,

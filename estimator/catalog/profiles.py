@@ -36,6 +36,10 @@ class EfficiencyProfile(BaseModel):
     bandwidth_efficiency_by_memory: dict[MemoryType, Annotated[float, Field(gt=0, le=1)]] = Field(default_factory=dict)
     kv_read_efficiency: float | None = Field(default=None, gt=0, le=1)  # grouped-query attention only
     matmul_flop_efficiency: float = Field(gt=0, le=1)
+    # what `calibrate`'s large-GEMM probe reads (rate ÷ peak) on the card matmul_flop_efficiency was fitted on: a
+    # calibration then scales matmul_flop_efficiency by its own reading ÷ this, since the probe's 8192³ GEMM runs
+    # faster than the GEMMs the profile's software issues (None: the reading replaces matmul_flop_efficiency)
+    matmul_reference_efficiency: float | None = Field(default=None, gt=0, le=1)
     attention_flop_efficiency: float = Field(gt=0, le=1)
     # attention with an explicit mask (transformers' sliding windows): a slower SDPA kernel over every causal pair
     masked_attention_flop_efficiency: float | None = Field(default=None, gt=0, le=1)

@@ -13,7 +13,8 @@ A file (YAML, read with safe_load) holds one entry per GPU, keyed by the name NV
 `estimate --calibration FILE` applies the entry for the requested card to the chosen efficiency profile; without
 the option, ``<user config dir>/estimator/calibration.yaml`` (platformdirs) is used when it has an entry for that
 card. Hardware facts are overridden (bandwidth and matmul fractions, per-layer graph cost, context, workspace and
-driver reservation), and the host's cost per dispatched operation (`estimator.live.host_cost`) where the profile has
+driver reservation; the matmul fraction relative to the profile's `matmul_reference_efficiency` where it states
+one), and the host's cost per dispatched operation (`estimator.live.host_cost`) where the profile has
 a host floor counted in operations: its ``host_per_op_s`` becomes the measured one and its other host figures
 (per layer, per training phase, per optimizer step) scale by the same ratio, since they are the same dispatch
 measured on another session's host. Software traits of a profile (operations per layer, KV read path) stay.
@@ -199,6 +200,7 @@ def apply_calibration(profile: EfficiencyProfile, entry: GpuCalibration, source:
     """``profile`` with the card's measured values in place of its defaults; the description says so."""
     update: dict[str, Any] = {k: v for k, v in entry.profile_overrides.items() if k in OVERRIDABLE}
     update.update(host_update(profile, update.pop("host_per_op_s", None)))
+    update.update(matmul_update(profile, update.pop("matmul_flop_efficiency", None)))
     for key in ("cuda_context_bytes", "workspace_bytes"):
         if key in update:
             update[key] = int(update[key])
@@ -210,6 +212,17 @@ def apply_calibration(profile: EfficiencyProfile, entry: GpuCalibration, source:
         from estimator.catalog.registry import validation_message
 
         raise SpecInvalid(f"{source}: calibrated profile is invalid: {validation_message(error)}") from None
+
+
+def matmul_update(profile: EfficiencyProfile, measured: float | None) -> dict[str, float]:
+    """The matmul fraction of ``profile`` on a card whose large-GEMM probe read ``measured``: the profile's own
+    × measured ÷ `matmul_reference_efficiency` (the probe's reading where the profile was fitted) when the profile
+    states it, else the reading itself; nothing without a measurement."""
+    if not measured:
+        return {}
+    reference = profile.matmul_reference_efficiency
+    scaled = measured if reference is None else profile.matmul_flop_efficiency * measured / reference
+    return {"matmul_flop_efficiency": min(1.0, scaled)}
 
 
 def host_update(profile: EfficiencyProfile, measured: float | None) -> dict[str, float]:

@@ -195,3 +195,21 @@ def test_a_profile_without_a_host_floor_keeps_none(shipped_catalog: Catalog) -> 
 def test_calibration_files_without_host_fields_still_load() -> None:
     found = load_calibration(MEASURED).gpus["NVIDIA H200"]
     assert found.host_per_op_s is None and found.host_bare_op_s is None
+
+
+def test_a_measured_gemm_rate_scales_the_profile_matmul_fraction(shipped_catalog: Catalog, catalog: Catalog) -> None:
+    # calibrate's probe is one large bf16 GEMM; the profiles' 0.65 is what the GEMMs of their software reach on an
+    # H200 whose probe reads 0.755 (matmul_reference_efficiency). A card whose probe reads 0.8 runs them at
+    # 0.65 × 0.8 / 0.755, not at the probe's 0.8 (which put seed 4's calibrated prefill median at 18.3 %)
+    for name in ("hf", "hf-graph", "optimized", "megatron"):
+        profile = shipped_catalog.profiles.get(name)
+        assert (profile.matmul_flop_efficiency, profile.matmul_reference_efficiency) == (0.65, 0.755)
+        calibrated = apply_calibration(profile, entry(overrides={"matmul_flop_efficiency": 0.8}), "cal.yaml")
+        assert calibrated.matmul_flop_efficiency == pytest.approx(0.65 * 0.8 / 0.755, rel=1e-12)
+        same_card = apply_calibration(profile, entry(overrides={"matmul_flop_efficiency": 0.755}), "cal.yaml")
+        assert same_card.matmul_flop_efficiency == pytest.approx(0.65, rel=1e-12)
+    # a profile that states no reference takes the probe's reading as it is
+    test_hf = catalog.profiles.get("hf")
+    assert test_hf.matmul_reference_efficiency is None
+    assert apply_calibration(test_hf, entry(overrides={"matmul_flop_efficiency": 0.8}),
+                             "cal.yaml").matmul_flop_efficiency == 0.8
