@@ -311,7 +311,7 @@ def _published_training(catalog: Catalog) -> list[str]:
     within = sum(abs(r.error) <= 0.15 for r in asserted)
     out = ["", "## Published multi-node training (`tests/data/published/training.yaml`)", "",
            "Throughput of published Megatron-LM runs on DGX A100 clusters (32 to 1,024 GPUs, InfiniBand between "
-           "nodes) and of MosaicML's llm-foundry runs on H100 clusters (16 to 64 GPUs, PyTorch FSDP full shard, "
+           "nodes) and of MosaicML's llm-foundry runs on H100 clusters (8 to 64 GPUs, PyTorch FSDP full shard, "
            "flash attention), predicted by `estimate --mode train` with the `megatron` profile: each pass timed "
            "kernel by kernel with the kernel figures measured on the H200 (none fitted on a training step), the "
            "1F1B bubble, and TP, PP and DP traffic over the link each group crosses (`hgx-a100`, `hgx-h100`; a DP "

@@ -37,7 +37,7 @@ def comparisons(shipped_catalog: Catalog) -> list:  # type: ignore[type-arg]
 
 def test_every_reproduced_case_is_within_15_percent(comparisons: list) -> None:  # type: ignore[type-arg]
     reproduced = [c for c in comparisons if c.reproduced]
-    assert len(reproduced) >= 9
+    assert len(reproduced) >= 14
     # three publications: the paper's Table 1 and the README run (Megatron-LM, A100), and an independent one
     # (MosaicML's llm-foundry: another framework, FSDP instead of TP/PP, on H100)
     assert len({c.source for c in reproduced}) >= 3
