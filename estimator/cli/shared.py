@@ -97,7 +97,10 @@ def catalog_for(specs_dir: Path | None) -> Catalog:
 
 def positive(name: str, text: str, *, allow_zero: bool = False) -> int:
     """A count option (``2048``, ``8k``, ``32Ki``) that must be positive (or non-negative)."""
-    value = parse_count(text)
+    try:
+        value = parse_count(text)
+    except WorkloadInvalid as error:  # the option it came with, as every other refusal of a value names it
+        raise WorkloadInvalid(f"{name}: {error}") from None
     if value < 0 or (value == 0 and not allow_zero):
         raise WorkloadInvalid(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {text!r}")
     return value

@@ -11,7 +11,7 @@ from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.registry import Catalog, validation_message
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
-from estimator.cli.options import print_table
+from estimator.cli.options import positive, print_table
 from estimator.errors import WorkloadInvalid
 from estimator.render.formats import write_report
 from estimator.render.training_table import render_training_table
@@ -19,7 +19,6 @@ from estimator.training.estimate import estimate_training
 from estimator.training.options import Attention, Optimizer, Precision, Recompute
 from estimator.training.report import TrainingReport
 from estimator.training.workload import ALL_LORA_TARGETS, TrainingWorkload, parse_lora_targets
-from estimator.units import parse_count
 
 QLORA_FORMAT = "nf4-dq"  # QLoRA paper: NF4 with double quantization (specs/quant/nf4-dq.yaml)
 
@@ -50,12 +49,7 @@ def reject_inference_options(options: dict[str, Any]) -> None:
 
 
 def _count(name: str, text: str | None, default: int) -> int:
-    if text is None:
-        return default
-    value = parse_count(text)
-    if value <= 0:
-        raise WorkloadInvalid(f"{name} must be positive, got {text!r}")
-    return value
+    return default if text is None else positive(name, text)
 
 
 def show_training(report: TrainingReport, *, output_format: str, binary: bool, explain: bool,
