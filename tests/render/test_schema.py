@@ -21,6 +21,7 @@ from estimator.render.schema import REPORTS, json_schema
 from estimator.report import SCHEMA_VERSION
 from tests.cli.test_cli_gpu import MEASURED, h200, recorded_validate, snapshot, use_probe
 from tests.conftest import CliResult
+from tests.render.shipped import assert_shipped_schema
 
 Cli = Callable[..., CliResult]
 SHIPPED = Path(__file__).resolve().parents[2] / "docs" / "schema"
@@ -44,13 +45,7 @@ def test_every_report_has_a_schema_and_a_command_name() -> None:
 
 @pytest.mark.parametrize("name", list(REPORTS))
 def test_shipped_schema_is_the_generated_one(name: str, update_schema: bool) -> None:
-    path = SHIPPED / f"{name}.json"
-    if update_schema:
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(shipped_text(name), encoding="utf-8")
-    assert path.exists(), f"{path} is missing: run pytest --update-schema"
-    assert path.read_text(encoding="utf-8") == shipped_text(name), "run pytest --update-schema and review the diff"
-    Draft202012Validator.check_schema(json.loads(path.read_text(encoding="utf-8")))
+    assert_shipped_schema(SHIPPED / f"{name}.json", shipped_text(name), update_schema)
 
 
 @pytest.mark.parametrize("name", list(REPORTS))

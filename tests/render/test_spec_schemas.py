@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jsonschema import Draft202012Validator
 
 from estimator.render.schema import SPEC_NAMES, spec_schema
+from tests.render.shipped import assert_shipped_schema
 
 SHIPPED = Path(__file__).resolve().parents[2] / "docs" / "schema" / "specs"
 
@@ -24,13 +24,7 @@ def _text(name: str) -> str:
 
 @pytest.mark.parametrize("name", SPEC_NAMES)
 def test_shipped_spec_schema_is_the_generated_one(name: str, update_schema: bool) -> None:
-    path = SHIPPED / f"{name}.json"
-    if update_schema:
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(_text(name), encoding="utf-8")
-    assert path.exists(), f"{path} is missing: run pytest --update-schema"
-    assert path.read_text(encoding="utf-8") == _text(name), "run pytest --update-schema and review the diff"
-    Draft202012Validator.check_schema(json.loads(path.read_text(encoding="utf-8")))
+    assert_shipped_schema(SHIPPED / f"{name}.json", _text(name), update_schema)
 
 
 def _unbounded(node: Any, defs: dict[str, Any], where: str, seen: frozenset[str]) -> list[str]:
