@@ -52,6 +52,13 @@ def _estimate(cli: Callable[..., Any], tmp_path: Path, name: str, *args: str) ->
         ("mistralai--Mistral-Small-3.1-24B-Instruct-2503", {None: 40}, 8 * 256, 40 * 4_096, 40 * 4_096 * 8_192),
         # 48 layers, every 4th full attention (12), 2 KV heads × (256 + 256) × 2 B = 2,048 B a layer
         ("Qwen--Qwen3-Next-80B-A3B-Thinking", {None: 12}, 2 * 512, 12 * 2_048, 12 * 2_048 * 8_192),
+        # 92 full-attention layers (GLM-4.7, glm4_moe), 8 KV heads × (128 + 128) × 2 B = 4,096 B a layer
+        ("zai-org--GLM-4.7", {None: 92}, 8 * 256, 92 * 4_096, 92 * 4_096 * 8_192),
+        # layer_types: 3 sliding (4,096) then 1 full, 64 layers; 8 KV heads × (128 + 128) × 2 B = 4,096 B a layer
+        ("LGAI-EXAONE--EXAONE-4.0-32B", {4096: 48, None: 16}, 8 * 256, 64 * 4_096,
+         16 * 4_096 * 8_192 + 48 * 4_096 * 4_096),
+        # 32 layers, every 4th full attention (8), 4 KV heads × (256 + 256) × 2 B = 4,096 B a layer
+        ("Qwen--Qwen3.5-9B", {None: 8}, 4 * 512, 8 * 4_096, 8 * 4_096 * 8_192),
     ],
 )
 def test_kv_cache_by_hand(cli: Callable[..., Any], tmp_path: Path, name: str, groups: dict[int | None, int],
@@ -75,6 +82,28 @@ def test_qwen3_next_deltanet_state_by_hand(cli: Callable[..., Any], tmp_path: Pa
     report = _estimate(cli, tmp_path, "Qwen--Qwen3-Next-80B-A3B-Thinking", "--batch", "2")
     assert report["memory"]["state_by_kind"] == [{"kind": "gated_deltanet", "layers": 36,
                                                   "bytes_per_sequence": 39_518_208, "bytes": 2 * 39_518_208}]
+
+
+def test_qwen3_5_9b_deltanet_state_in_float32_by_hand(cli: Callable[..., Any], tmp_path: Path) -> None:
+    (deltanet,) = state_layers(_arch("Qwen--Qwen3.5-9B"), element_bytes=2)
+    assert deltanet.layers == 24  # 32 layers, every 4th is full attention
+    # key_dim 16 × 128 = 2,048, value_dim 32 × 128 = 4,096; conv over q, k, v: 2 × 2,048 + 4,096 = 8,192 channels
+    assert deltanet.conv_elements == 3 * 8_192  # linear_conv_kernel_dim 4: the last 3 inputs
+    assert deltanet.recurrent_elements == 32 * 128 * 128  # a d_k × d_v matrix per value head
+    # mamba_ssm_dtype float32: 4 B an element, whatever the activation dtype
+    assert deltanet.bytes_per_sequence == 24 * (24_576 + 524_288) * 4 == 52_690_944
+    report = _estimate(cli, tmp_path, "Qwen--Qwen3.5-9B", "--batch", "3")
+    assert report["memory"]["state_by_kind"] == [{"kind": "gated_deltanet", "layers": 24,
+                                                  "bytes_per_sequence": 52_690_944, "bytes": 3 * 52_690_944}]
+    assert report["model"]["params"] == SOURCES["Qwen--Qwen3.5-9B"]["hf_params"]  # vision tower counted whole
+
+
+def test_glm_4_7_moe_layout_by_hand() -> None:
+    arch = _arch("zai-org--GLM-4.7")
+    # first_k_dense_replace 3: layers 0-2 dense (intermediate_size 12,288), 89 MoE layers of 160 routed experts
+    assert arch.moe_layers[:4] == (False, False, False, True) and arch.num_moe_layers == 89
+    assert arch.moe is not None and arch.moe.num_experts == 160 and arch.moe.experts_per_token == 8
+    assert arch.attention.qk_norm  # use_qk_norm true
 
 
 def test_devstral_small_2_fp8_text_model_and_16_bit_towers(cli: Callable[..., Any], tmp_path: Path) -> None:
