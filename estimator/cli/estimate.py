@@ -59,6 +59,9 @@ def estimate_command(
     output_tokens: Annotated[str, typer.Option(help="Generated tokens per sequence, their KV cached too (default "
                                                "0: the prompt alone; plan and sweep default to 256).")] = "0",
     gpus: Annotated[str, typer.Option(help="Tensor-parallel degree: GPUs that split the model.")] = "1",
+    ep: Annotated[str | None, typer.Option(help="MoE models: expert-parallel GPUs, each holding whole experts; a "
+                                           "multiple of --gpus, whose groups each serve a share of the batch "
+                                           "(data-parallel attention) and exchange tokens by all-to-all.")] = None,
     gpu_memory: Annotated[str | None, typer.Option(help="Usable memory per GPU with its unit (96GiB, 100GB), instead "
                                                    "of the catalog's: a Mac whose wired limit was raised, a card "
                                                    "shared with other work.")] = None,

@@ -50,6 +50,7 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("prompt_tokens", ("--prompt-tokens",), "str", "2048"),
     Opt("output_tokens", ("--output-tokens",), "str", "0"),
     Opt("gpus", ("--gpus",), "str", "1"),
+    Opt("ep", ("--ep",), "str"),
     Opt("gpu_memory", ("--gpu-memory",), "str"),
     Opt("system", ("--system",), "str"),
     Opt("nodes", ("--nodes",), "str"),

@@ -97,7 +97,7 @@ def estimate_report(catalog: Catalog, model_spec: ModelSpec, p: dict[str, Any]) 
                             mla_cache=None if p["mla_cache"] is None else str(_value(p["mla_cache"])),
                             group_size=p["group_size"], calibration=calibration, system=p["system"],
                             nodes=p["nodes"], gpus_per_node=p["gpus_per_node"], gpu_memory=p["gpu_memory"],
-                            network=p.get("network"))
+                            network=p.get("network"), ep=p.get("ep"))
 
 
 def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu: str | None, *, requested_gpu: str,
@@ -105,11 +105,12 @@ def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu: str | None, *
                      gpus: str, logits: str, profile: str, mla_cache: str | None, group_size: int | None,
                      calibration: Path | None, system: str | None = None, nodes: str | None = None,
                      gpus_per_node: str | None = None, gpu_memory: str | None = None,
-                     network: str | None = None) -> Report:
+                     network: str | None = None, ep: str | None = None) -> Report:
     """The Report for `estimate`'s inference options, given as typed on the command line."""
     tp = positive("--gpus", gpus)
-    gpu_spec, system_spec, node_count, assumed = hardware(catalog, gpu, system, nodes, gpus_per_node, tp,
-                                                          network=network)
+    experts = 1 if ep is None else positive("--ep", ep)
+    gpu_spec, system_spec, node_count, assumed = hardware(catalog, gpu, system, nodes, gpus_per_node,
+                                                          max(tp, experts), network=network)
     gpu_spec = with_gpu_memory(gpu_spec, gpu_memory)
     weight_format = weights_format(catalog, model_spec, dtype, group_size)
     kv = kv_format(catalog, weight_format, kv_dtype)
@@ -129,7 +130,7 @@ def inference_report(catalog: Catalog, model_spec: ModelSpec, gpu: str | None, *
     except ValidationError as error:
         raise WorkloadInvalid(validation_message(error)) from None
     return estimate(model_spec, gpu_spec, workload, requested_gpu=requested_gpu, system=system_spec,
-                    nodes=node_count, system_assumed=assumed, gpu_alone=system is None)
+                    nodes=node_count, system_assumed=assumed, gpu_alone=system is None, ep=experts)
 
 
 TRAINING_FLAGS = ("--seq-len", "--grad-accum", "--precision", "--optimizer", "--recompute", "--attention", "--zero",

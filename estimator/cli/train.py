@@ -36,6 +36,7 @@ INFERENCE_ONLY: dict[str, tuple[Any, str]] = {
     "--group-size": (None, "--qlora's NF4 base has its format's group size"),
     "--calibration": (None, "--mode train takes the profile uncalibrated"),
     "--plot": (None, "no chart is drawn for --mode train; use --format json for its figures"),
+    "--ep": (None, "expert parallel is modelled for inference only so far"),
 }
 
 

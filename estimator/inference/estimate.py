@@ -8,6 +8,15 @@ from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
 from estimator.errors import WorkloadInvalid
+from estimator.inference.expert_parallel import (
+    ExpertParallel,
+    ep_max_batch,
+    ep_max_context,
+    ep_memory,
+    expert_notes,
+    expert_parallel,
+    with_all_to_all,
+)
 from estimator.inference.explain import explain as explain_lines
 from estimator.inference.report import (
     GpuInfo,
@@ -24,6 +33,8 @@ from estimator.inference.workload import InferenceWorkload
 from estimator.model.capacity import gpus_required, max_batch, max_context_tokens, within_position_limit
 from estimator.model.collectives import gpu_in_group, group_link
 from estimator.model.compute import expected_distinct_experts
+from estimator.model.experts import experts_per_gpu as experts_held
+from estimator.model.experts import held_expert_bytes
 from estimator.model.footprint import GpuMemory, memory_per_gpu, peak_kv_layers, rank_kv_bytes
 from estimator.model.inventory import active_param_count, param_count, tensor_inventory
 from estimator.model.memory import generic_weights_bytes, weight_shares, weights_bytes
@@ -70,7 +81,10 @@ class _Terms:
     step: PhaseCost  # at the mean context of generation (tokens/s)
 
 
-def _terms(model: ModelSpec, w: InferenceWorkload, tp: int, kv_per_gpu: int, expert_groups: int = 1) -> _Terms:
+def _terms(model: ModelSpec, w: InferenceWorkload, tp: int, kv_per_gpu: int, expert_groups: int = 1,
+           gpus: int | None = None) -> _Terms:
+    """The shape's terms for ``w`` on one of ``tp`` ranks; ``gpus``: what the KV parts' totals sum over (the EP
+    group's GPUs, each attention group holding its own sequences' cache; default ``tp``)."""
     arch = model.arch
     costs = job_costs(model, w, tp, w.batch, w.prompt_tokens, w.output_tokens, kv_per_gpu,
                       expert_groups=expert_groups)
@@ -83,7 +97,8 @@ def _terms(model: ModelSpec, w: InferenceWorkload, tp: int, kv_per_gpu: int, exp
         return _Terms(params, params, total_weights, (whole,), (), None, costs.prefill, costs.decode, costs.step)
     shares = tuple(WeightPart(role=s.role.value, params=s.numel, bits_per_weight=float(s.bits), bytes=s.bytes)
                    for s in weight_shares(arch, w.weight_format))
-    kv_parts = tuple(KvPart(window=g.window, layers=g.layers, tokens=g.tokens, bytes=g.bytes, total_bytes=g.bytes * tp)
+    kv_parts = tuple(KvPart(window=g.window, layers=g.layers, tokens=g.tokens, bytes=g.bytes,
+                            total_bytes=g.bytes * (gpus or tp))
                      for g in peak_kv_layers(arch, w, tp, w.batch, w.prompt_tokens, w.output_tokens))
     return _Terms(param_count(arch), active_param_count(arch), weights_bytes(arch, w.weight_format), shares,
                   kv_parts, rank_kv_bytes(arch, w, 1, 1, 1), costs.prefill, costs.decode, costs.step)
@@ -95,15 +110,22 @@ class _Times:
     prefill: PhaseTime
     decode: PhaseTime | None  # None for an encoder (no token-by-token decoding)
     step: PhaseTime | None
+    all_to_all_s: float = 0.0  # expert parallel: the all-to-all inside the prefill and one decode step
 
 
-def _times(terms: _Terms, arch: Architecture | None, gpu: GpuSpec, w: InferenceWorkload, peak: float) -> _Times:
+def _times(terms: _Terms, arch: Architecture | None, gpu: GpuSpec, w: InferenceWorkload, peak: float,
+           ex: ExpertParallel | None = None) -> _Times:
+    """Each phase's time for one attention group's ``w`` (under expert parallel, its all-to-all added)."""
     hw = Hardware(peak, gpu.bandwidth_bytes_per_s, gpu.memory_type, gpu.interconnect_bytes_per_s,
                   w.tensor_parallel, gpu.peak_flop_per_s("fp32"))
     decoding = arch is None or arch.causal
-    return _Times(hw, phase_time(terms.prefill, hw, w.profile),
-                  phase_time(terms.decode, hw, w.profile) if decoding else None,
-                  phase_time(terms.step, hw, w.profile) if decoding else None)
+    act = w.activation_bytes_per_element
+    prefill_a2a = 0.0 if ex is None else ex.all_to_all_s(w.batch * w.prompt_tokens, act)
+    step_a2a = 0.0 if ex is None else ex.all_to_all_s(w.batch, act)
+    return _Times(hw, with_all_to_all(phase_time(terms.prefill, hw, w.profile), prefill_a2a),
+                  with_all_to_all(phase_time(terms.decode, hw, w.profile), step_a2a) if decoding else None,
+                  with_all_to_all(phase_time(terms.step, hw, w.profile), step_a2a) if decoding else None,
+                  prefill_a2a + (step_a2a if decoding else 0.0))
 
 
 def _warnings(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, dtype: str, per_gpu: int,
@@ -200,9 +222,17 @@ def _assumptions(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> list[N
 
 
 def _memory_report(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, terms: _Terms, mem: GpuMemory,
-                   required: int | None, searches: bool) -> MemoryReport:
-    tp, capacity = w.tensor_parallel, gpu.memory_bytes
-    by_memory = max_context_tokens(model, gpu, w, tp, w.batch, w.output_tokens) if searches else None
+                   required: int | None, searches: bool, ex: ExpertParallel | None = None) -> MemoryReport:
+    """Per-GPU and total memory; under expert parallel the totals are over the EP group's GPUs."""
+    tp, capacity = w.tensor_parallel if ex is None else ex.gpus, gpu.memory_bytes
+    by_memory = None
+    if searches:
+        by_memory = (max_context_tokens(model, gpu, w, tp, w.batch, w.output_tokens) if ex is None
+                     else ep_max_context(model, gpu, w, ex))
+    largest = None
+    if searches:
+        largest = max_batch(model, gpu, w, tp, w.prompt_tokens, w.output_tokens) if ex is None else \
+            ep_max_batch(model, gpu, w, ex)
     return MemoryReport(
         weights_bytes=terms.total_weights,
         kv_cache_bytes=None if mem.kv is None else mem.kv * tp,
@@ -218,7 +248,7 @@ def _memory_report(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, terms: 
         gpus_required=required,
         fits=mem.per_gpu <= capacity,
         headroom_bytes=capacity - mem.per_gpu,
-        max_batch=max_batch(model, gpu, w, tp, w.prompt_tokens, w.output_tokens) if searches else None,
+        max_batch=largest,
         max_context_tokens=within_position_limit(model, by_memory),
         max_context_tokens_by_memory=by_memory,
         weights_replicated_bytes=mem.weights * tp - terms.total_weights,
@@ -227,7 +257,9 @@ def _memory_report(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, terms: 
         kv_by_window=terms.kv_parts,
         state_bytes=mem.state * tp,
         state_per_gpu_bytes=mem.state,
-        state_by_kind=_state_parts(model, w),
+        state_by_kind=_state_parts(model, w if ex is None else w.model_copy(update={"batch": w.batch // ex.groups})),
+        experts_per_gpu=None if ex is None else experts_held(ex.arch, ex.ep),
+        expert_weights_per_gpu_bytes=None if ex is None else held_expert_bytes(ex.arch, w.weight_format, ex.ep),
     )
 
 
@@ -241,8 +273,11 @@ def _state_parts(model: ModelSpec, w: InferenceWorkload) -> tuple[StatePart, ...
 
 
 def _time_report(terms: _Terms, times: _Times, w: InferenceWorkload, experts_read: float | None,
-                 fits: bool) -> TimeReport:
-    tp, prefill, decode, step = w.tensor_parallel, times.prefill, times.decode, times.step
+                 fits: bool, ex: ExpertParallel | None = None) -> TimeReport:
+    """The times of ``w`` (the whole job: under expert parallel every attention group steps at once, so tokens/s
+    is the job's batch over one group's step; FLOPs and bytes summed over the EP group's GPUs)."""
+    prefill, decode, step = times.prefill, times.decode, times.step
+    tp = w.tensor_parallel if ex is None else ex.gpus
     tokens_per_s = None if step is None else w.batch / step.expected_s
     return TimeReport(
         prefill_s=prefill.expected_s,
@@ -266,6 +301,7 @@ def _time_report(terms: _Terms, times: _Times, w: InferenceWorkload, experts_rea
         decode_flop_per_byte=None if decode is None else terms.decode.flop_per_byte,
         decode_flop_per_s_per_gpu=None if decode is None else terms.decode.flop_per_s(decode.expected_s),
         hypothetical=not fits,
+        all_to_all_s=None if ex is None else times.all_to_all_s,
     )
 
 
@@ -282,51 +318,65 @@ def _model_info(model: ModelSpec, terms: _Terms) -> ModelInfo:
 
 def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, requested_gpu: str = "",
              system: SystemSpec | None = None, nodes: int = 1, system_assumed: bool = False,
-             gpu_alone: bool = False, expert_groups: int = 1, capacity_searches: bool = True) -> Report:
+             gpu_alone: bool = False, expert_groups: int = 1, capacity_searches: bool = True,
+             ep: int = 1) -> Report:
     """Memory and time of ``workload`` running ``model`` on ``workload.tensor_parallel`` × ``gpu`` (in ``nodes`` ×
     ``system`` when given: the tensor-parallel all-reduces then run over the link the group crosses).
     ``expert_groups`` > 1: these GPUs are one of that many attention groups of an expert-parallel layout, whose
     decode reads the experts its share of the EP group holds (`compute.decode_weight_bytes`; the planner adds
     the all-to-all and the memory, `planning.layouts`). ``capacity_searches=False`` leaves ``max_batch`` and
     ``max_context_tokens`` None (not computed): for a caller that reads only the times and the fit, as the planner's
-    search does for each probe (the two searches were ~55 % of a plan's time), and never prints the report."""
+    search does for each probe (the two searches were ~55 % of a plan's time), and never prints the report.
+    ``ep`` > 1: expert parallel over that many GPUs, ``workload.tensor_parallel`` of them per attention group
+    (`inference.expert_parallel`: memory, all-to-all and the report's totals over the EP group)."""
     w = workload
     arch = model.arch
     tp = w.tensor_parallel
     reason = valid_tensor_parallel(arch, tp)
     if reason:
         raise WorkloadInvalid(reason)
+    ex = expert_parallel(model, w, ep, system, nodes)
+    # under expert parallel each attention group's share of the batch sets its memory and its steps
+    wg = w if ex is None else w.model_copy(update={"batch": w.batch // ex.groups})
+    gpus = tp if ex is None else ex.gpus
     gpu, system_assumptions, system_warnings = placed(gpu, system, nodes, tp, assumed=system_assumed,
                                                       gpu_alone=gpu_alone)
     dtype, peak = peak_for(gpu, w.weight_format.compute_dtype)
     if w.kv_format.name not in ("fp32", "fp16", "bf16", "fp8", "int8"):
         raise WorkloadInvalid(f"--kv-dtype {w.kv_format.name} is not a KV-cache format; use bf16, fp16, fp8 or int8")
-    mem = memory_per_gpu(model, gpu, w, tp, w.batch, w.prompt_tokens, w.output_tokens)
+    mem = memory_per_gpu(model, gpu, w, tp, w.batch, w.prompt_tokens, w.output_tokens) if ex is None \
+        else ep_memory(model, gpu, w, ex, w.batch)
     required = gpus_required(model, gpu, w, w.batch, w.prompt_tokens, w.output_tokens)
-    terms = _terms(model, w, tp, mem.kv or 0, expert_groups)
+    terms = _terms(model, wg, tp, mem.kv or 0, expert_groups if ex is None else ex.groups, gpus)
     experts_read = None
     if arch is not None and arch.moe is not None:
-        experts_read = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token, w.batch)
-    times = _times(terms, arch, gpu, w, peak)
-    memory = _memory_report(model, gpu, w, terms, mem, required, capacity_searches)
-    explain = explain_lines(arch, memory, terms.prefill, terms.decode, times.hw, times.decode, times.prefill, w, gpu)
+        experts_read = expected_distinct_experts(arch.moe.num_experts, arch.moe.experts_per_token, wg.batch)
+    times = _times(terms, arch, gpu, wg, peak, ex)
+    memory = _memory_report(model, gpu, w, terms, mem, required, capacity_searches, ex)
+    explain = explain_lines(arch, memory, terms.prefill, terms.decode, times.hw, times.decode, times.prefill, wg, gpu)
     if experts_read is not None and arch is not None and arch.moe is not None:
         e, k = arch.moe.num_experts, arch.moe.experts_per_token
-        explain.append(note(NoteCode.MOE_DECODE, experts=e, per_token=k, sequences=w.batch, experts_read=experts_read))
+        explain.append(note(NoteCode.MOE_DECODE, experts=e, per_token=k, sequences=wg.batch, experts_read=experts_read))
+    ep_assumptions: list[Note] = []
+    if ex is not None:
+        ep_assumptions, ep_lines = expert_notes(ex, w, decoding=times.decode is not None)
+        explain += ep_lines
     return Report(
         model=_model_info(model, terms),
         gpu=GpuInfo(name=gpu.name, requested_as=requested_gpu or gpu.name, memory_type=gpu.memory_type,
                     memory_bytes=gpu.memory_bytes, bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
                     peak_flop_per_s=peak, compute_dtype=dtype, system=None if system is None else system.name,
                     nodes=None if system is None else nodes, tdp_w=gpu.tdp_w,
-                    power_w=None if gpu.tdp_w is None else gpu.tdp_w * tp),
+                    power_w=None if gpu.tdp_w is None else gpu.tdp_w * gpus),
         workload=WorkloadInfo(batch=w.batch, prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens,
-                              dtype=w.weight_format.name, kv_dtype=w.kv_format.name, gpus=tp, logits=w.logits,
+                              dtype=w.weight_format.name, kv_dtype=w.kv_format.name, gpus=gpus, logits=w.logits,
                               profile=w.profile.name,
-                              mla_cache=w.mla_layout if arch is not None and arch.attention.latent else None),
+                              mla_cache=w.mla_layout if arch is not None and arch.attention.latent else None,
+                              expert_parallel=None if ex is None else ex.ep,
+                              attention_groups=None if ex is None else ex.groups),
         memory=memory,
-        time=_time_report(terms, times, w, experts_read, memory.fits),
-        assumptions=(*system_assumptions, *_assumptions(model, gpu, w)),
+        time=_time_report(terms, times, w, experts_read, memory.fits, ex),
+        assumptions=(*system_assumptions, *_assumptions(model, gpu, w), *ep_assumptions),
         warnings=(*system_warnings, *_warnings(model, gpu, w, dtype, mem.per_gpu, required), *_capped(model, memory)),
         explain=tuple(explain),
     )

@@ -49,6 +49,8 @@ class WorkloadInfo(Frozen):
     logits: str
     profile: str
     mla_cache: str | None
+    expert_parallel: int | None = None  # --ep: GPUs each MoE layer's routed experts are dealt out over (None: none)
+    attention_groups: int | None = None  # expert parallel: groups of the tensor-parallel GPUs, each its batch share
 
 
 class WeightPart(Frozen):
@@ -110,6 +112,10 @@ class MemoryReport(Frozen):
     # biases and routers on every further GPU, and each shard rounded up to whole bytes. So that total_bytes =
     # weights_bytes + weights_replicated_bytes + kv_cache_bytes + activation_bytes + overhead_bytes + state_bytes
     weights_replicated_bytes: int = 0
+    # expert parallel (--ep): whole routed experts one GPU holds of each MoE layer, and their bytes (in
+    # weights_per_gpu_bytes); None without expert parallel
+    experts_per_gpu: int | None = None
+    expert_weights_per_gpu_bytes: int | None = None
 
 
 class TimeReport(Frozen):
@@ -129,8 +135,9 @@ class TimeReport(Frozen):
     decode_flops: float | None
     communication_s: float = Field(description=(
         "Seconds of tensor-parallel all-reduces (2 of the activations per layer, ring over the link the group "
-        "crosses) in the prefill plus one decode step at the full context: already inside prefill_s and "
-        "decode_step_s, not added to them; 0 on one GPU."))
+        "crosses) in the prefill plus one decode step at the full context, and under expert parallel the MoE "
+        "layers' all-to-all (all_to_all_s): already inside prefill_s and decode_step_s, not added to them; 0 on "
+        "one GPU."))
     experts_read_per_layer: float | None = None  # MoE: expected distinct experts one decode step reads
     # where each phase sits on the roofline: FLOPs per byte moved, and FLOP/s one GPU executes at the expected time
     prefill_flop_per_byte: float
@@ -140,6 +147,10 @@ class TimeReport(Frozen):
     # the layout does not fit in memory: every time and rate above is what it would take if it did (marked, not
     # nulled, so the fields keep their types and a user sizing a larger card still reads the figures)
     hypothetical: bool = False
+    all_to_all_s: float | None = Field(default=None, description=(
+        "Expert parallel (--ep beyond --gpus): seconds of every MoE layer's dispatch and combine all-to-all over "
+        "the link the EP group crosses, in the prefill plus one decode step; inside communication_s, prefill_s "
+        "and decode_step_s. None without expert parallel; 0 at --ep = --gpus (the all-reduce sums the experts)."))
 
 
 class Report(Versioned):

@@ -17,13 +17,16 @@ with balanced routing, over the slowest link the EP group crosses (`collectives.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from fractions import Fraction
 
-from estimator.catalog.architecture import Architecture
-from estimator.catalog.specs import NumberFormat
+from estimator.catalog.architecture import Architecture, ModelSpec
+from estimator.catalog.specs import GpuSpec, NumberFormat
 from estimator.model.collectives import Link, all_to_all_s
+from estimator.model.footprint import GpuMemory, memory_per_gpu
 from estimator.model.inventory import Role
 from estimator.model.memory import sharded_weights_bytes, weight_shares
+from estimator.model.runtime import Runtime
 
 
 def experts_per_gpu(arch: Architecture, ep: int) -> int:
@@ -40,12 +43,16 @@ def expert_parallel_weights_bytes(arch: Architecture, fmt: NumberFormat, tp: int
     """Weights on one GPU under EP ``ep`` with attention (and the rest) tensor-parallel over ``tp``: the non-expert
     roles as `sharded_weights_bytes` slices them, plus ⌈E / ep⌉ whole experts of each MoE layer (all experts
     have one size, so that is ⌈E / ep⌉ / E of the routed bytes, rounded up once)."""
-    experts = routed_expert_bytes(arch, fmt)
-    rest = sharded_weights_bytes(arch, fmt, tp) - -(-experts // tp)
+    rest = sharded_weights_bytes(arch, fmt, tp) - -(-routed_expert_bytes(arch, fmt) // tp)
+    return rest + held_expert_bytes(arch, fmt, ep)
+
+
+def held_expert_bytes(arch: Architecture, fmt: NumberFormat, ep: int) -> int:
+    """Routed-expert bytes one of ``ep`` GPUs holds: ⌈E / ep⌉ whole experts of every MoE layer, all experts of one
+    size, so ⌈E / ep⌉ / E of `routed_expert_bytes`, rounded up once (0 for a dense model)."""
     if arch.moe is None:
-        return rest
-    held = Fraction(experts * experts_per_gpu(arch, ep), arch.moe.num_experts)
-    return rest + math.ceil(held)
+        return 0
+    return math.ceil(Fraction(routed_expert_bytes(arch, fmt) * experts_per_gpu(arch, ep), arch.moe.num_experts))
 
 
 def dispatch_bytes(arch: Architecture, tokens: float, element_bytes: float) -> float:
@@ -60,3 +67,20 @@ def moe_all_to_all_s(arch: Architecture, tokens: float, element_bytes: float, ep
     if ep <= 1 or arch.moe is None:
         return 0.0
     return arch.num_moe_layers * 2 * all_to_all_s(dispatch_bytes(arch, tokens, element_bytes), ep, link)
+
+
+def attention_groups(tp: int, ep: int) -> int:
+    """Attention groups of ``tp`` GPUs an EP group of ``ep`` GPUs spans: ep ÷ tp, at least 1."""
+    return max(1, ep // tp)
+
+
+def expert_parallel_memory(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, ep: int, batch: int, prompt: int,
+                           output: int) -> GpuMemory:
+    """Bytes on one GPU of an EP group of ``ep`` GPUs in ep ÷ tp attention groups of ``tp`` GPUs serving ``batch``
+    sequences: each group's share, ⌈batch ÷ groups⌉, sets its KV cache, state, activation peak and overhead
+    (`footprint.memory_per_gpu`), and the weights are `expert_parallel_weights_bytes` (whole experts)."""
+    m = memory_per_gpu(model, gpu, rt, tp, -(-batch // attention_groups(tp, ep)), prompt, output)
+    if ep <= 1 or model.arch is None:
+        return m
+    weights = expert_parallel_weights_bytes(model.arch, rt.weight_format, tp, ep)
+    return replace(m, weights=weights, per_gpu=m.per_gpu - m.weights + weights)

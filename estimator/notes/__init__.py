@@ -22,6 +22,7 @@ from pydantic import computed_field, model_validator
 
 from estimator.notes.arithmetic import EXPECTED as _EXPECTED
 from estimator.notes.arithmetic import TIERS, Bytes, divided, expected, gpu_buffers, kv_split, span, weights_split
+from estimator.notes.expert_notes import SPECS as _EXPERT_SPECS
 from estimator.notes.model_notes import HEADERS, TOWERS, headers, state_per_sequence, towers_counted, uncounted_towers
 from estimator.notes.training_notes import OVERLAP, amp, deepspeed, fp8_training, no_overlap, overlap
 from estimator.report import Frozen
@@ -111,6 +112,9 @@ class NoteCode(str, Enum):
     PREFILL_EXPECTED = "prefill-expected"
     DECODE_EXPECTED = "decode-expected"
     MOE_DECODE = "moe-decode"
+    EXPERT_PARALLEL = "expert-parallel"
+    EXPERT_WEIGHTS = "expert-weights"
+    EXPERT_ALL_TO_ALL = "expert-all-to-all"
     MODEL_STATES = "model-states"
     LAYER_ACTIVATIONS = "layer-activations"
     OUTPUT_AND_LOSS = "output-and-loss"
@@ -326,6 +330,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.MOE_DECODE: ({"experts": int, "per_token": int, "sequences": int, "experts_read": float}, lambda v, b: (
         f"MoE decode: {v['experts']} × (1 − (1 − {v['per_token']}/{v['experts']})^{v['sequences']}) = "
         f"{v['experts_read']:.2f} of {v['experts']} experts read per layer per step")),
+    **{_C(code): spec for code, spec in _EXPERT_SPECS.items()},
     _C.MODEL_STATES: ({"trainable_params": int, "weights_bytes": int, "gradient_bytes": int, "master_bytes": int,
                       "optimizer_bytes": int, "zero_stage": int, "dp": int, "model_parallel": int}, lambda v, b: (
         f"model states: {v['trainable_params']:,} trainable params → weights {b(v['weights_bytes'])} + grads "

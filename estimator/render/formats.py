@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 from pydantic import BaseModel
 
 from estimator.errors import WorkloadInvalid
-from estimator.inference.report import MemoryReport, Report
+from estimator.inference.report import MemoryReport, Report, TimeReport
 from estimator.notes import Note, word
 from estimator.render.output import write_text_atomically
 from estimator.report import flatten
@@ -132,6 +132,19 @@ def _capacity_rows(rows: list[list[str]], mem: MemoryReport) -> None:
             rows.append(["  memory alone (past its limit)", "", f"{by_memory:,} tok"])
 
 
+def _time_rows(t: TimeReport) -> list[list[str]]:
+    """The time table's rows: each phase's bound and expected time, the rates, and the all-to-all inside them."""
+    times = [["prefill / first token", _time(t.prefill_bound_s), _time(t.prefill_s), t.prefill_bound],
+             ["decode step", _time(t.decode_step_bound_s), _time(t.decode_step_s), t.bound or "—"]]
+    if t.tokens_per_s is not None:
+        bound = "" if t.tokens_per_s_bound is None else f"{t.tokens_per_s_bound:,.1f}"
+        times.append(["tokens/s (all sequences)", bound, f"{t.tokens_per_s:,.1f}", ""])
+        times.append(["tokens/s per sequence", "", f"{t.tokens_per_s_per_sequence:,.1f}", ""])
+    if t.all_to_all_s is not None:
+        times.append(["MoE all-to-all (prefill + a decode step, inside the above)", "", _time(t.all_to_all_s), ""])
+    return times
+
+
 def render_table(report: Report, console: Console, *, binary: bool = False, explain: bool = False) -> None:
     """The human view: which card was chosen, where every byte goes, how long each phase takes and why."""
     from rich.markup import escape  # names come from config.json and spec files: shown as text, never markup
@@ -148,11 +161,17 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
                   f"{g.compute_dtype} × {w.gpus}")
     console.print(f"[bold]Job[/]    batch {w.batch}, prompt {w.prompt_tokens:,} + output {w.output_tokens:,} tokens, "
                   f"weights {w.dtype}, KV {w.kv_dtype}, profile {w.profile}"
-                  + (f", MLA cache {w.mla_cache}" if w.mla_cache else ""))
+                  + (f", MLA cache {w.mla_cache}" if w.mla_cache else "")
+                  + (f", expert parallel {w.expert_parallel} ({w.attention_groups} attention group(s) of "
+                     f"{w.gpus // (w.attention_groups or 1)} GPU(s), batch split over them)"
+                     if w.expert_parallel else ""))
 
     rows = [["weights", _bytes(mem.weights_bytes, binary), _bytes(mem.weights_per_gpu_bytes, binary)]]
     for part in mem.weights_by_role:
         rows.append([f"  {part.role} @ {part.bits_per_weight:g} bit", _bytes(part.bytes, binary), ""])
+    if mem.experts_per_gpu is not None:
+        rows.append([f"  experts held ({mem.experts_per_gpu} per MoE layer per GPU)", "",
+                     _bytes(mem.expert_weights_per_gpu_bytes, binary)])
     if mem.weights_replicated_bytes:  # so that the total column adds up: the copies beyond the model's one
         rows.append(["weights held again (replicated)", _bytes(mem.weights_replicated_bytes, binary), ""])
     rows.append(["KV cache", _bytes(mem.kv_cache_bytes, binary), _bytes(mem.kv_cache_per_gpu_bytes, binary)])
@@ -178,12 +197,7 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
     print_table(console, [Column("term", wrap=True), Column("total", "right"), Column("per GPU", "right")], rows,
                 title=f"Memory per GPU ({unit})", title_justify="left")
 
-    times = [["prefill / first token", _time(t.prefill_bound_s), _time(t.prefill_s), t.prefill_bound],
-             ["decode step", _time(t.decode_step_bound_s), _time(t.decode_step_s), t.bound or "—"]]
-    if t.tokens_per_s is not None:
-        bound = "" if t.tokens_per_s_bound is None else f"{t.tokens_per_s_bound:,.1f}"
-        times.append(["tokens/s (all sequences)", bound, f"{t.tokens_per_s:,.1f}", ""])
-        times.append(["tokens/s per sequence", "", f"{t.tokens_per_s_per_sequence:,.1f}", ""])
+    times = _time_rows(t)
     print_table(console, [Column("phase", wrap=True), Column("bound (peak)", "right"),
                           Column(f"expected ({w.profile})", "right"), Column("limited by")], times,
                 title="Time (hypothetical: does not fit)" if t.hypothetical else "Time", title_justify="left")
