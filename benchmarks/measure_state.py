@@ -14,9 +14,16 @@ predicts the same terms with the estimator from the row's ``config`` (docs/accur
 - Qwen3-Next-80B-A3B, 4 layers: three gated-DeltaNet layers and one full-attention layer.
 - Nemotron-H-56B, 4 layers ``M*M-``: Mamba-2 state beside one attention layer's KV.
 - Llama-3.2-90B-Vision, 5 text layers (one cross-attention layer), 2 + 1 vision layers: one image of 4 tiles.
+- Llama-4-Scout, 4 text layers (three chunked RoPE layers, one NoPE full layer), 4 experts instead of 16: one
+  sequence of 10,240 tokens, past the published ``attention_chunk_size`` of 8,192.
+- gpt-oss-20b with MXFP4 experts, 4 layers: no prefill. transformers' MXFP4 expert module
+  (``integrations.mxfp4.Mxfp4GptOssExperts``) is built on the device in place of every bf16 expert module, and its
+  parameters' bytes are recorded (``kind: mxfp4``). Its forward, and the swizzle that turns the checkpoint's scales
+  into the matmul's layout, come from the Hugging Face hub kernel ``kernels-community/gpt-oss-triton-kernels``
+  (``replace_with_mxfp4_linear`` fetches it with ``hub_kernels.get_kernel``), which needs the ``kernels`` package
+  and the network: the device has neither, so only the storage transformers allocates is measured.
 
-A case that fails is a row with ``error``. The MXFP4 experts of gpt-oss are not built: transformers' MXFP4 path
-loads its kernels from the Hugging Face hub, which the device cannot reach.
+A case that fails is a row with ``error``. ``--cases`` runs some of them.
 """
 
 from __future__ import annotations
@@ -34,8 +41,13 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "tests" / "data" / "configs"
 
 
-def _load(name: str) -> dict[str, Any]:
+def _raw(name: str) -> dict[str, Any]:
     config: dict[str, Any] = json.loads((CONFIGS / f"{name}.json").read_text())
+    return config
+
+
+def _load(name: str) -> dict[str, Any]:
+    config = _raw(name)
     config.pop("quantization_config", None)
     return config
 
@@ -84,8 +96,25 @@ def _mllama(tiny: bool) -> dict[str, Any]:
     return c
 
 
+def _llama4(tiny: bool) -> dict[str, Any]:
+    c: dict[str, Any] = _load("meta-llama--Llama-4-Scout-17B-16E-Instruct")["text_config"]
+    c.update(num_hidden_layers=4, num_local_experts=4)  # no_rope_layers default: layers 0-2 chunked, 3 NoPE full
+    if tiny:
+        c.update(hidden_size=64, intermediate_size=64, intermediate_size_mlp=128, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=16, vocab_size=512, attention_chunk_size=16)
+    return c
+
+
+def _gpt_oss_mxfp4(tiny: bool) -> dict[str, Any]:
+    c = _gpt_oss(tiny)
+    c["quantization_config"] = _raw("openai--gpt-oss-20b")["quantization_config"]
+    return c
+
+
 CASES = {"gpt-oss-20b@4": _gpt_oss, "qwen3-next-80b@4": _qwen3_next, "nemotron-h-56b@4": _nemotron_h,
-         "llama-3.2-90b-vision@5": _mllama}
+         "llama-3.2-90b-vision@5": _mllama, "llama-4-scout@4": _llama4, "gpt-oss-20b-mxfp4@4": _gpt_oss_mxfp4}
+# (batch, tokens) on the GPU and in --tiny, where a case needs its own: Llama 4's chunks are 8,192 tokens
+SHAPES = {"llama-4-scout@4": ((1, 10_240), (1, 40))}
 
 
 def _tensors(obj: Any, seen: set[int]) -> list[tuple[str, Any]]:
@@ -174,24 +203,65 @@ def measure(name: str, config: dict[str, Any], batch: int, tokens: int, device: 
             "torch": torch.__version__, "transformers": transformers.__version__}
 
 
+def measure_mxfp4(name: str, config: dict[str, Any], device: str) -> dict[str, Any]:
+    """The bytes transformers' MXFP4 expert modules hold on ``device``, built in place of the bf16 experts as
+    ``replace_with_mxfp4_linear`` does, without its hub-kernel fetch; no forward (it needs that kernel)."""
+    import torch
+    import transformers
+    from transformers.integrations import mxfp4
+    from transformers.utils import is_kernels_available
+
+    cfg = transformers.AutoConfig.for_model("gpt_oss", **{k: v for k, v in config.items()
+                                                          if k not in ("model_type", "quantization_config")})
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = transformers.AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16).eval()
+        for path, module in list(model.named_modules()):
+            if type(module).__name__ == "GptOssExperts":
+                model.set_submodule(path, mxfp4.Mxfp4GptOssExperts(cfg))
+    by_dtype: dict[str, int] = {}
+    blocks = expert_bias = 0
+    for path, p in model.named_parameters():
+        size = p.numel() * p.element_size()
+        by_dtype[str(p.dtype).removeprefix("torch.")] = by_dtype.get(str(p.dtype).removeprefix("torch."), 0) + size
+        if ".experts." in path:
+            blocks += size if p.dtype == torch.uint8 else 0
+            expert_bias += size if p.dtype != torch.uint8 else 0
+    return {"kind": "mxfp4", "case": name, "config": config, "weights_bytes": sum(by_dtype.values()),
+            "bytes_by_dtype": by_dtype, "expert_blocks_bytes": blocks, "expert_bias_bytes": expert_bias,
+            "on_device": str(next(model.parameters()).device), "kernels_package": is_kernels_available(),
+            "torch": torch.__version__, "transformers": transformers.__version__}
+
+
+def _row(name: str, tiny: bool, device: str) -> dict[str, Any]:
+    config = CASES[name](tiny)
+    if tiny:  # the published token ids lie outside the toy vocabulary
+        config.get("text_config", config).update(pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    batch, tokens = SHAPES.get(name, ((2, 1024), (2, 40)))[tiny]
+    try:
+        if name.startswith("gpt-oss-20b-mxfp4"):
+            return measure_mxfp4(name, config, device)
+        return measure(name, config, batch, tokens, device)
+    except Exception as error:  # a failed case is a row; the next case still runs
+        return {"kind": "state", "case": name, "config": config, "batch": batch, "tokens": tokens,
+                "error": f"{type(error).__name__}: {error}", "trace": traceback.format_exc()[-2000:]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--tiny", action="store_true", help="toy widths on the CPU")
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, of: " + ", ".join(CASES))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     device = "cpu" if args.tiny else "cuda"
-    batch, tokens = (2, 40) if args.tiny else (2, 1024)
+    names = args.cases.split(",")
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        sys.exit(f"error: unknown case {unknown[0]!r} (known: {', '.join(CASES)})")
     with (args.out / "state.jsonl").open("w") as f:
-        for name, build in CASES.items():
-            config = build(args.tiny)
-            if args.tiny:  # the published token ids lie outside the toy vocabulary
-                config.get("text_config", config).update(pad_token_id=0, bos_token_id=1, eos_token_id=2)
-            try:
-                row = measure(name, config, batch, tokens, device)
-            except Exception as error:  # a failed case is a row; the next case still runs
-                row = {"kind": "state", "case": name, "config": config, "batch": batch, "tokens": tokens,
-                       "error": f"{type(error).__name__}: {error}", "trace": traceback.format_exc()[-2000:]}
+        for name in names:
+            row = _row(name, args.tiny, device)
             f.write(json.dumps(row) + "\n")
             f.flush()
             print(json.dumps({k: v for k, v in row.items() if k not in ("config", "trace")}), flush=True)
