@@ -16,10 +16,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from estimator.catalog.checkpoint_quant import checkpoint_format, read_quantization
 from estimator.catalog.hf_config import architecture_from_config
 from estimator.catalog.registry import default_catalog
-from estimator.model.inventory import param_count
-from estimator.model.memory import kv_cache_bytes
+from estimator.model.inventory import Role, param_count, tensor_inventory
+from estimator.model.memory import kv_cache_bytes, weights_bytes
 from estimator.model.state import state_bytes
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "measured" / "state"
@@ -28,15 +29,20 @@ INTRO = """\
 ## Memory mechanisms of today's families (issue 11)
 
 Published configs (tests/data/configs) at reduced depth with random weights, bf16, one prefill of 2 × 1,024
-tokens with the cache on, on the H200 (`benchmarks/measure_state.py`; torch and transformers as each row says):
-what the returned cache holds, tensor by tensor, against the estimator's terms for the same config, batch and
-tokens (`benchmarks/state_report.py`). Not run: MXFP4 experts (transformers' MXFP4 path fetches its kernels from
-the Hugging Face hub, which the device cannot reach), chunked attention (Llama 4) and the Nemotron-Super
-per-layer widths (its configs are remote code, which the device's transformers does not have).
+tokens with the cache on (Llama 4: 1 × 10,240, past its 8,192-token chunks), on the H200
+(`benchmarks/measure_state.py`; torch and transformers as each row says): what the returned cache holds, tensor by
+tensor, against the estimator's terms for the same config, batch and tokens (`benchmarks/state_report.py`).
+MXFP4 experts (gpt-oss-20b-mxfp4): what transformers' MXFP4 expert modules hold on the GPU, built in place of the
+bf16 ones, against the estimator's weights for the config's `quantization_config`; their forward was not run.
+Not run: the MXFP4 forward and the load that swizzles the checkpoint's scales (both come from the Hugging Face hub
+kernel `kernels-community/gpt-oss-triton-kernels`, fetched through the `kernels` package, which the device lacks
+and could not download) and the Nemotron-Super per-layer widths (its configs are remote code, which the device's
+transformers does not have).
 """
 
 NOTES = """\
-Where the two differ, and why (weights, self-attention K/V and the image K/V agree to the byte or to one token):
+Where the two differ, and why (bf16 weights, self-attention K/V and the image K/V agree to the byte or to one
+token a layer):
 
 - **Recurrent state** (Qwen3-Next, Nemotron-H): the device had neither flash-linear-attention nor mamba_ssm, so
   transformers ran its reference PyTorch kernels, which hand back the delta-rule and SSM states in fp32: 4 B per
@@ -50,6 +56,17 @@ Where the two differ, and why (weights, self-attention K/V and the image K/V agr
 - **Sliding layers** (gpt-oss): after a prefill past the window, transformers' sliding-window cache layer keeps
   `window − 1` = 127 tokens (2 × 8 KV heads × 64 × 127 × 2 B = 260,096 B of keys a layer, as measured); the
   estimator holds `window` = 128 (`memory.kv_cache_layers`): +0.09 % on the whole cache.
+- **Chunked layers** (Llama 4): transformers caches a chunked layer as a sliding one of `attention_chunk_size`,
+  keeping 8,191 tokens after 10,240 (8 KV heads × 128 × 8,191 × 2 B = 16,775,168 B of keys a layer, as measured);
+  the estimator holds the chunk, 8,192, in each of the three chunked layers (+0.01 % on the whole cache), and all
+  10,240 tokens in the NoPE full layer, as measured. A chunk needs at most its own earlier tokens, so both bound
+  what decoding from here reads (the 2,048 tokens of the current chunk).
+- **MXFP4 experts** (gpt-oss): transformers' expert module holds the packed 4-bit blocks, 0.5 B a weight, exactly
+  the estimator's. It holds no scales: the hub kernel's load swizzles blocks and scales into triton tensors set on
+  the module (the scales in its `*_precision_config`), not parameters, where the estimator counts the checkpoint's
+  one 8-bit scale per 32 weights (99,532,800 B here). And it keeps the expert biases in fp32 where the estimator has
+  the checkpoint's bf16 (2,211,840 B more). The estimator's weights are +2.36 %, all of it those two terms: it
+  shows the checkpoint's storage, which a serving engine loads.
 """
 
 
@@ -66,8 +83,23 @@ def _cross_layers(config: dict[str, Any]) -> list[int]:
     return [i for i in listed if i < text.get("num_hidden_layers", 0)]
 
 
+def mxfp4_terms(row: dict[str, Any]) -> list[tuple[str, int, int]]:
+    """(term, predicted bytes, measured bytes) of a ``kind: mxfp4`` row: the expert blocks, their scales and the
+    whole weights, for the config's own quantization_config."""
+    config = {k: v for k, v in row["config"].items() if k != "quantization_config"}
+    arch = architecture_from_config(config)
+    quant = read_quantization(row["config"]["quantization_config"])
+    fmt = checkpoint_format(quant, default_catalog().formats.get(quant.base))
+    experts = sum(g.total for g in tensor_inventory(arch) if g.role is Role.EXPERT)
+    return [("MXFP4 expert blocks (4 bits a weight)", experts // 2, row["expert_blocks_bytes"]),
+            ("MXFP4 expert scales (8 bits per 32)", experts // 32, 0),
+            ("weights (MXFP4 experts, the rest bf16)", weights_bytes(arch, fmt), row["weights_bytes"])]
+
+
 def terms(row: dict[str, Any]) -> list[tuple[str, int, int]]:
     """(term, predicted bytes, measured bytes) of one row."""
+    if row.get("kind") == "mxfp4":
+        return mxfp4_terms(row)
     arch = architecture_from_config(row["config"])
     bf16 = default_catalog().formats.get("bf16")
     batch, tokens = row["batch"], row["tokens"]
