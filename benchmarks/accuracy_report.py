@@ -315,9 +315,9 @@ def _published_training(catalog: Catalog) -> list[str]:
            "flash attention), predicted by `estimate --mode train` with the `megatron` profile: each pass timed "
            "kernel by kernel with the kernel figures measured on the H200 (none fitted on a training step), the "
            "1F1B bubble, and TP, PP and DP traffic over the link each group crosses (`hgx-a100`, `hgx-h100`; a DP "
-           "group with several ranks in each node hierarchically, NVLink inside and one NIC per GPU across; FSDP's "
-           "three collectives once per micro-batch), none of it behind compute (the profile's `train_overlap_*` "
-           "fractions are 0: Megatron-LM's overlap flags are off by default). "
+           "group with several ranks in each node as NCCL's ring over rails, NVLink and each GPU's NIC busy at once, "
+           "the slower setting the time; FSDP's three collectives once per micro-batch), none of it behind compute "
+           "(the profile's `train_overlap_*` fractions are 0: Megatron-LM's overlap flags are off by default). "
            f"{within} of {len(asserted)} asserted cases are within the 15 % target "
            "(`tests/training/test_published_training.py`); `python benchmarks/published_training.py` prints "
            "this table.", "",

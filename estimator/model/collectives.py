@@ -10,7 +10,9 @@ Costs (Thakur, Rabenseifner & Gropp 2005, "Optimization of collective communicat
 - ring all-reduce of B bytes over n GPUs: 2 (n − 1) steps, 2 (n − 1) / n × B on the wire per GPU;
 - all-gather or reduce-scatter: n − 1 steps, (n − 1) / n × B;
 - all-to-all of B bytes per GPU (MoE dispatch or combine): n − 1 steps, (n − 1) / n × B;
-- point-to-point (a pipeline stage handing activations on): 1 step, B.
+- point-to-point (a pipeline stage handing activations on): 1 step, B;
+- a ring over nodes of several GPUs each (NCCL's ring, one channel per rail): the same steps and bytes, split
+  between the node's link and each GPU's NIC, both busy at once, so the slower of the two sets the time.
 
 Every function is plain arithmetic on its arguments, so it takes floats or numpy arrays alike.
 """
@@ -79,18 +81,27 @@ def p2p_s(payload_bytes: N, link: Link) -> float:
     return float(link.latency_s + payload_bytes / link.bytes_per_s)
 
 
-def hierarchical_allreduce_s(payload_bytes: N, inner: int, inner_link: Link, outer: int, outer_link: Link) -> float:
-    """All-reduce over ``inner`` × ``outer`` GPUs as NCCL's tree/ring hierarchy does it: reduce-scatter inside each
-    inner group, all-reduce of the 1/inner shard across the outer groups, all-gather inside again."""
-    inside = 2 * allgather_s(payload_bytes, inner, inner_link)
-    return inside + ring_allreduce_s(payload_bytes / inner, outer, outer_link)
+def rail_ring_allgather_s(payload_bytes: N, inner: int, inner_link: Link, outer: int, outer_link: Link) -> float:
+    """All-gather of ``payload_bytes`` over ``outer`` nodes of ``inner`` GPUs each, as NCCL's ring runs it (a
+    reduce-scatter is the same in reverse): the payload splits over ``inner`` channels, each a ring through all
+    n = inner × outer GPUs that leaves every node through one GPU's NIC (one rail per channel). Every link of a
+    ring carries (n − 1)/n of its channel's bytes, and all of them at once, chunk by chunk, so per GPU
+    (n − 1)/n × payload × (inner − 1)/inner cross the inner link and (n − 1)/n × payload/inner its share of the
+    network, concurrently: the slower of the two sets the time (NCCL src/graph/tuning.cc, ncclTopoTuneModel: a
+    ring's bus bandwidth is nChannels × the per-channel bandwidth of its slowest hop, the network's past two
+    nodes). Its n − 1 steps pay the network's latency at the outer − 1 node crossings, the inner link's at the rest."""
+    n = inner * outer
+    wire = (n - 1) / n * payload_bytes
+    inside = wire * (inner - 1) / inner / inner_link.bytes_per_s
+    across = wire / inner / outer_link.bytes_per_s
+    latency = (n - outer) * inner_link.latency_s + (outer - 1) * outer_link.latency_s
+    return float(latency + (inside if inside > across else across))
 
 
-def hierarchical_allgather_s(payload_bytes: N, inner: int, inner_link: Link, outer: int, outer_link: Link) -> float:
-    """All-gather of ``payload_bytes`` over ``inner`` × ``outer`` GPUs in two stages (a reduce-scatter is the same
-    in reverse): each GPU gathers the 1/inner of the payload its rail holds from its counterparts in the other
-    ``outer`` groups over the outer link, then the inner group gathers the whole payload over the inner link."""
-    return allgather_s(payload_bytes / inner, outer, outer_link) + allgather_s(payload_bytes, inner, inner_link)
+def rail_ring_allreduce_s(payload_bytes: N, inner: int, inner_link: Link, outer: int, outer_link: Link) -> float:
+    """Ring all-reduce over ``outer`` nodes of ``inner`` GPUs: a reduce-scatter and an all-gather, each
+    `rail_ring_allgather_s` (NCCL's ring all-reduce: 2 (n − 1) steps, 2 (n − 1)/n of the bytes on every hop)."""
+    return 2 * rail_ring_allgather_s(payload_bytes, inner, inner_link, outer, outer_link)
 
 
 def gpu_in_group(gpu: GpuSpec, system: SystemSpec, gpus: int) -> GpuSpec:

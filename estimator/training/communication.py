@@ -20,10 +20,10 @@ the job spans nodes. Per step, on one GPU:
   (Rajbhandari et al. 2020 §5.3 count 3 Ψ per step of one micro-batch; Zhao et al. 2023, "PyTorch FSDP", arXiv
   2304.11277 §3.2: FULL_SHARD reshards after forward and after backward).
 
-A DP group that spans nodes with several of its ranks in each node runs hierarchically, as NCCL does: inside the
-node over its link, across nodes one rail per GPU, each GPU carrying 1/inner of the payload over its own share of
-the network (`hierarchical_allreduce_s`, `hierarchical_allgather_s`); with one rank per node (TP × PP filling the
-node) every hop is a network hop.
+A DP group that spans nodes with several of its ranks in each node runs NCCL's ring over rails: one channel per
+rank of the node, each leaving the node through its own GPU's NIC, every hop of every channel busy at once, so
+the slower of the node's link and each GPU's share of the network sets the time (`rail_ring_allreduce_s`,
+`rail_ring_allgather_s`); with one rank per node (TP × PP filling the node) every hop is a network hop.
 
 Time = the collective's steps × the link's latency + its bytes on the wire ÷ (bandwidth × the profile's
 interconnect efficiency) (`estimator.model.collectives`). Without a system every group uses the card's listed
@@ -41,9 +41,9 @@ from estimator.model.collectives import (
     Link,
     allgather_s,
     group_link,
-    hierarchical_allgather_s,
-    hierarchical_allreduce_s,
     p2p_s,
+    rail_ring_allgather_s,
+    rail_ring_allreduce_s,
     ring_allreduce_s,
 )
 from estimator.training.workload import TrainingWorkload
@@ -106,11 +106,11 @@ def _dp_s(w: TrainingWorkload, system: SystemSpec | None, dp_link: Link, eff: fl
     if w.shard_stage == 3:
         payload = shard_params * compute_bytes
         one = (allgather_s(payload, n, dp_link) if h is None
-               else hierarchical_allgather_s(payload, h.inner, h.inner_link, h.outer, h.outer_link))
+               else rail_ring_allgather_s(payload, h.inner, h.inner_link, h.outer, h.outer_link))
         return 3 * w.grad_accum * one, 2 * w.grad_accum * one
     payload = shard_params * grad_wire_bytes
     return (ring_allreduce_s(payload, n, dp_link) if h is None
-            else hierarchical_allreduce_s(payload, h.inner, h.inner_link, h.outer, h.outer_link)), 0.0
+            else rail_ring_allreduce_s(payload, h.inner, h.inner_link, h.outer, h.outer_link)), 0.0
 
 
 def step_communication(w: TrainingWorkload, gpu: GpuSpec, system: SystemSpec | None, *, hidden: int,

@@ -33,10 +33,11 @@ def test_training_dp_traffic_follows_the_network(cli: Callable[..., CliResult]) 
             "--dp", "16", "--precision", "bf16", "--format", "json")
     fast = json.loads(cli(*base).stdout)["time"]["dp_communication_s"]
     slow = json.loads(cli(*base, "--network", "2x100g-ib").stdout)["time"]["dp_communication_s"]
-    # only the hop across nodes changes: each GPU all-reduces its 1/8 of the 8,030,261,248 bf16 gradients with its
-    # counterpart over its share of the network, 8 x 400 / 8 = 400 Gb/s (50 GB/s) against 2 x 100 / 8 = 25 Gb/s
-    # (3.125 GB/s), at the profile's interconnect efficiency 0.8; the NVSwitch stages and the latency are the same
+    # only the hop across nodes changes: NCCL's ring over rails sends 2 x 15/16 of each GPU's 1/8 of the
+    # 8,030,261,248 bf16 gradients over its share of the network, 8 x 400 / 8 = 400 Gb/s (50 GB/s) against
+    # 2 x 100 / 8 = 25 Gb/s (3.125 GB/s), at the profile's interconnect efficiency 0.8; both slower than the
+    # NVSwitch share beside it (2 x 15/16 x 7/8 of the bytes at 450 GB/s x 0.8), so the NIC sets the time in both
     shard = 8_030_261_248 * 2 / 8
-    assert slow - fast == pytest.approx(shard / (3.125e9 * 0.8) - shard / (50e9 * 0.8), rel=1e-9)
+    assert slow - fast == pytest.approx(2 * 15 / 16 * (shard / (3.125e9 * 0.8) - shard / (50e9 * 0.8)), rel=1e-9)
     bad = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--network", "8x400g")
     assert bad.exit_code != 0 and "--network replaces a system's scale-out network; give --system" in bad.stderr

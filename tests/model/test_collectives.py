@@ -11,9 +11,9 @@ from estimator.model.collectives import (
     allgather_s,
     gpu_in_group,
     group_link,
-    hierarchical_allgather_s,
-    hierarchical_allreduce_s,
     p2p_s,
+    rail_ring_allgather_s,
+    rail_ring_allreduce_s,
     ring_allreduce_s,
 )
 
@@ -32,20 +32,26 @@ def test_gather_all_to_all_and_send() -> None:
     assert p2p_s(1e8, LINK) == pytest.approx(2e-6 + 1e-3)
 
 
-def test_hierarchical_allreduce_moves_a_shard_across_nodes() -> None:
+def test_rail_ring_allgather_is_set_by_the_slower_link() -> None:
     slow = Link("network", 50e9, 4e-6)
-    # 2 × all-gather inside 8 + ring all-reduce of 1/8 of the bytes across 2
-    expected = 2 * allgather_s(1e9, 8, LINK) + ring_allreduce_s(1e9 / 8, 2, slow)
-    assert hierarchical_allreduce_s(1e9, 8, LINK, 2, slow) == pytest.approx(expected)
-    assert hierarchical_allreduce_s(1e9, 8, LINK, 2, slow) < ring_allreduce_s(1e9, 16, slow)
+    # 4 nodes × 8 GPUs, 1 GB: each GPU sends 31/32 of it, 7/8 of that over the node's link and 1/8 over its NIC,
+    # at once: link 31/32 × 7/8 × 1e9 ÷ 1e11 = 8.477 ms, NIC 31/32 × 1/8 × 1e9 ÷ 5e10 = 2.422 ms → 8.477 ms;
+    # latency: 3 node crossings × 4 µs + the other 28 steps × 2 µs = 68 µs
+    assert rail_ring_allgather_s(1e9, 8, LINK, 4, slow) == pytest.approx(68e-6 + 31 / 32 * 7 / 8 * 1e9 / 1e11)
+    # a slower network (5 GB/s per GPU) sets it instead: 31/32 × 1/8 × 1e9 ÷ 5e9 = 24.22 ms
+    slower = Link("network", 5e9, 4e-6)
+    assert rail_ring_allgather_s(1e9, 8, LINK, 4, slower) == pytest.approx(68e-6 + 31 / 32 / 8 * 1e9 / 5e9)
+    # per GPU, the network carries about 1/8 of the payload whatever the node count (n − 1)/n → 1: near flat in n
+    assert rail_ring_allgather_s(1e9, 8, LINK, 8, slower) / rail_ring_allgather_s(1e9, 8, LINK, 2, slower) < 1.1
+    assert rail_ring_allgather_s(1e9, 8, LINK, 4, slow) < allgather_s(1e9, 32, slow)  # a ring all over the network
 
 
-def test_hierarchical_allgather_gathers_a_rail_then_the_node() -> None:
+def test_rail_ring_allreduce_is_a_reduce_scatter_and_an_all_gather() -> None:
     slow = Link("network", 50e9, 4e-6)
-    # across 4 nodes each GPU gathers its rail's 1/8 of 1 GB: 3 × 4 µs + 3/4 × 1.25e8 B ÷ 5e10 B/s = 1.887 ms;
-    # then the node gathers the whole GB: 7 × 2 µs + 7/8 × 1e9 ÷ 1e11 = 8.764 ms
-    assert hierarchical_allgather_s(1e9, 8, LINK, 4, slow) == pytest.approx(12e-6 + 1.875e-3 + 14e-6 + 8.75e-3)
-    assert hierarchical_allgather_s(1e9, 8, LINK, 4, slow) < allgather_s(1e9, 32, slow)
+    assert rail_ring_allreduce_s(1e9, 8, LINK, 2, slow) == 2 * rail_ring_allgather_s(1e9, 8, LINK, 2, slow)
+    # 2 nodes: 2 × (1 × 4 µs + 14 × 2 µs + max(15/16 × 7/8 × 1e9 ÷ 1e11, 15/16 × 1/8 × 1e9 ÷ 5e10))
+    assert rail_ring_allreduce_s(1e9, 8, LINK, 2, slow) == pytest.approx(2 * (32e-6 + 15 / 16 * 7 / 8 * 1e-2))
+    assert rail_ring_allreduce_s(1e9, 8, LINK, 2, slow) < ring_allreduce_s(1e9, 16, slow)
 
 
 def test_groups_cross_the_slowest_tier(shipped_catalog: Catalog) -> None:
