@@ -52,6 +52,7 @@ def test_chatglm3_counts_as_its_modeling_code_builds_it() -> None:
 
 def test_chatglm3_kv_cache_by_hand(cli: Callable[..., Any], tmp_path: Path) -> None:
     arch = architecture_from_config(_config(CHATGLM3))
+    assert arch.max_position_embeddings == 8_192  # seq_length of the hub's config since its "Update config" commit
     assert kv_elements_per_token(arch, 0, decompressed_mla=False) == 2 * (128 + 128)  # 2 groups × (K + V)
     report = _estimate(cli, tmp_path, _config(CHATGLM3))
     # 28 layers × 512 elements × 2 B (fp16 as torch_dtype says) = 28,672 B a token; 8,192 tokens
