@@ -20,7 +20,9 @@ backward and optimizer step, each with its host issue time and GPU time) and ``k
 eager decode, the same two times) of small models, every one ``fit``. Each case is guarded; a failure is a row with
 ``error``. No new architecture starts once ``--budget-s`` has passed. Every row also carries the host's speed
 just before and after its case (``host_op_before_s``, ``host_op_after_s``: `host_probe`), and prefill and HF decode
-rows the host issue time beside the GPU time of one forward (``issue``).
+rows the host issue time beside the GPU time of one forward (``issue``: the medians of 5 with every repeat, the
+host's speed probed just before them, ``host_op_s``, and the kernels' busy time by kind from torch.profiler,
+``kernel_s``, ``gemm_kernel_s``, ``attention_kernel_s``, ``other_kernel_s``, ``kernels``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from estimator.live import device, host_cost, measure
+from issue_timing import host_and_gpu, host_probe, kernel_times, step_extra, timed, timed_reps
+
+from estimator.live import device, measure
 from estimator.live.host_cost import count_ops
 
 FAMILIES = ("llama", "qwen2", "mistral", "gemma2", "gpt2")
@@ -186,8 +190,8 @@ def hf_decode_rows(model: Any, batch: int, context: int) -> dict[str, Any]:
     with t.inference_mode():
         step()
         row["decode_ops"] = count_ops(step)
-        host, gpu = _timed(step, 5)
-        row["issue"] = {"host_s": host, "gpu_s": gpu}
+        probe = host_probe()
+        row["issue"] = {**timed_reps(step, 5), "host_op_s": probe, **kernel_times(step)}
         try:
             row["graph"] = device.graph_time(step, reps=20)
         except Exception as error:
@@ -210,13 +214,16 @@ def prefill_ops(model: Any, batch: int, prompt: int) -> int:
         return count_ops(lambda: model(input_ids=ids, use_cache=False, logits_to_keep=1))
 
 
-def prefill_issue(model: Any, batch: int, prompt: int) -> dict[str, float]:
-    """Host issue time beside GPU time of one prefill forward (no cache, last logits), median of 3."""
+def prefill_issue(model: Any, batch: int, prompt: int, reps: int = 5) -> dict[str, Any]:
+    """Host issue time beside GPU time of one prefill forward (no cache, last logits): the medians of ``reps``
+    (every repeat kept, the host's speed probed just before them), and where the profiler runs, what the GPU's
+    kernels took (`kernel_times`): the busy time beside the wall time, which the host's gaps make longer."""
     t = measure.require_cuda()
     ids = t.randint(0, model.config.vocab_size, (batch, prompt), device=device._device())
+    forward = functools.partial(model, input_ids=ids, use_cache=False, logits_to_keep=1)
     with t.inference_mode():
-        host, gpu = _timed(functools.partial(model, input_ids=ids, use_cache=False, logits_to_keep=1), 3)
-    return {"host_s": host, "gpu_s": gpu}
+        probe = host_probe()
+        return {**timed_reps(forward, reps), "host_op_s": probe, **kernel_times(forward)}
 
 
 def _prefills(run: Run, model: Any, base: dict[str, Any], rng: random.Random) -> None:
@@ -271,30 +278,11 @@ def measure_training(run: Run, arch: dict[str, Any]) -> None:
     base = {"kind": "train", "model": arch["name"], "split": arch["split"], "config": arch["config"]}
     try:
         row = measure.measure_train(config, mode=arch["mode"], batch=arch["batch"], seq=seq,
-                                    checkpointing=arch["checkpointing"])
+                                    checkpointing=arch["checkpointing"], extra=step_extra)
         run.emit({**row, **base})
     except Exception as error:
         run.emit({**base, "mode": arch["mode"], "batch": arch["batch"], "seq": seq,
                   "checkpointing": arch["checkpointing"], "error": measure._why(error)})
-
-
-def _host_and_gpu(fn: Any) -> tuple[float, float]:
-    """(host seconds to issue ``fn``, GPU seconds it ran), from an idle GPU: the host time is the dispatch floor
-    where the GPU keeps up, and no more than the GPU time (plus the queue's slack) where it does not."""
-    t = measure.require_cuda()
-    device.sync()
-    if device._cpu():
-        began = time.perf_counter()
-        fn()
-        return time.perf_counter() - began, time.perf_counter() - began
-    start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
-    start.record()
-    began = time.perf_counter()
-    fn()
-    host = time.perf_counter() - began
-    end.record()
-    end.synchronize()
-    return host, start.elapsed_time(end) / 1e3
 
 
 def host_train_row(config: dict[str, Any], mode: str, batch: int, seq: int, ckpt: bool) -> dict[str, Any]:
@@ -321,7 +309,7 @@ def host_train_row(config: dict[str, Any], mode: str, batch: int, seq: int, ckpt
     for rep in range(5):
         optimizer.zero_grad(set_to_none=True)
         for name, fn in (("forward", forward), ("backward", backward), ("optimizer", optimizer.step)):
-            timing = _host_and_gpu(fn)
+            timing = host_and_gpu(fn)
             if rep >= 2:
                 parts[name].append(timing)
     optimizer.zero_grad(set_to_none=True)
@@ -361,12 +349,6 @@ def host_set(run: Run, rng: random.Random, count: int) -> None:
             run.emit({**base, "kind": "host_inference", "error": measure._why(error)})
 
 
-def _timed(fn: Any, reps: int) -> tuple[float, float]:
-    """Median (host, GPU) seconds of ``reps`` calls after one warm-up."""
-    timings = [_host_and_gpu(fn) for _ in range(reps + 1)][1:]
-    return sorted(v[0] for v in timings)[reps // 2], sorted(v[1] for v in timings)[reps // 2]
-
-
 def host_inference_row(config: dict[str, Any], dtype: str, tiny: bool) -> dict[str, Any]:
     """Prefill (batch 1, 128 and 1,024 tokens) and eager StaticCache decode (batch 1): host issue and GPU time."""
     transformers = measure.require_transformers()
@@ -376,23 +358,17 @@ def host_inference_row(config: dict[str, Any], dtype: str, tiny: bool) -> dict[s
     with t.inference_mode():
         for prompt in (16, 32) if tiny else (128, 1024):
             ids = t.randint(0, model.config.vocab_size, (1, prompt), device=device._device())
-            row[f"prefill{prompt}_host_s"], row[f"prefill{prompt}_gpu_s"] = _timed(
+            row[f"prefill{prompt}_host_s"], row[f"prefill{prompt}_gpu_s"] = timed(
                 functools.partial(model, input_ids=ids, use_cache=False, logits_to_keep=1), 3)
         position = t.tensor([512], device=device._device())
         token = t.randint(0, model.config.vocab_size, (1, 1), device=device._device())
         step = functools.partial(model, input_ids=token,
                                  past_key_values=transformers.StaticCache(config=model.config, max_cache_len=520),
                                  cache_position=position, use_cache=True, position_ids=position.expand(1, 1))
-        row["decode_host_s"], row["decode_gpu_s"] = _timed(step, 5)
+        row["decode_host_s"], row["decode_gpu_s"] = timed(step, 5)
     del model, step
     measure.free_memory()
     return row
-
-
-def host_probe() -> float | None:
-    """The host's speed at this moment: median seconds per in-place add (`estimator.live.host_cost.bare_op_s`).
-    Written into every row before and after its case, so a host-bound time can be read against it."""
-    return host_cost.bare_op_s()
 
 
 class Run:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 # benchmarks/random_points.py, beside this file
+from random_fourth import BEFORE_FOURTH, FOURTH_PASS
 from random_points import DATA, TARGETS, bound_summary, load, points, summary
 
 # `python benchmarks/random_points.py` at commit 4f34dec (before issue 15's mechanisms), on the same files:
@@ -70,6 +71,8 @@ session) was measured after the second pass, in a call that ran `estimator calib
 (`benchmarks/measure_calibrated.sh`); no constant was set from it. It is judged twice: `seed 4` with the shipped
 profiles, `seed 4 cal` with that call's calibration file applied to them — every override it derives, the host's
 cost per operation included (item 8) — which is what `estimate` gives a user who ran `calibrate` on that machine.
+Seed 5 (22 + 16 architectures, a fourth device session, `calibrate` first) adds the kernels' busy time beside the
+wall time; its `fit` rows join `fit` and shaped the fourth pass, its held-out rows are `seed 5` and `seed 5 cal`.
 `python benchmarks/random_points.py --cases` prints every case (`--calibration host` applies only the host cost).
 """
 
@@ -90,7 +93,9 @@ def section(data: Path = DATA) -> list[str]:
             "| --- | --- | ---: | ---: | --- |"]
     out += [f"| {term} | {split} | {n} | {below} | {p.predicted / p.measured:.1%} of measured ({p.model} {p.case}) |"
             for term, split, n, below, p in bound_summary(pts) if not split.endswith(" cal")]
-    for title, before in (("Before the second pass (items 4–7; the shipped model at commit 2172808, the same rows):",
+    for title, before in (("Before the fourth pass (items 11–12; the shipped model at commit 8aa4829, the same rows; "
+                           "only the term it changed):", BEFORE_FOURTH),
+                          ("Before the second pass (items 4–7; the shipped model at commit 2172808, the same rows):",
                            BEFORE_SECOND),
                           ("Before any of these mechanisms (commit 4f34dec; seeds 0–2):", BEFORE)):
         out += ["", title, "", "| term | target | split | cases | within target | median abs error | worst case |",
@@ -98,7 +103,7 @@ def section(data: Path = DATA) -> list[str]:
         for term, splits in before.items():
             for split, (cases, within, median, worst) in splits.items():
                 out.append(_row(term, split, cases, within, median, worst))
-    return [*out, "", MECHANISMS, SECOND_PASS, THIRD_PASS]
+    return [*out, "", MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS]
 
 
 MECHANISMS = """\

@@ -58,6 +58,9 @@ class EfficiencyProfile(BaseModel):
     eager_ops_per_layer: dict[str, tuple[Ops, Ops, Ops]] = Field(default_factory=dict)
     host_fixed_s: Seconds = 0
     host_per_op_s: Seconds = 0
+    # the host's work before a phase's first kernel (the forward's preamble), inside the host time above: no GPU work
+    # overlaps it, so a GPU-bound phase takes it plus the GPU's time (timing.phase_time; families counted in ops)
+    host_prologue_s: Seconds = 0
     # GPU time per dispatched aten operation beyond its bytes and FLOPs (a small kernel's launch and tail, also
     # inside a CUDA graph): the counted operations × this join the per-layer cost (timing.phase_time)
     gpu_per_op_s: Seconds = 0

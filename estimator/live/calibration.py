@@ -43,9 +43,10 @@ OVERRIDABLE = ("bandwidth_efficiency", "matmul_flop_efficiency", "per_layer_step
                "workspace_bytes", "driver_reserved_fraction", "host_per_op_s")
 # A profile's host figures besides host_per_op_s: each is host dispatch measured at the host speed the profile's
 # host_per_op_s was fitted at, so a measured cost per operation scales them all by the same ratio.
-HOST_SCALED = ("host_per_layer_s", "host_fixed_s", "train_host_forward_s", "train_host_forward_per_layer_s",
-               "train_host_backward_per_layer_s", "train_host_checkpointed_forward_per_layer_s",
-               "train_host_checkpointed_backward_per_layer_s", "optimizer_host_s", "optimizer_host_per_tensor_s")
+HOST_SCALED = ("host_per_layer_s", "host_fixed_s", "host_prologue_s", "train_host_forward_s",
+               "train_host_forward_per_layer_s", "train_host_backward_per_layer_s",
+               "train_host_checkpointed_forward_per_layer_s", "train_host_checkpointed_backward_per_layer_s",
+               "optimizer_host_s", "optimizer_host_per_tensor_s")
 
 
 # Ceilings of what a calibration file may say, each past any card by orders of magnitude (the file is read without

@@ -171,13 +171,15 @@ def measure_hf_decode(model: Any, batch: int, context: int, reps: int = 10) -> d
 # Training ------------------------------------------------------------------------------------------------
 
 def measure_train(config: Mapping[str, Any], *, mode: str, batch: int, seq: int, checkpointing: bool,
-                  steps: int = 3) -> dict[str, Any]:
+                  steps: int = 3, extra: Callable[[Callable[[], Any]], dict[str, Any]] | None = None
+                  ) -> dict[str, Any]:
     """AdamW (PyTorch default foreach) steps on ``batch`` × ``seq`` tokens, in the reference ``kind=train`` format.
 
     ``mode`` amp: fp32 weights under bf16 autocast; bf16: bf16 weights and optimizer states; fp32: fp32 weights,
     no autocast. Each step: zero_grad
     (set to None), forward with labels, backward, optimizer step; memory recorded after each. ``steady_peak`` is
-    the peak of the last step minus what was allocated before the model was built.
+    the peak of the last step minus what was allocated before the model was built. ``extra`` (given one steady
+    step to call) adds its fields to the row as ``step_extra`` (benchmarks/measure_random.py: the kernels' busy time).
     """
     t = require_cuda()
     free_memory()
@@ -225,6 +227,8 @@ def measure_train(config: Mapping[str, Any], *, mode: str, batch: int, seq: int,
            "nvml_used": nvml_used(), "reserved": reserved(), "latency": latency,
            "allocated_before_model": base, "optimizer_step": optimizer_step,
            "param_tensors": sum(1 for _ in model.parameters())}
+    if extra is not None:
+        row["step_extra"] = extra(lambda: step(False))
     return row
 
 

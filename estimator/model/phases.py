@@ -80,6 +80,7 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
         host_ops=eager_ops(arch, rt, decode=False),
         fp32=act == 4,
         math_attention_flops=math_attention_flops(arch, batch, prompt) / tp if math else 0,
+        host_prologue=True,
     )
 
 

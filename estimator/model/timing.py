@@ -1,7 +1,8 @@
 """Time: the roofline bound (datasheet peaks) and the expected time (an efficiency profile applied).
 
 bound    = max(FLOPs / peak FLOP/s, bytes / peak bandwidth)            — no implementation beats it
-expected = max(Σ FLOPs / (peak × efficiency) + Σ bytes / (bandwidth × efficiency) + layers × per-layer cost,
+expected = max(Σ FLOPs / (peak × efficiency) + Σ bytes / (bandwidth × efficiency) + layers × per-layer cost
+               + the host's preamble before the first kernel (eager prefill),
                layers × host dispatch per layer)                        — calibrated, see specs/profiles/
 Tensor parallelism adds two all-reduces of the activations per layer (Megatron-LM, Shoeybi et al. 2019).
 Costs and times may be numpy float arrays (a sweep grid): the functions evaluate elementwise.
@@ -61,6 +62,8 @@ class PhaseCost:
     fp32: bool = False  # the phase computes in fp32: GEMMs and attention on CUDA cores (profile's fp32_* figures)
     # GEMM FLOPs of PyTorch's math SDPA kernel (QKᵀ and PV over every pair, in fp32 whatever the model's dtype)
     math_attention_flops: float = 0.0
+    # the phase is one eager forward whose host preamble runs before its first kernel (profile's host_prologue_s)
+    host_prologue: bool = False
 
     @property
     def flops(self) -> float:
@@ -101,12 +104,14 @@ class PhaseTime:
     memory_s: float
     communication_s: float
     # the parts `phase_time` combines (memory_s = weights_s + elementwise_s + kv_s), for --explain:
-    # expected = max(max(max(compute_s, weights_s) + elementwise_s + kv_s + fixed_s, host_s) + communication_s, bound)
+    # expected = max(max(max(compute_s, weights_s) + elementwise_s + kv_s + fixed_s + prologue_s, host_s)
+    #                + communication_s, bound)
     weights_s: float = 0.0
     elementwise_s: float = 0.0
     kv_s: float = 0.0
     fixed_s: float = 0.0  # layers × the profile's per_layer_step_s + operations × its gpu_per_op_s
     host_s: float = 0.0  # layers × the profile's host_per_layer_s (host dispatch, overlapped with the GPU)
+    prologue_s: float = 0.0  # the host's preamble before the first kernel, which the GPU waits through
 
 
 def roofline_s(cost: PhaseCost, hw: Hardware) -> tuple[float, Bound]:
@@ -183,9 +188,12 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     fixed_s = cost.layers * profile.per_layer_step_s + cost.host_ops * profile.gpu_per_op_s
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.
-    gpu_s = maximum(compute_s, weights_s) + elementwise_s + kv_s + fixed_s
+    # The host's work before the phase's first kernel overlaps no GPU work: the GPU starts only when it ends, so a
+    # GPU-bound phase takes it plus the GPU's time; a host-bound one, the host's whole time (which holds it).
+    prologue_s = profile.host_prologue_s if cost.host_prologue and cost.host_ops and profile.host_per_op_s else 0.0
+    gpu_s = maximum(compute_s, weights_s) + elementwise_s + kv_s + fixed_s + prologue_s
     host_s = host_dispatch_s(cost, profile)
     communication_s = allreduce_s(cost, hw, profile)
     expected = maximum(gpu_s, host_s) + communication_s
     return PhaseTime(bound_s, bound, maximum(expected, bound_s), compute_s, weights_s + elementwise_s + kv_s,
-                     communication_s, weights_s, elementwise_s, kv_s, fixed_s, host_s)
+                     communication_s, weights_s, elementwise_s, kv_s, fixed_s, host_s, prologue_s)
