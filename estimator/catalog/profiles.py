@@ -40,6 +40,9 @@ class EfficiencyProfile(BaseModel):
     # calibration then scales matmul_flop_efficiency by its own reading ÷ this, since the probe's 8192³ GEMM runs
     # faster than the GEMMs the profile's software issues (None: the reading replaces matmul_flop_efficiency)
     matmul_reference_efficiency: float | None = Field(default=None, gt=0, le=1)
+    # FP8 training's linear GEMMs (Transformer Engine): their fraction of the card's FP8 peak (None:
+    # matmul_flop_efficiency, the bf16 GEMMs' fraction of the bf16 peak)
+    fp8_matmul_flop_efficiency: float | None = Field(default=None, gt=0, le=1)
     attention_flop_efficiency: float = Field(gt=0, le=1)
     # attention with an explicit mask (transformers' sliding windows): a slower SDPA kernel over every causal pair
     masked_attention_flop_efficiency: float | None = Field(default=None, gt=0, le=1)

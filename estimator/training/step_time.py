@@ -89,7 +89,8 @@ def _kernel_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, pea
     """Seconds of one replica's step on one GPU, kernel by kernel (module docstring), without the bubble."""
     prof, mp, tokens = w.profile, w.tp * w.pp, w.tokens_per_micro_batch * w.grad_accum
     bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
-    linear_s = linear_flops * tokens / mp / (gemm_peak * prof.matmul_flop_efficiency)
+    fp8 = prof.fp8_matmul_flop_efficiency if w.fp8 else None  # measured at FP8 (specs/profiles/megatron.yaml)
+    linear_s = linear_flops * tokens / mp / (gemm_peak * (fp8 or prof.matmul_flop_efficiency))
     attention_s = passes * attention_fwd * tokens / mp / (peak * prof.attention_flop_efficiency)
     elementwise_s = passes * _elementwise_bytes_per_token(arch, w, compute_bytes) * tokens / w.pp / bandwidth
     return linear_s + attention_s + elementwise_s
