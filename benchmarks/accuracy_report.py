@@ -332,7 +332,11 @@ def _published_training(catalog: Catalog) -> list[str]:
            "(https://github.com/mosaicml/llm-foundry/blob/main/scripts/train/benchmarking/README.md).",
            "- NVIDIA NeMo, docs/source/performance/performance_summary.md, FP8 pretraining on DGX-H100 (NeMo 24.07), "
            "commit 070a0bb (https://github.com/NVIDIA/NeMo/blob/070a0bb168d405d653b9734c0017cf5078e77c0d/docs/"
-           "source/performance/performance_summary.md): `--precision fp8`, not asserted.", "",
+           "source/performance/performance_summary.md): `--precision fp8`, not asserted.",
+           "- NVIDIA-NeMo/Megatron-Bridge, docs/performance-summary.md, 26.02 container, DGX-H100 pre-training, "
+           "commit df0289c (https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/df0289c180dd20ff26933455c7a0a11084f6a"
+           "36f/docs/performance-summary.md): a mixture-of-experts run with expert parallel (`--ep`), not asserted.",
+           "",
            *published_table(rows), ""]
     out += [f"- {r.name}: not asserted — {r.why}" for r in rows if not r.reproduced]
     prefetch = [r.error for r in compare_published(catalog, profile_update={"train_overlap_gather": 1.0,

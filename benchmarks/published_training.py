@@ -80,7 +80,8 @@ def predict(case: dict[str, Any], catalog: Catalog, profile: str,
     system = catalog.systems.get(run["system"])
     workload = TrainingWorkload(batch=lay["micro_batch"], seq_len=lay.get("seq", SEQ), grad_accum=micro_batches,
                                 precision=run["precision"], recompute=run["recompute"], attention=run["attention"],
-                                zero=run["zero"], dp=dp, tp=tp, pp=pp,
+                                zero=run["zero"], dp=dp, tp=tp, pp=pp, ep=lay.get("ep", 1),
+                                virtual_stages=lay.get("vp", 1),
                                 profile=catalog.profiles.get(profile).model_copy(update=profile_update or {}))
     model = (catalog.models.get(m["catalog"]) if "catalog" in m  # a catalog model as the source names it
              else gpt_model(case["name"], m["hidden"], m["heads"], m["layers"], run["vocab"]))
@@ -100,8 +101,9 @@ def compare(catalog: Catalog, profile: str = "megatron", data: Path = DATA,
         published = (float(case["published_tokens_per_s_per_gpu"]) if tflops is None  # the source's own figure
                      else tflops * 1e12 / megatron_flops_per_token(m["hidden"], m["layers"]))
         run = case.get("run", {})
-        sharded = (", FSDP full shard" if run.get("zero") == 3 else "") + (", FP8" if run.get("precision") == "fp8"
-                                                                          else "")
+        sharded = ((", FSDP full shard" if run.get("zero") == 3 else "") + (", FP8" if run.get("precision") == "fp8"
+                                                                           else "")
+                   + (f", EP {lay['ep']}" if lay.get("ep", 1) > 1 else ""))
         out.append(Comparison(case["name"], case["where"], case["source"], lay["gpus"],
                               f"TP {lay['tp']} × PP {lay['pp']} × DP {lay['gpus'] // (lay['tp'] * lay['pp'])}"
                               + sharded, report.time.tokens_per_s / lay["gpus"], published, tflops,

@@ -86,7 +86,8 @@ def estimate_report(catalog: Catalog, model_spec: ModelSpec, p: dict[str, Any]) 
                                                network=p.get("network"))
         return training_report(catalog, model_spec, with_gpu_memory(card, p["gpu_memory"]),
                                requested_gpu=p["gpu"] or "", batch=p["batch"], profile=p["profile"],
-                               options=training, system=chosen if p["system"] is not None else None,
+                               options={**training, "--ep": p.get("ep")},
+                               system=chosen if p["system"] is not None else None,
                                nodes=node_count)
     reject_training_options(training)
     calibration = None if p["calibration"] is None else Path(p["calibration"])

@@ -36,7 +36,6 @@ INFERENCE_ONLY: dict[str, tuple[Any, str]] = {
     "--group-size": (None, "--qlora's NF4 base has its format's group size"),
     "--calibration": (None, "--mode train takes the profile uncalibrated"),
     "--plot": (None, "no chart is drawn for --mode train; use --format json for its figures"),
-    "--ep": (None, "expert parallel is modelled for inference only so far"),
 }
 
 
@@ -90,6 +89,7 @@ def training_report(catalog: Catalog, model: ModelSpec, gpu: GpuSpec, *, request
             pp=_count("--pp", o["--pp"], 1),
             virtual_stages=_count("--virtual-stages", o.get("--virtual-stages"), 1),
             cp=_count("--cp", o.get("--cp"), 1),
+            ep=_count("--ep", o.get("--ep"), 1),
             sequence_parallel=bool(o["--sequence-parallel"]),
             lora_rank=lora_rank,
             lora_targets=targets,

@@ -138,7 +138,7 @@ def expert_notes(ex: ExpertParallel, w: InferenceWorkload, *, decoding: bool) ->
     held = held_expert_bytes(arch, fmt, ex.ep)
     weights = expert_parallel_weights_bytes(arch, fmt, ex.tp, ex.ep)
     assumptions = [note(NoteCode.EXPERT_PARALLEL, ep=ex.ep, tp=ex.tp, groups=ex.groups, experts=e, per_gpu=per_gpu,
-                        sequences=share)]
+                        sequences=share, training=False)]
     lines = [note(NoteCode.EXPERT_WEIGHTS, experts=e, per_gpu=per_gpu, routed_bytes=routed_expert_bytes(arch, fmt),
                   held_bytes=held, rest_bytes=weights - held, tp=ex.tp, weights_bytes=weights)]
     if ex.link is None:
@@ -151,5 +151,6 @@ def expert_notes(ex: ExpertParallel, w: InferenceWorkload, *, decoding: bool) ->
                           per_token=arch.moe.experts_per_token, hidden=arch.hidden_size, element_bytes=act,
                           bytes=dispatch_bytes(arch, rank_tokens, act), gpus=ex.ep, tier=ex.link.tier,
                           gb_per_s=ex.link.bytes_per_s / 1e9, latency_s=ex.link.latency_s,
-                          layers=arch.num_moe_layers, seconds=ex.all_to_all_s(tokens, act)))
+                          layers=arch.num_moe_layers, calls=2, what="dispatch, combine",
+                          seconds=ex.all_to_all_s(tokens, act)))
     return assumptions, lines

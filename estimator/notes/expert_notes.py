@@ -11,16 +11,23 @@ from estimator.units import format_seconds
 
 Values = dict[str, type | tuple[type, ...]]
 
-LAYOUT: Values = {"ep": int, "tp": int, "groups": int, "experts": int, "per_gpu": int, "sequences": int}
+LAYOUT: Values = {"ep": int, "tp": int, "groups": int, "experts": int, "per_gpu": int, "sequences": int,
+                  "training": bool}
 WEIGHTS: Values = {"experts": int, "per_gpu": int, "routed_bytes": int, "held_bytes": int, "rest_bytes": int,
                    "tp": int, "weights_bytes": int}
 ALL_TO_ALL: Values = {"phase": str, "tokens": float, "per_token": int, "hidden": int, "element_bytes": float,
                       "bytes": float, "gpus": int, "tier": str, "gb_per_s": float, "latency_s": float, "layers": int,
-                      "seconds": float}
+                      "calls": int, "what": str, "seconds": float}
 
 
 def layout(v: Mapping[str, Any], b: Bytes) -> str:
     groups = v["groups"]
+    if v["training"]:
+        return (f"expert parallel {v['ep']} (Megatron-LM's --expert-model-parallel-size, inside data parallel): "
+                f"each MoE layer's {v['experts']} routed experts dealt out whole, {v['per_gpu']} per GPU and sliced "
+                f"over TP {v['tp']}; their weights, gradients and optimizer states held by 1/{v['ep']} of the GPUs, "
+                f"reduced and ZeRO-sharded over the {groups} ranks holding the same experts; every other parameter "
+                "over all data-parallel ranks; tokens sent to their experts and back by all-to-all, routing balanced")
     where = (f"tensor-parallel over {v['tp']} GPU{'s' if v['tp'] > 1 else ''}"
              + (f" and held again by each of {groups} attention groups, each serving {v['sequences']:,} of the "
                 "sequences (data-parallel attention: SGLang --enable-dp-attention, vLLM --data-parallel-size "
@@ -40,7 +47,7 @@ def all_to_all(v: Mapping[str, Any], b: Bytes) -> str:
     return (f"{v['phase']} all-to-all: {v['tokens']:,.6g} tokens per GPU × {v['per_token']} experts × "
             f"{v['hidden']:,} hidden × {v['element_bytes']:g} B = {b(v['bytes'])} per MoE layer each way, "
             f"({n} − 1)/{n} of it over {TIERS[v['tier']]} at {v['gb_per_s']:g} GB/s + {n - 1} × "
-            f"{format_seconds(v['latency_s'])}; {v['layers']} MoE layers × 2 (dispatch, combine) = "
+            f"{format_seconds(v['latency_s'])}; {v['layers']} MoE layers × {v['calls']} ({v['what']}) = "
             f"{format_seconds(v['seconds'])}")
 
 

@@ -22,7 +22,8 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
     def b(n: int) -> str:
         return format_bytes(n, binary=binary)
 
-    layout = f"dp {w.dp} × tp {w.tp} × pp {w.pp} = {w.gpus} GPU" + ("s" if w.gpus > 1 else "")
+    layout = (f"dp {w.dp} × tp {w.tp} × pp {w.pp} = {w.gpus} GPU" + ("s" if w.gpus > 1 else "")
+              + (f", experts over ep {w.ep} of the dp ranks" if w.ep > 1 else ""))
     shard = f"FSDP {w.fsdp}" if w.fsdp else f"ZeRO-{w.zero}"
     lora = "" if w.lora_rank is None else f", LoRA r{w.lora_rank}" + (f" on {w.qlora} base" if w.qlora else "")
     console.print(f"[bold]Model[/]  {escape(m.name)}: {m.params:,} params, {m.architecture}, {m.layers} layers")
@@ -102,6 +103,8 @@ def _step_table(report: TrainingReport, console: Console) -> None:
         rows.append(["    data parallel", format_seconds(t.dp_communication_s)])
         if report.workload.cp > 1:
             rows.append(["    context parallel", format_seconds(t.cp_communication_s)])
+        if report.workload.ep > 1:
+            rows.append(["    expert parallel (all-to-all)", format_seconds(t.ep_communication_s)])
     if t.exposed_communication_s != t.communication_s:  # the profile runs some of it behind compute
         rows.append(["    of which the step waits for", format_seconds(t.exposed_communication_s)])
     rows.append(["step bound (peak FLOP/s)", format_seconds(t.step_bound_s)])

@@ -46,6 +46,7 @@ from estimator.model.collectives import (
     rail_ring_allreduce_s,
     ring_allreduce_s,
 )
+from estimator.training.experts import step_all_to_all_s
 from estimator.training.workload import TrainingWorkload
 
 
@@ -58,10 +59,11 @@ class Communication:
     dp_s: float
     gather_s: float = 0.0  # of dp_s, the ZeRO-3 / FSDP parameter all-gathers (the rest reduces gradients)
     cp_s: float = 0.0
+    ep_s: float = 0.0  # expert parallel: the MoE layers' all-to-all (`training.experts`)
 
     @property
     def total_s(self) -> float:
-        return self.tp_s + self.pp_s + self.dp_s + self.cp_s
+        return self.tp_s + self.pp_s + self.dp_s + self.cp_s + self.ep_s
 
 
 def _scaled(link: Link, efficiency: float) -> Link:
@@ -115,8 +117,12 @@ def _dp_s(w: TrainingWorkload, system: SystemSpec | None, dp_link: Link, eff: fl
 
 def step_communication(w: TrainingWorkload, gpu: GpuSpec, system: SystemSpec | None, *, hidden: int,
                        stage_layers: int, shard_params: float, compute_bytes: int,
-                       grad_wire_bytes: int, kv_width: int = 0) -> Communication:
-    """TP, PP and DP seconds per step of ``w`` on ``gpu`` (in ``system`` when given; see the module docstring)."""
+                       grad_wire_bytes: int, kv_width: int = 0, expert_params: float = 0.0,
+                       moe_layers: int = 0, experts_per_token: int = 0) -> Communication:
+    """TP, PP and DP seconds per step of ``w`` on ``gpu`` (in ``system`` when given; see the module docstring).
+    Expert parallel: ``shard_params`` are the GPU's parameters but its ``expert_params``, whose gradients reduce over
+    the dp ÷ ep ranks holding the same experts (that group's geometry: dp ÷ ep ranks strided by tp × ep), and its
+    ``moe_layers`` exchange tokens by all-to-all (`training.experts.step_all_to_all_s`)."""
     eff = w.profile.interconnect_efficiency
     if system is None:
         tp_link = pp_link = dp_link = cp_link = _scaled(_card_link(gpu, w.gpus), eff)
@@ -134,9 +140,18 @@ def step_communication(w: TrainingWorkload, gpu: GpuSpec, system: SystemSpec | N
         pp_s = 2 * w.grad_accum * w.virtual_stages * (p2p_s(activation / w.tp, pp_link) + gather)
     dp_s, gather_s = _dp_s(w, system, dp_link, eff, shard_params=shard_params, compute_bytes=compute_bytes,
                            grad_wire_bytes=grad_wire_bytes)
+    ep_s = 0.0
+    if w.ep > 1:
+        experts = w.model_copy(update={"dp": w.dp // w.ep, "tp": w.tp * w.ep})
+        dp_s += _dp_s(experts, system, dp_link, eff, shard_params=expert_params, compute_bytes=compute_bytes,
+                      grad_wire_bytes=grad_wire_bytes)[0]
+        # Megatron-core's rank order tp-cp-ep-dp-pp: the EP ranks sit next to TP × CP (parallel_state.py)
+        ep_link = dp_link if system is None else _scaled(group_link(system, w.tp * w.cp * w.ep), eff)
+        ep_s = step_all_to_all_s(w, moe_layers=moe_layers, experts_per_token=experts_per_token, hidden=hidden,
+                                 element_bytes=compute_bytes, link=ep_link)
     # ring attention: each of the cp − 1 steps hands this rank's K and V chunk on; the backward hands K, V and
     # their gradients (twice the forward's bytes), full recompute runs the forward's ring again
     kv = w.tokens_per_micro_batch * kv_width * compute_bytes
     cp_s = ((4 if w.recompute == "full" else 3) * (w.cp - 1) * stage_layers * w.grad_accum * p2p_s(kv, cp_link)
             if w.cp > 1 else 0.0)
-    return Communication(tp_s, pp_s, dp_s, gather_s, cp_s)
+    return Communication(tp_s, pp_s, dp_s, gather_s, cp_s, ep_s)

@@ -44,6 +44,7 @@ from estimator.training.activations import (
     output_stage,
     per_token_bytes,
 )
+from estimator.training.experts import expert_notes, held_params, sharded_states
 from estimator.training.report import (
     ActivationPart,
     PeakPhase,
@@ -61,7 +62,6 @@ from estimator.training.states import (
     fp8_weight_numel,
     frozen_base_bytes,
     lora_params,
-    model_states,
     optimizer_step_transient_bytes,
     state_dtype_bytes,
 )
@@ -109,13 +109,12 @@ def _model_states(arch: Architecture, w: TrainingWorkload) -> _States:
     trainable_params = lora_params(arch, w.lora_rank, w.lora_targets) if w.lora_rank is not None else param_count(arch)
     s_bytes = state_dtype_bytes(w.precision)
     adafactor = adafactor_state_bytes(arch, s_bytes) if w.optimizer == "adafactor" and not lora else 0
-    states = model_states(trainable_params, w.precision, w.optimizer, stage=stage, dp=w.reduce_group, model_parallel=mp,
-                          deepspeed=deepspeed, adafactor_bytes=adafactor,
-                          frozen_bytes=frozen_base_bytes(arch, w) if lora else 0)
+    states = sharded_states(arch, w, trainable_params, deepspeed=deepspeed, adafactor_bytes=adafactor,
+                            frozen_bytes=frozen_base_bytes(arch, w) if lora else 0)
     c_bytes = 4 if w.compute_dtype == "fp32" else 2
     autocast = 0
     if w.amp and stage == 0:
-        cast = 2 * trainable_params if lora else 2 * autocast_weight_numel(arch)
+        cast = 2 * trainable_params if lora else 2 * held_params(arch, w, autocast_weight_numel(arch))
         autocast = math.ceil(cast / mp)
     gathered = 0
     if stage == 3 or w.fsdp is not None:
@@ -126,10 +125,11 @@ def _model_states(arch: Architecture, w: TrainingWorkload) -> _States:
             gathered = math.ceil(trainable_params * c_bytes / mp)
     ddp_buckets = states.gradient_bytes if w.reduce_group > 1 and stage == 0 else 0
     largest = max(g.numel for g in tensor_inventory(arch))
-    opt_params = math.ceil(trainable_params / mp / (w.reduce_group if stage >= 1 else 1))
+    held = held_params(arch, w, trainable_params)  # expert parallel: the experts on 1/ep of the GPUs
+    opt_params = math.ceil((trainable_params / w.reduce_group if stage >= 1 else held) / mp)
     step_transient = optimizer_step_transient_bytes(w.optimizer, optimizer_params=opt_params, state_bytes=s_bytes,
                                                     largest_tensor=largest, foreach=not deepspeed)
-    fp8 = math.ceil(fp8_weight_numel(arch) / mp) if w.fp8 else 0  # 1 byte per parameter
+    fp8 = math.ceil(held_params(arch, w, fp8_weight_numel(arch)) / mp) if w.fp8 else 0  # 1 byte per parameter
     return _States(trainable_params, states, autocast, gathered, fp8, ddp_buckets, step_transient, c_bytes,
                    deepspeed)
 
@@ -339,7 +339,8 @@ def _workload_info(w: TrainingWorkload, time: StepTime) -> TrainingWorkloadInfo:
     return TrainingWorkloadInfo(
         batch=w.batch, seq_len=w.seq_len, grad_accum=w.grad_accum, tokens_per_step=time.step_tokens * w.dp * w.cp,
         precision=w.precision, optimizer=w.optimizer, recompute=w.recompute, attention=w.attention,
-        zero=w.zero, fsdp=w.fsdp, dp=w.dp, tp=w.tp, pp=w.pp, virtual_stages=w.virtual_stages, cp=w.cp, gpus=w.gpus,
+        zero=w.zero, fsdp=w.fsdp, dp=w.dp, tp=w.tp, pp=w.pp, virtual_stages=w.virtual_stages, cp=w.cp, ep=w.ep,
+        gpus=w.gpus,
         sequence_parallel=w.sequence_parallel,
         lora_rank=w.lora_rank, lora_targets=w.lora_targets if w.lora_rank is not None else None,
         qlora=w.qlora.name if w.qlora else None, profile=w.profile.name)
@@ -368,6 +369,7 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
     time = step_time(arch, w, gpu, peak_flop_per_s,
                      StepInputs(states.trainable_params, states.states, states.step_transient, states.compute_bytes,
                                 states.deepspeed, act.stage_layers, gemm_peak), system)
+    experts = expert_notes(arch, w, gpu, system, time.communication.ep_s)
     return TrainingReport(
         model=ModelInfo(name=model.name, params=param_count(arch), active_params=active_param_count(arch),
                         architecture=arch.model_type, layers=arch.num_layers, hidden_size=arch.hidden_size,
@@ -383,13 +385,13 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
             step_s=time.step_s, step_bound_s=time.bound_s, compute_s=time.compute_s, optimizer_s=time.optimizer_s,
             communication_s=time.communication_s, tp_communication_s=time.communication.tp_s,
             pp_communication_s=time.communication.pp_s, dp_communication_s=time.communication.dp_s,
-            cp_communication_s=time.communication.cp_s,
+            cp_communication_s=time.communication.cp_s, ep_communication_s=time.communication.ep_s,
             exposed_communication_s=time.exposed_s,
             bubble_s=time.compute_s * time.bubble, pipeline_bubble_fraction=time.bubble,
             tokens_per_s=time.step_tokens * w.dp * w.cp / time.step_s, mfu=time.mfu,
             model_flops_per_step=time.model_flops_step, executed_flops_per_gpu=time.executed_gpu,
             hypothetical=peak.per_gpu > gpu.memory_bytes),
-        assumptions=tuple(_assumptions(w, states, act)),
+        assumptions=(*_assumptions(w, states, act), *experts[0]),
         warnings=tuple(_warnings(arch, w, gpu, dtype, time, peak)),
-        explain=tuple(_explain(w, states, act, peak, time, peak_flop_per_s)),
+        explain=(*_explain(w, states, act, peak, time, peak_flop_per_s), *experts[1]),
     )

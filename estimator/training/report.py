@@ -33,6 +33,7 @@ class TrainingWorkloadInfo(Frozen):
     pp: int
     virtual_stages: int = 1  # interleaved 1F1B: model chunks per pipeline GPU (1: plain 1F1B)
     cp: int = 1  # context parallel: ranks each sequence is split over
+    ep: int = 1  # expert parallel: data-parallel ranks each MoE layer's routed experts are dealt out over
     gpus: int
     sequence_parallel: bool
     lora_rank: int | None
@@ -109,6 +110,7 @@ class TrainingTimeReport(Frozen):
     pp_communication_s: float
     dp_communication_s: float
     cp_communication_s: float = 0.0  # context parallel: ring attention's K/V (forward) and K/V + dK/dV (backward)
+    ep_communication_s: float = 0.0  # expert parallel: the MoE layers' dispatch and combine all-to-all
     # of communication_s, what the step waits for: the rest runs behind compute as the profile's train_overlap_*
     # fractions say (step_s = compute_s + optimizer_s + exposed_communication_s)
     exposed_communication_s: float

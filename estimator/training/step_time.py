@@ -36,6 +36,7 @@ from estimator.model.compute import attention_flops, linear_params_per_token
 from estimator.model.inventory import lm_head_numel
 from estimator.training.communication import Communication, step_communication
 from estimator.training.eager_step import eager_compute_s, eager_optimizer_s, uses_eager_step
+from estimator.training.experts import routed_expert_params, stage_moe_layers
 from estimator.training.states import ModelStates
 from estimator.training.workload import TrainingWorkload
 
@@ -181,9 +182,13 @@ def _communication(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, inputs
     grad_wire = 2 if deepspeed or w.precision == "bf16" else (4 if w.compute_dtype == "fp32" or w.amp or w.fp8 else 2)
     a = arch.attention
     kv_width = -(-a.num_kv_heads // w.tp) * (a.head_dim + a.v_head_dim)  # K and V of one token on a TP rank
+    experts = routed_expert_params(arch) if w.ep > 1 else 0  # held by 1/ep of the GPUs (`training.experts`)
     comm = step_communication(w, gpu, system, hidden=arch.hidden_size, stage_layers=inputs.stage_layers,
                               kv_width=kv_width,
-                              shard_params=inputs.trainable_params / (w.tp * w.pp),
-                              compute_bytes=inputs.compute_bytes, grad_wire_bytes=grad_wire)
+                              shard_params=(inputs.trainable_params - experts) / (w.tp * w.pp),
+                              compute_bytes=inputs.compute_bytes, grad_wire_bytes=grad_wire,
+                              expert_params=experts / (w.tp * w.pp * w.ep), moe_layers=stage_moe_layers(arch, w),
+                              experts_per_token=0 if arch.moe is None else arch.moe.experts_per_token)
     # no PP sends without a system
-    return comm if system is not None else Communication(comm.tp_s, 0.0, comm.dp_s, comm.gather_s, comm.cp_s)
+    return comm if system is not None else Communication(comm.tp_s, 0.0, comm.dp_s, comm.gather_s, comm.cp_s,
+                                                         comm.ep_s)

@@ -53,6 +53,7 @@ class TrainingWorkload(BaseModel):
     tp: int = Field(default=1, ge=1, le=4096)
     pp: int = Field(default=1, ge=1, le=4096)
     cp: int = Field(default=1, ge=1, le=4096)  # context parallel: the sequence split over cp ranks
+    ep: int = Field(default=1, ge=1, le=4096)  # expert parallel: MoE experts dealt over ep of the dp ranks
     virtual_stages: int = Field(default=1, ge=1, le=4096)  # interleaved 1F1B: model chunks per pipeline GPU
     sequence_parallel: bool = False
     lora_rank: int | None = Field(default=None, ge=1, le=65_536)
@@ -81,6 +82,7 @@ class TrainingWorkload(BaseModel):
         if self.precision == "fp8" and self.shard_stage == 3:
             problems.append("--precision fp8 with ZeRO-3 / FSDP full shard is not modelled (FP8 copies of sharded "
                             "weights); use --zero 1 (Megatron's distributed optimizer) or --zero 2")
+        problems += self._expert_problems()
         if not self.lora_targets:
             problems.append("--lora-targets is empty")
         if len(set(self.lora_targets)) != len(self.lora_targets):
@@ -88,6 +90,18 @@ class TrainingWorkload(BaseModel):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _expert_problems(self) -> list[str]:
+        """What expert parallel is not modelled with (Megatron-LM's expert-model-parallel takes its ranks from
+        data parallel: --ep must divide --dp)."""
+        if self.ep == 1:
+            return []
+        problems = [] if self.dp % self.ep == 0 else [
+            f"--ep {self.ep} must divide --dp {self.dp}: expert parallel deals the experts over data-parallel ranks"]
+        unmodelled = [name for name, on in (("ZeRO-3 / FSDP full shard", self.shard_stage == 3),
+                                            ("LoRA", self.lora_rank is not None), ("--cp", self.cp > 1),
+                                            ("--optimizer adafactor", self.optimizer == "adafactor")) if on]
+        return problems + [f"--ep with {name} is not modelled" for name in unmodelled]
 
     @property
     def gpus(self) -> int:
@@ -160,6 +174,10 @@ def check_layout(arch: Architecture, w: TrainingWorkload) -> None:
     if w.virtual_stages > 1 and w.grad_accum % w.pp:
         problems.append(f"the interleaved schedule needs micro-batches (--grad-accum {w.grad_accum}) divisible by "
                         f"pipeline parallel {w.pp} (Megatron-LM's rule)")
+    if w.ep > 1 and (arch.moe is None or not arch.num_moe_layers):
+        problems.append(f"expert parallel {w.ep}: the model has no mixture-of-experts layers")
+    elif w.ep > 1 and arch.moe is not None and arch.moe.num_experts % w.ep:
+        problems.append(f"expert parallel {w.ep} does not divide the {arch.moe.num_experts} routed experts")
     if w.cp > 1 and w.seq_len % (2 * w.cp):  # Megatron-LM's load balance: 2 × cp chunks, each rank two
         problems.append(f"context parallel {w.cp} needs seq_len ({w.seq_len}) divisible by 2 × cp = {2 * w.cp}")
     elif w.sequence_parallel and (w.seq_len // w.cp) % w.tp:

@@ -121,7 +121,7 @@ def test_cli_ep_in_every_format_and_mode(cli: Callable[..., CliResult]) -> None:
     csv_text = cli(*args, "--format", "csv").stdout
     assert "workload.expert_parallel" in csv_text.splitlines()[0]
     for bad, message in [(("--ep", "3"), "does not divide"), (("--ep", "x"), "--ep"),
-                         (("--mode", "train", "--ep", "8"), "--ep applies to inference")]:
+                         (("--mode", "train", "--ep", "8"), "--ep 8 must divide --dp 1")]:  # train: inside DP
         refused = cli("estimate", "--model", "mixtral-8x7b", "--system", "hgx-h100", *bad)
         assert refused.exit_code == 2 and refused.stderr.count("\n") == 1 and message in refused.stderr
         assert "Traceback" not in refused.stderr
