@@ -59,6 +59,10 @@ def _estimate(cli: Callable[..., Any], tmp_path: Path, name: str, *args: str) ->
          16 * 4_096 * 8_192 + 48 * 4_096 * 4_096),
         # 32 layers, every 4th full attention (8), 4 KV heads × (256 + 256) × 2 B = 4,096 B a layer
         ("Qwen--Qwen3.5-9B", {None: 8}, 4 * 512, 8 * 4_096, 8 * 4_096 * 8_192),
+        # 28 layers, 4 KV heads × (128 + 128) × 2 B = 2,048 B a layer (head_dim 3,584 / 28 heads = 128)
+        ("Qwen--Qwen2.5-VL-7B-Instruct", {None: 28}, 4 * 256, 28 * 2_048, 28 * 2_048 * 8_192),
+        # the text model: 30 layers, 8 KV heads × (128 + 128) × 2 B = 4,096 B a layer
+        ("mistralai--Voxtral-Mini-3B-2507", {None: 30}, 8 * 256, 30 * 4_096, 30 * 4_096 * 8_192),
     ],
 )
 def test_kv_cache_by_hand(cli: Callable[..., Any], tmp_path: Path, name: str, groups: dict[int | None, int],
@@ -96,6 +100,18 @@ def test_qwen3_5_9b_deltanet_state_in_float32_by_hand(cli: Callable[..., Any], t
     assert report["memory"]["state_by_kind"] == [{"kind": "gated_deltanet", "layers": 24,
                                                   "bytes_per_sequence": 52_690_944, "bytes": 3 * 52_690_944}]
     assert report["model"]["params"] == SOURCES["Qwen--Qwen3.5-9B"]["hf_params"]  # vision tower counted whole
+
+
+@pytest.mark.parametrize(("name", "tower"), [("Qwen--Qwen2.5-VL-7B-Instruct", "vision_tower"),
+                                             ("mistralai--Voxtral-Mini-3B-2507", "audio_tower")])
+def test_a_published_wrappers_tower_is_counted_whole(cli: Callable[..., Any], tmp_path: Path, name: str,
+                                                     tower: str) -> None:
+    report = _estimate(cli, tmp_path, name)
+    roles = {part["role"]: part["params"] for part in report["memory"]["weights_by_role"]}
+    assert roles[tower] > 0 and roles["projector"] > 0
+    # the whole model, tower and projector included, is transformers' ForConditionalGeneration count
+    assert sum(roles.values()) == report["model"]["params"] == SOURCES[name]["hf_params"]
+    assert "towers-counted" in [n["code"] for n in report["assumptions"]]
 
 
 def test_glm_4_7_moe_layout_by_hand() -> None:
