@@ -64,6 +64,10 @@ class EfficiencyProfile(BaseModel):
     # the host's work before a phase's first kernel (the forward's preamble), inside the host time above: no GPU work
     # overlaps it, so a GPU-bound phase takes it plus the GPU's time (timing.phase_time; families counted in ops)
     host_prologue_s: Seconds = 0
+    # an fp32 decode step's SDPA over the cache (timing.cache_attention_s): seconds per key position of every
+    # layer, and per key position × (sequence, query head) pair; 0: the KV read at kv_read_efficiency instead
+    fp32_cache_attention_key_s: Seconds = 0
+    fp32_cache_attention_pair_s: Seconds = 0
     # GPU time per dispatched aten operation beyond its bytes and FLOPs (a small kernel's launch and tail, also
     # inside a CUDA graph): the counted operations × this join the per-layer cost (timing.phase_time)
     gpu_per_op_s: Seconds = 0

@@ -101,6 +101,8 @@ def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: i
         grouped_kv=arch.attention.latent is None and arch.attention.num_kv_heads < arch.attention.num_heads,
         host_ops=eager_ops(arch, rt, decode=True),
         fp32=act == 4,
+        cache_keys=layers * context,
+        cache_key_pairs=layers * context * batch * arch.attention.num_heads / tp,
     )
 
 

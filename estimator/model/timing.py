@@ -64,6 +64,10 @@ class PhaseCost:
     math_attention_flops: float = 0.0
     # the phase is one eager forward whose host preamble runs before its first kernel (profile's host_prologue_s)
     host_prologue: bool = False
+    # a decode step's attention over its cache: the key positions it walks over all layers, and those × the
+    # (sequence, query head) pairs that walk them (profile's fp32_cache_attention_*: fp32 SDPA over the cache)
+    cache_keys: float = 0.0
+    cache_key_pairs: float = 0.0
 
     @property
     def flops(self) -> float:
@@ -170,6 +174,17 @@ def host_dispatch_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     return cost.layers * profile.host_per_layer_s
 
 
+def cache_attention_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
+    """An fp32 decode step's attention over its cache where the profile times it (0 elsewhere): PyTorch's
+    memory-efficient SDPA kernel with one query per sequence walks the cache key by key in each (sequence, head)
+    pair's block, so the step pays a cost per key position and one per key position and pair, in place of the KV
+    read at a bandwidth (which that walk holds)."""
+    if not cost.fp32 or not (profile.fp32_cache_attention_key_s or profile.fp32_cache_attention_pair_s):
+        return 0.0
+    return (cost.cache_keys * profile.fp32_cache_attention_key_s
+            + cost.cache_key_pairs * profile.fp32_cache_attention_pair_s)
+
+
 def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> PhaseTime:
     """Bound and expected time of one phase (see module docstring)."""
     bound_s, bound = roofline_s(cost, hw)
@@ -184,7 +199,7 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
                  + cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency)
                  + cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True)))
     weights_s, elementwise_s = cost.weight_bytes / bandwidth, cost.elementwise_bytes / bandwidth
-    kv_s = cost.kv_bytes / kv_bandwidth
+    kv_s = cache_attention_s(cost, profile) or cost.kv_bytes / kv_bandwidth
     fixed_s = cost.layers * profile.per_layer_step_s + cost.host_ops * profile.gpu_per_op_s
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.
