@@ -57,7 +57,13 @@ looked at case by case until the mechanism was set.
    seed 5 median from 17.3% to 19.0%); the preamble as part of the host's fixed cost (`host_fixed_s`, added to
    the host side too: the host-bound decode steps, already fitted with none, went high — fresh 24.2% → 34.7%);
    and a GPU cost per operation in the `hf` profile (the `hf-graph` 1.24 µs): prefill held out 12.5% → 12.1% and
-   seed 4 12.6% → 11.8%, but fit 11.6% → 12.2% and seed 4 cal 12.5% → 13.2%, no gain on the rows as a whole.
+   seed 4 12.6% → 11.8%, but fit 11.6% → 12.2% and seed 4 cal 12.5% → 13.2%, no gain on the rows as a whole;
+   and, under a calibration only (its host cost per operation is a marginal, the difference of two depths, so it
+   holds no fixed cost), the preamble on the host side too: prefill seed 5 cal 13.5% → 11.9% and seed 4 cal
+   12.5% → 12.5%, but HF decode seed 5 cal 13.4% → 23.3% and seed 4 cal 17.3% → 20.6%, so the decode step's
+   fixed host cost is not this preamble (or `calibrate`'s mean of the prefill and decode marginals overstates
+   the decode's); `calibrate` would have to measure each phase's fixed cost (the intercept of its two depths)
+   before that can be modelled.
 12. **The measurement limits the host-bound rows** (item 8's "up to 25%"). Seed 5 timed each prefill five times
    in a row: in the 29 GPU-bound prefills the five repeats lie within 0.6% of each other (median max/min; 3.8% at
    the 90th percentile), in the 37 host-bound ones within 4.9% (21.4% at the 90th percentile, 42% at worst), and
