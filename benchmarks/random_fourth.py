@@ -99,7 +99,10 @@ looked at case by case until the mechanism was set.
    kernel does with one shared KV head. Over the fp32 graph steps alone (fit, held out, fresh, seed 4, seed 5)
    the median error goes 48.8 / 51.3 / 36.7 / 33.9 / 52.5% → 14.0 / 17.6 / 12.4 / 14.9 / 12.8%; a wave form, the
    larger of the two terms instead of their sum, fitted the fit rows better (5.1%) but read 19.5 / 18.9 / 14.5 /
-   17.5% on the others, so it was not kept. The
+   17.5% on the others, so it was not kept. The same two terms fitted on the 30 fit 16-bit graph steps come out
+   with a negative cost per key position and worsen every split (16-bit graph steps held out 8.5% → 11.8%, seed 5
+   10.4% → 22.9%): the flash kernel's split-KV decode does not walk the cache this way, so 16-bit steps keep the
+   KV read (the +34% to +78% 16-bit grouped-query steps at batch 16–32 stay). The
    eager `hf` profile keeps the KV read (its fp32 decode steps are host-bound at the batches measured).
 
 Left by this pass: training steps (seed 5's step timings show the same preamble-like gap, 4–13 ms on GPU-bound
