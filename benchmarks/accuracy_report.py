@@ -351,9 +351,12 @@ def _published_training(catalog: Catalog) -> list[str]:
             f"MFU) gives {min(step_level):+.0%} to {max(step_level):+.0%} on the same cases: a whole-step MFU "
             "used as the compute rate charges the bubble and communication a second time.",
             "- Not reproduced: Llama 3 405B (Dubey et al. 2024, \"The Llama 3 Herd of Models\", Table 4: TP 8, "
-            "PP 16, 8,192–16,384 H100s, 38–43 % MFU). Its 126 layers do not split evenly over 16 stages, which "
-            "`check_layout` refuses, and the table does not give the schedule's virtual stages, on which the bubble "
-            "depends at 16–32 micro-batches per pipeline."]
+            "PP 16, 8,192–16,384 H100s, 38–43 % MFU). Its 126 layers now split as the report describes (7 + 8 × "
+            "14 + 7: one fewer on the first and last stage, beside the embedding and the output layer; "
+            "`training.pipeline`), but the table does not give the schedule's virtual stages, on which the bubble "
+            "depends at 16–32 micro-batches per pipeline.",
+            "- Pipeline stages: the busiest stage sets the step (its layers, and the output layer on the last), "
+            "not the average stage: the PP rows above include that imbalance."]
     return out
 
 

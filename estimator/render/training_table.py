@@ -22,7 +22,9 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
     def b(n: int) -> str:
         return format_bytes(n, binary=binary)
 
-    layout = (f"dp {w.dp} × tp {w.tp} × pp {w.pp} = {w.gpus} GPU" + ("s" if w.gpus > 1 else "")
+    split = w.pipeline_layers
+    uneven = f" ({split[0]} + {split[1]} × {len(split) - 2} + {split[-1]} layers)" if len(set(split)) > 1 else ""
+    layout = (f"dp {w.dp} × tp {w.tp} × pp {w.pp}{uneven} = {w.gpus} GPU" + ("s" if w.gpus > 1 else "")
               + (f", experts over ep {w.ep} of the dp ranks" if w.ep > 1 else ""))
     shard = f"FSDP {w.fsdp}" if w.fsdp else f"ZeRO-{w.zero}"
     lora = "" if w.lora_rank is None else f", LoRA r{w.lora_rank}" + (f" on {w.qlora} base" if w.qlora else "")

@@ -45,6 +45,7 @@ from estimator.training.activations import (
     per_token_bytes,
 )
 from estimator.training.experts import expert_notes, held_params, sharded_states
+from estimator.training.pipeline import held_layer_micro_batches, stages
 from estimator.training.report import (
     ActivationPart,
     PeakPhase,
@@ -166,8 +167,8 @@ def _activations(arch: Architecture, w: TrainingWorkload, st: _States) -> _Activ
     tokens, sp = w.tokens_per_micro_batch, w.sequence_parallel
     per_layer_token = per_token_bytes(layer, tp=w.tp, sequence_parallel=sp, selective=w.recompute == "selective")
     per_layer = bytes_for(per_layer_token, tokens)
-    stage_layers = arch.num_layers // w.pp
-    in_flight = min(w.pp, w.grad_accum)
+    split = stages(arch.num_layers, w.pp)  # layers per pipeline stage; the busiest sets the step (`training.pipeline`)
+    stage_layers, in_flight = max(split), min(w.pp, w.grad_accum)
     if w.recompute == "full":
         kept_token = layer_input_bytes_per_token(arch, conv, tp=w.tp, sequence_parallel=sp)
         recompute = per_layer
@@ -176,8 +177,8 @@ def _activations(arch: Architecture, w: TrainingWorkload, st: _States) -> _Activ
     # interleaved: the first stage holds (1 + (pp − 1) / (pp · v)) × as many layers' activations (Korthikanti et al.
     # 2022 §4.2.3)
     interleaved = 1 + Fraction(w.pp - 1, w.pp * w.virtual_stages) if w.virtual_stages > 1 else Fraction(1)
-    first_stage = bytes_for(kept_token * stage_layers * in_flight * interleaved, tokens)
-    last_stage = bytes_for(kept_token * stage_layers, tokens)
+    first_stage = bytes_for(kept_token * held_layer_micro_batches(split, w.grad_accum) * interleaved, tokens)
+    last_stage = bytes_for(kept_token * split[-1], tokens)
     out = output_stage(arch, conv, trainable)
     output_bytes = bytes_for(per_token_bytes(out.saved, tp=w.tp, sequence_parallel=sp), tokens)
     loss_bwd = bytes_for(out.loss_backward_bytes / w.tp, tokens)
@@ -335,11 +336,12 @@ def _memory_report(w: TrainingWorkload, gpu: GpuSpec, st: _States, act: _Activat
     )
 
 
-def _workload_info(w: TrainingWorkload, time: StepTime) -> TrainingWorkloadInfo:
+def _workload_info(w: TrainingWorkload, time: StepTime, arch: Architecture) -> TrainingWorkloadInfo:
     return TrainingWorkloadInfo(
         batch=w.batch, seq_len=w.seq_len, grad_accum=w.grad_accum, tokens_per_step=time.step_tokens * w.dp * w.cp,
         precision=w.precision, optimizer=w.optimizer, recompute=w.recompute, attention=w.attention,
         zero=w.zero, fsdp=w.fsdp, dp=w.dp, tp=w.tp, pp=w.pp, virtual_stages=w.virtual_stages, cp=w.cp, ep=w.ep,
+        pipeline_layers=stages(arch.num_layers, w.pp),
         gpus=w.gpus,
         sequence_parallel=w.sequence_parallel,
         lora_rank=w.lora_rank, lora_targets=w.lora_targets if w.lora_rank is not None else None,
@@ -379,7 +381,7 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
                     peak_flop_per_s=peak_flop_per_s, compute_dtype=dtype,
                     system=None if system is None else system.name, nodes=None if system is None else nodes,
                     tdp_w=gpu.tdp_w, power_w=None if gpu.tdp_w is None else gpu.tdp_w * w.gpus),
-        workload=_workload_info(w, time),
+        workload=_workload_info(w, time, arch),
         memory=_memory_report(w, gpu, states, act, peak, _capacity(model, arch, gpu, w)),
         time=TrainingTimeReport(
             step_s=time.step_s, step_bound_s=time.bound_s, compute_s=time.compute_s, optimizer_s=time.optimizer_s,

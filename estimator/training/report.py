@@ -34,6 +34,7 @@ class TrainingWorkloadInfo(Frozen):
     virtual_stages: int = 1  # interleaved 1F1B: model chunks per pipeline GPU (1: plain 1F1B)
     cp: int = 1  # context parallel: ranks each sequence is split over
     ep: int = 1  # expert parallel: data-parallel ranks each MoE layer's routed experts are dealt out over
+    pipeline_layers: tuple[int, ...] = ()  # layers of each pipeline stage, first to last (training.pipeline)
     gpus: int
     sequence_parallel: bool
     lora_rank: int | None

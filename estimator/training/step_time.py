@@ -37,6 +37,7 @@ from estimator.model.inventory import lm_head_numel
 from estimator.training.communication import Communication, step_communication
 from estimator.training.eager_step import eager_compute_s, eager_optimizer_s, uses_eager_step
 from estimator.training.experts import routed_expert_params, stage_moe_layers
+from estimator.training.pipeline import imbalance, stages
 from estimator.training.states import ModelStates
 from estimator.training.workload import TrainingWorkload
 
@@ -124,7 +125,10 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
         kernels_s = _kernel_compute_s(arch, w, gpu, peak, linear_executed, attn_fwd, 3 + extra_attention,
                                       inputs.compute_bytes, gemm_peak)
         efficiency = executed_gpu / (peak * kernels_s)
-    compute_s = executed_gpu / (peak * efficiency) / (1 - bubble)
+    # the busiest stage's share of the work sets every micro-batch's pace (`training.pipeline.imbalance`)
+    layer_work = (6 * linear_params_per_token(arch) + 3 * attn_fwd) / arch.num_layers  # per token, as above
+    skew = imbalance(stages(arch.num_layers, w.pp), layer_work, 6 * lm_head_numel(arch))
+    compute_s = executed_gpu / (peak * efficiency) / (1 - bubble) * skew
     bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
     optimizer_s = 2 * (inputs.states.total_bytes + inputs.step_transient) / bandwidth
     if not inputs.deepspeed and (adamw := eager_optimizer_s(arch, w, gpu, inputs.trainable_params)) is not None:

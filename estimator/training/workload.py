@@ -15,6 +15,7 @@ from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import NumberFormat
 from estimator.errors import WorkloadInvalid
 from estimator.inference.workload import MAX_BATCH, MAX_TOKENS
+from estimator.training.pipeline import pipeline_split
 
 Precision = Literal["fp32", "amp-bf16", "amp-fp16", "bf16", "fp8"]
 Optimizer = Literal["adamw", "adamw-fused", "adam-8bit", "sgd", "sgd-momentum", "adafactor", "lion"]
@@ -166,9 +167,11 @@ def check_layout(arch: Architecture, w: TrainingWorkload) -> None:
         problems.append(f"tensor parallel {w.tp} does not divide {heads} attention heads")
     elif kv % w.tp and w.tp % kv:
         problems.append(f"tensor parallel {w.tp} neither divides nor is a multiple of {kv} KV heads")
-    if arch.num_layers % w.pp:
-        problems.append(f"pipeline parallel {w.pp} does not divide {arch.num_layers} layers")
-    elif arch.num_layers % (w.pp * w.virtual_stages):
+    if pipeline_split(arch.num_layers, w.pp) is None:
+        problems.append(f"pipeline parallel {w.pp} divides neither the {arch.num_layers} layers nor "
+                        f"{arch.num_layers} + 2 (Megatron-core's split counting the embedding and the output layer "
+                        "as a layer each)")
+    elif w.virtual_stages > 1 and arch.num_layers % (w.pp * w.virtual_stages):
         problems.append(f"pipeline parallel {w.pp} × {w.virtual_stages} virtual stages does not divide "
                         f"{arch.num_layers} layers")
     if w.virtual_stages > 1 and w.grad_accum % w.pp:

@@ -68,7 +68,7 @@ def test_table_and_csv() -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--tp", "3"], "tensor parallel 3 does not divide 32 attention heads"),
-    (["--pp", "5"], "pipeline parallel 5 does not divide 32 layers"),
+    (["--pp", "5"], "pipeline parallel 5 divides neither the 32 layers nor 32 + 2"),
     (["--zero", "4"], "--zero must be 0, 1, 2 or 3"),
     (["--zero", "2", "--fsdp", "full"], "pick one"),
     (["--qlora"], "give --lora-rank"),
