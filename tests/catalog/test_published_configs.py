@@ -63,6 +63,9 @@ def _estimate(cli: Callable[..., Any], tmp_path: Path, name: str, *args: str) ->
         ("Qwen--Qwen2.5-VL-7B-Instruct", {None: 28}, 4 * 256, 28 * 2_048, 28 * 2_048 * 8_192),
         # the text model: 30 layers, 8 KV heads × (128 + 128) × 2 B = 4,096 B a layer
         ("mistralai--Voxtral-Mini-3B-2507", {None: 30}, 8 * 256, 30 * 4_096, 30 * 4_096 * 8_192),
+        # 62 full-attention layers (attn_type_list all 1), 8 KV heads × (128 + 128) × 2 B = 4,096 B a layer; the
+        # fp8 quantization_config is the weights', the cache stays in the activation dtype
+        ("MiniMaxAI--MiniMax-M2.7", {None: 62}, 8 * 256, 62 * 4_096, 62 * 4_096 * 8_192),
     ],
 )
 def test_kv_cache_by_hand(cli: Callable[..., Any], tmp_path: Path, name: str, groups: dict[int | None, int],
@@ -112,6 +115,16 @@ def test_a_published_wrappers_tower_is_counted_whole(cli: Callable[..., Any], tm
     # the whole model, tower and projector included, is transformers' ForConditionalGeneration count
     assert sum(roles.values()) == report["model"]["params"] == SOURCES[name]["hf_params"]
     assert "towers-counted" in [n["code"] for n in report["assumptions"]]
+
+
+def test_minimax_m2_7_fp8_blocks_leave_router_and_lm_head_in_bf16(cli: Callable[..., Any], tmp_path: Path) -> None:
+    report = _estimate(cli, tmp_path, "MiniMaxAI--MiniMax-M2.7", "--gpus", "4")
+    bits = {part["role"]: part["bits_per_weight"] for part in report["memory"]["weights_by_role"]}
+    # quant_method fp8, weight_block_size [128, 128]: e4m3 + one fp32 scale per 128 × 128 block
+    assert bits["expert"] == bits["attention"] == 8 + 32 / (128 * 128)
+    # modules_to_not_convert: gate (the router), e_score_correction_bias, lm_head
+    assert bits["router"] == bits["lm_head"] == bits["embedding"] == 16
+    assert report["model"]["params"] == SOURCES["MiniMaxAI--MiniMax-M2.7"]["hf_params"]
 
 
 def test_glm_4_7_moe_layout_by_hand() -> None:
