@@ -56,6 +56,7 @@ from estimator.training.report import (
     TrainingTimeReport,
     TrainingWorkloadInfo,
 )
+from estimator.training.stage_params import autocast_share, linear_share, weight_share
 from estimator.training.states import (
     ModelStates,
     adafactor_state_bytes,
@@ -116,7 +117,7 @@ def _model_states(arch: Architecture, w: TrainingWorkload) -> _States:
     autocast = 0
     if w.amp and stage == 0:
         cast = 2 * trainable_params if lora else 2 * held_params(arch, w, autocast_weight_numel(arch))
-        autocast = math.ceil(cast / mp)
+        autocast = math.ceil(cast * autocast_share(arch, w.pp) / mp)
     gathered = 0
     if stage == 3 or w.fsdp is not None:
         layer_params = sum(g.numel for g in tensor_inventory(arch) if g.count == arch.num_layers)
@@ -127,10 +128,10 @@ def _model_states(arch: Architecture, w: TrainingWorkload) -> _States:
     ddp_buckets = states.gradient_bytes if w.reduce_group > 1 and stage == 0 else 0
     largest = max(g.numel for g in tensor_inventory(arch))
     held = held_params(arch, w, trainable_params)  # expert parallel: the experts on 1/ep of the GPUs
-    opt_params = math.ceil((trainable_params / w.reduce_group if stage >= 1 else held) / mp)
+    opt_params = math.ceil((trainable_params / w.reduce_group if stage >= 1 else held) * weight_share(arch, w.pp) / mp)
     step_transient = optimizer_step_transient_bytes(w.optimizer, optimizer_params=opt_params, state_bytes=s_bytes,
                                                     largest_tensor=largest, foreach=not deepspeed)
-    fp8 = math.ceil(held_params(arch, w, fp8_weight_numel(arch)) / mp) if w.fp8 else 0  # 1 byte per parameter
+    fp8 = math.ceil(held_params(arch, w, fp8_weight_numel(arch)) * linear_share(arch, w.pp) / mp) if w.fp8 else 0
     return _States(trainable_params, states, autocast, gathered, fp8, ddp_buckets, step_transient, c_bytes,
                    deepspeed)
 

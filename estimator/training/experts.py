@@ -26,6 +26,7 @@ from estimator.model.collectives import Link, all_to_all_s, group_link
 from estimator.model.experts import dispatch_bytes
 from estimator.model.inventory import Role, tensor_inventory
 from estimator.notes import Note, NoteCode, note
+from estimator.training.stage_params import dense_share, expert_share, weight_share
 from estimator.training.states import ModelStates, model_states
 from estimator.training.workload import TrainingWorkload
 
@@ -48,14 +49,15 @@ def sharded_states(arch: Architecture, w: TrainingWorkload, trainable: int, *, d
     """Model states on one GPU (`states.model_states`): the routed experts' over TP × PP × EP GPUs and sharded by
     ZeRO over the dp ÷ ep expert data-parallel ranks, the rest as without expert parallel."""
     mp, stage = w.tp * w.pp, w.shard_stage
-    if w.ep == 1:
-        return model_states(trainable, w.precision, w.optimizer, stage=stage, dp=w.reduce_group, model_parallel=mp,
-                            deepspeed=deepspeed, adafactor_bytes=adafactor_bytes, frozen_bytes=frozen_bytes)
+    if w.ep == 1:  # the busiest pipeline stage's parameters (`training.pipeline.weight_share`)
+        return model_states(trainable, w.precision, w.optimizer, stage=stage, dp=w.reduce_group,
+                            model_parallel=mp / weight_share(arch, w.pp), deepspeed=deepspeed,
+                            adafactor_bytes=adafactor_bytes, frozen_bytes=frozen_bytes)
     experts = routed_expert_params(arch)
     dense = model_states(trainable - experts, w.precision, w.optimizer, stage=stage, dp=w.reduce_group,
-                         model_parallel=mp, deepspeed=deepspeed)
+                         model_parallel=mp / dense_share(arch, w.pp), deepspeed=deepspeed)
     held = model_states(experts, w.precision, w.optimizer, stage=stage, dp=w.reduce_group // w.ep,
-                        model_parallel=mp * w.ep, deepspeed=deepspeed)
+                        model_parallel=mp * w.ep / expert_share(arch, w.pp), deepspeed=deepspeed)
     return ModelStates(dense.weights_bytes + held.weights_bytes, dense.gradient_bytes + held.gradient_bytes,
                        dense.master_bytes + held.master_bytes, dense.optimizer_bytes + held.optimizer_bytes,
                        trainable)

@@ -11,6 +11,8 @@ Herd of Models", §3.3.2). Any other uneven count is refused.
 In 1F1B every stage runs each micro-batch in turn, so the slowest stage sets the step: the step's compute is the
 busiest stage's work, not the average stage's (`imbalance`), and stage i holds the activations of min(pp − i, m)
 micro-batches at once (`held_layer_micro_batches`).
+
+The parameters each stage holds: `training.stage_params`.
 """
 
 from __future__ import annotations

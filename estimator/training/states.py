@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from estimator.catalog.architecture import Architecture
-from estimator.model.inventory import Role, lm_head_numel, tensor_inventory
+from estimator.model.inventory import Role, TensorGroup, lm_head_numel, tensor_inventory
 from estimator.model.memory import bytes_of, tensor_bits
 from estimator.training.workload import LoraTarget, Optimizer, Precision, TrainingWorkload
 
@@ -122,19 +122,31 @@ def lora_params(arch: Architecture, rank: int, targets: tuple[LoraTarget, ...]) 
     return total
 
 
+def autocast_cast_numel(group: TensorGroup) -> int:
+    """Of a group, the elements autocast casts to 16 bit and caches for the step: every linear weight and the LM
+    head. The embedding lookup and norms are not cast (PyTorch autocast op lists)."""
+    return group.total if group.role.is_linear or group.role in (Role.ROUTER, Role.POOLER, Role.LM_HEAD) else 0
+
+
+def tied_head_numel(arch: Architecture) -> int:
+    """Elements of an output layer that is the embedding matrix itself (0 where it is its own tensor)."""
+    return lm_head_numel(arch) if arch.tie_word_embeddings else 0
+
+
 def autocast_weight_numel(arch: Architecture) -> int:
-    """Parameters autocast casts to 16 bit and caches for the step: every linear weight and the LM head (the
-    embedding matrix itself when tied). The embedding lookup and norms are not cast (PyTorch autocast op lists)."""
-    linear = sum(g.total for g in tensor_inventory(arch)
-                 if g.role.is_linear or g.role in (Role.ROUTER, Role.POOLER, Role.LM_HEAD))
-    tied_head = lm_head_numel(arch) if arch.tie_word_embeddings else 0
-    return linear + tied_head
+    """Parameters autocast casts and caches: `autocast_cast_numel`'s, and the embedding matrix when tied."""
+    return sum(autocast_cast_numel(g) for g in tensor_inventory(arch)) + tied_head_numel(arch)
 
 
 def fp8_weight_numel(arch: Architecture) -> int:
     """Parameters Transformer Engine casts to FP8 for its GEMMs: the linear layers' weights. The embedding, the
     output layer (Megatron-LM's ColumnParallelLinear outside TE), routers and norms stay in bf16."""
-    return sum(g.total for g in tensor_inventory(arch) if g.role.is_linear)
+    return sum(linear_numel(g) for g in tensor_inventory(arch))
+
+
+def linear_numel(group: TensorGroup) -> int:
+    """Of a group, the elements of linear layers' weights."""
+    return group.total if group.role.is_linear else 0
 
 
 def frozen_base_bytes(arch: Architecture, w: TrainingWorkload) -> int:
@@ -168,9 +180,10 @@ def _share(total: int | Fraction, divisor: int) -> int:
 
 
 def model_states(params: int, precision: Precision, optimizer: Optimizer, *, stage: int, dp: int,
-                 model_parallel: int = 1, deepspeed: bool = True, adafactor_bytes: int = 0,
+                 model_parallel: int | Fraction = 1, deepspeed: bool = True, adafactor_bytes: int = 0,
                  frozen_bytes: int = 0) -> ModelStates:
-    """Model states on one GPU: ``params`` trainable parameters split over ``model_parallel`` (TP × PP) ranks,
+    """Model states on one GPU: ``params`` trainable parameters split over ``model_parallel`` (TP × PP) ranks (TP ×
+    PP ÷ the busiest stage's share where stages hold unequal parameters, `training.pipeline.weight_share`),
     then ZeRO ``stage`` shards optimizer + master (≥ 1), gradients (≥ 2) and weights (3) over ``dp`` ranks.
     ``frozen_bytes`` (a LoRA base) is sharded like weights. ZeRO paper, 7.5B at N_d = 64: 120 / 31.4 / 16.6 /
     1.9 GB for stages 0–3 (tests/training/test_training_states.py)."""

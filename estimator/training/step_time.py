@@ -38,6 +38,7 @@ from estimator.training.communication import Communication, step_communication
 from estimator.training.eager_step import eager_compute_s, eager_optimizer_s, uses_eager_step
 from estimator.training.experts import routed_expert_params, stage_moe_layers
 from estimator.training.pipeline import imbalance, stages
+from estimator.training.stage_params import dense_share, expert_share
 from estimator.training.states import ModelStates
 from estimator.training.workload import TrainingWorkload
 
@@ -187,11 +188,12 @@ def _communication(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, inputs
     a = arch.attention
     kv_width = -(-a.num_kv_heads // w.tp) * (a.head_dim + a.v_head_dim)  # K and V of one token on a TP rank
     experts = routed_expert_params(arch) if w.ep > 1 else 0  # held by 1/ep of the GPUs (`training.experts`)
+    dense = float((inputs.trainable_params - experts) * dense_share(arch, w.pp))  # the busiest stage's (stage_params)
     comm = step_communication(w, gpu, system, hidden=arch.hidden_size, stage_layers=inputs.stage_layers,
-                              kv_width=kv_width,
-                              shard_params=(inputs.trainable_params - experts) / (w.tp * w.pp),
+                              kv_width=kv_width, shard_params=dense / (w.tp * w.pp),
                               compute_bytes=inputs.compute_bytes, grad_wire_bytes=grad_wire,
-                              expert_params=experts / (w.tp * w.pp * w.ep), moe_layers=stage_moe_layers(arch, w),
+                              expert_params=float(experts * expert_share(arch, w.pp)) / (w.tp * w.pp * w.ep),
+                              moe_layers=stage_moe_layers(arch, w),
                               experts_per_token=0 if arch.moe is None else arch.moe.experts_per_token)
     # no PP sends without a system
     return comm if system is not None else Communication(comm.tp_s, 0.0, comm.dp_s, comm.gather_s, comm.cp_s,
