@@ -90,6 +90,11 @@ class EfficiencyProfile(BaseModel):
     # step FLOPs ÷ (peak × this); None: the step is timed kernel by kernel (estimator.training.step_time)
     train_flop_efficiency: float | None = Field(gt=0, le=1)
     train_fp32_flop_efficiency: float | None = Field(default=None, gt=0, le=1)  # fp32 steps; None: the above
+    # eager step (estimator.training.eager_step): the backward's elementwise bytes ÷ the forward's, whose passes are
+    # elementwise_hidden_passes / _ffn_passes as a prefill's. Set: the GEMMs run at train_flop_efficiency (then a
+    # GEMM share, not a step share), attention at attention_flop_efficiency, the elementwise passes at the
+    # bandwidth; None: train_flop_efficiency is one step-level share that lumps them
+    train_backward_elementwise_ratio: float | None = Field(default=None, ge=0, le=MAX_PASSES)
     # overlap of a training step's communication with its compute (estimator.training.step_time.exposed_s): the
     # fraction of each collective's time the framework runs behind compute, at most the compute of the phase it
     # can hide behind; 0 puts it on the critical path. TP all-reduces and PP sends behind the step's compute, the

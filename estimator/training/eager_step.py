@@ -105,33 +105,59 @@ def math_attention_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec) -> t
             2 * flops + scores * MATH_SDPA_BACKWARD_BYTES_PER_SCORE / bandwidth)
 
 
+def elementwise_s(arch: Architecture, w: TrainingWorkload, bandwidth: float) -> tuple[float, float]:
+    """(forward, backward) seconds of one micro-batch's elementwise kernels (norms, rotary, activations, residual
+    adds, casts) where the profile splits them from the GEMMs (``train_backward_elementwise_ratio`` set; else 0):
+    the forward moves the prefill's passes (``elementwise_hidden_passes`` × h + ``elementwise_ffn_passes`` × ffn
+    per token and layer), the backward that ratio of them, plus the forward again when checkpointing recomputes."""
+    prof, ratio = w.profile, w.profile.train_backward_elementwise_ratio
+    if ratio is None:
+        return 0.0, 0.0
+    ffn = arch.mlp.intermediate_size
+    if arch.moe is not None and arch.num_moe_layers:
+        ffn = arch.moe.experts_per_token * arch.moe.expert_intermediate_size + arch.moe.shared_intermediate_size
+    element = 4 if w.compute_dtype == "fp32" else 2
+    passes = prof.elementwise_hidden_passes * arch.hidden_size + prof.elementwise_ffn_passes * ffn / w.tp
+    forward = passes * element * arch.num_layers / w.pp * w.tokens_per_micro_batch / bandwidth
+    return forward, forward * (ratio + (1 if w.recompute == "full" else 0))
+
+
 def eager_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, trainable_params: int,
                     stage_layers: int) -> tuple[float, float]:
     """(seconds of one replica's micro-batches on one GPU without the bubble, the matrix efficiency used): per
     micro-batch, forward and backward each the longer of GPU time and host issue time. Full recompute re-runs the
-    checkpointed decoder layers, not the LM head (transformers checkpoints layers)."""
+    checkpointed decoder layers, not the LM head (transformers checkpoints layers). Where the profile splits the
+    GPU time (`elementwise_s`), attention runs at the profile's attention efficiency; else at the step share."""
     prof, mp, tokens = w.profile, w.tp * w.pp, w.tokens_per_micro_batch
-    lora = w.lora_rank is not None
-    fp32 = prof.train_fp32_flop_efficiency
-    efficiency = fp32 if w.compute_dtype == "fp32" and fp32 is not None else prof.train_flop_efficiency
+    lora, fp32, full = w.lora_rank is not None, w.compute_dtype == "fp32", w.recompute == "full"
+    efficiency = prof.train_fp32_flop_efficiency if fp32 and prof.train_fp32_flop_efficiency else \
+        prof.train_flop_efficiency
     assert efficiency is not None  # a profile with host figures gives a step-level efficiency
     layers = linear_params_per_token(arch)
     linear = layers + lm_head_numel(arch)
     math_fwd, math_bwd = math_attention_s(arch, w, gpu)  # replaces the fused kernel's attention where it runs
     attention = 0 if math_fwd else attention_flops(arch, w.batch, w.seq_len) / tokens
     adapters = trainable_params if lora else 0
-    forward = (2 * linear + 2 * adapters + attention) * tokens / mp
-    backward = ((2 if lora else 4) * linear + 4 * adapters + 2 * attention) * tokens / mp
-    full = w.recompute == "full"
+    split = prof.train_backward_elementwise_ratio is not None
+    lumped = 0 if split else attention  # one step share for GEMMs and attention alike
+    forward = (2 * linear + 2 * adapters + lumped) * tokens / mp
+    backward = ((2 if lora else 4) * linear + 4 * adapters + 2 * lumped) * tokens / mp
     if full:
-        backward += (2 * layers + attention) * tokens / mp
+        backward += (2 * layers + lumped) * tokens / mp
         math_bwd += math_fwd
     bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
+    ew_fwd, ew_bwd = elementwise_s(arch, w, bandwidth)
+    attn_fwd = 0.0
+    if split:  # fp32 attention: the memory-efficient kernel on CUDA cores, as a prefill's
+        attn_eff = (prof.fp32_attention_flop_efficiency if fp32 else None) or prof.attention_flop_efficiency
+        attn_fwd = attention * tokens / mp / (peak * attn_eff)
+    gemm_fwd = forward / (peak * efficiency) + attn_fwd
+    gemm_bwd = backward / (peak * efficiency) + (3 if full else 2) * attn_fwd
     loss_fwd, loss_bwd = (b / w.tp for b in loss_stage_bytes(arch, tokens))
     cast = AUTOCAST_CAST_BYTES * trainable_params / mp if w.amp and not lora else 0
     host_fwd, host_bwd = host_s(prof, stage_layers, checkpointed=full)
-    gpu_fwd = forward / (peak * efficiency) + (loss_fwd + cast) / bandwidth + math_fwd
-    gpu_bwd = backward / (peak * efficiency) + (loss_bwd + (cast if full else 0)) / bandwidth + math_bwd
+    gpu_fwd = gemm_fwd + (loss_fwd + cast) / bandwidth + ew_fwd + math_fwd
+    gpu_bwd = gemm_bwd + (loss_bwd + (cast if full else 0)) / bandwidth + ew_bwd + math_bwd
     return w.grad_accum * (max(gpu_fwd, host_fwd) + max(gpu_bwd, host_bwd)), efficiency
 
 
