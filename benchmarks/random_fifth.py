@@ -4,7 +4,7 @@ an eager training step split into GEMMs, attention and elementwise kernels, from
 from __future__ import annotations
 
 # `python benchmarks/random_points.py` at commit 0ce9aeb (before the fifth pass), on the same files: term -> split ->
-# (cases, within target, median |error|, worst error and its case). Only the term the fifth pass changed (item 14).
+# (cases, within target, median |error|, worst error and its case). Only the term the fifth pass changed (items 14–15).
 BEFORE_FIFTH: dict[str, dict[str, tuple[int, int, float, str]]] = {
     "train step": {"fit": (17, 11, 0.123, "+43.0% (s0/rand-t10 bf16 b4 s512)"),
                    "held-out": (35, 23, 0.102, "+36.8% (s1/rand-t12 amp b2 s1024 ckpt)"),
@@ -16,7 +16,7 @@ BEFORE_FIFTH: dict[str, dict[str, tuple[int, int, float, str]]] = {
 }
 
 FIFTH_PASS = """\
-### Fifth pass (item 14): a training step's GPU time, kernel by kind
+### Fifth pass (items 14–15): a training step's GPU time, kernel by kind
 
 14. **The eager step's GPU time is GEMMs, attention and elementwise kernels, not one share** (item 2's 0.45 of the
    bf16 peak lumped them; GPU-bound fp32 steps read up to 27% low). Seed 5's training rows time the kernels of one
@@ -49,9 +49,21 @@ FIFTH_PASS = """\
    before issue 15) the step's median error goes 7.6% → 10.7%: llama-3.2-1b and -3b amp steps come closer
    (−7.5 / −6.7 / −6.8% → −2.6 / −3.4 / −4.2%), checkpointed bf16 steps go higher (llama-3.2-3b +7.6% →
    +11.2%, llama-3.2-1b bf16 −0.3% → +5.4%).
+15. **Sliding windows in a training step run the masked kernel over every causal pair** (after item 14, Gemma 2's
+   GPU-bound 16-bit steps read low: s5/rand-t15 −18.8%, s0/rand-t15 −26.2%). transformers hands SDPA a model's
+   sliding windows as an explicit mask in training as in a prefill, so the memory-efficient kernel scores every
+   causal pair — the rule and the figure the prefill already has (`memory.prefill_masked_attention`,
+   `masked_attention_flop_efficiency` 0.17, fitted on mistral-7b's catalog prefills; nothing fitted here):
+   `eager_step.eager_compute_s` counts attention with the windows ignored at that fraction, forward once and
+   backward twice, where the profile splits the step (item 14). Train step time, item 14 → item 15: fit 9.7% →
+   9.7% (10 → 11 of 17 within ±15%), held out 6.2% → 6.2% (24 of 35), fresh 5.9% → 4.5% (22 of 25), seed 4
+   11.4% → 10.8% (13 of 18), seed 4 cal 8.7% → 8.7%, seed 5 3.6% → 3.6% and seed 5 cal 4.3% → 4.3% (their
+   held-out sliding-window steps are host-bound or fp32); s5/rand-t15 −18.8% → −12.9%, s0/rand-t15 −26.2% → −22.9%,
+   s3/rand-t19 −11.3% → −4.1%. On the catalog's training table phi-3-mini (sliding-window layers) goes −11.2% →
+   −6.9%, and the table's median step error, 7.6% before item 14, reads 6.9%.
 
-Left by this pass: the elementwise backward counted op by op per family (gemma2's own passes and its masked
-attention in training), the 4–13 ms between the kernels' busy time and the wall time of GPU-bound steps (the
-host's preamble, as item 11 found for prefills), and small GEMMs' wave quantization at 1,024 tokens and below
+Left by this pass: the elementwise backward counted op by op per family (gemma2's own passes: its layers dispatch
+76 operations where llama's dispatch 52), the 4–13 ms between the kernels' busy time and the wall time of GPU-bound
+steps (the host's preamble, as item 11 found for prefills), and small GEMMs' wave quantization at 1,024 tokens and below
 (item 12: 1.0–4.7× their modelled time), which a shape-aware GEMM term over the card's SM count would need.
 """

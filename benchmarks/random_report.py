@@ -94,8 +94,8 @@ def section(data: Path = DATA) -> list[str]:
             "| --- | --- | ---: | ---: | --- |"]
     out += [f"| {term} | {split} | {n} | {below} | {p.predicted / p.measured:.1%} of measured ({p.model} {p.case}) |"
             for term, split, n, below, p in bound_summary(pts) if not split.endswith(" cal")]
-    for title, before in (("Before the fifth pass (item 14; the shipped model at commit 0ce9aeb, the same rows; only "
-                           "the term it changed):", BEFORE_FIFTH),
+    for title, before in (("Before the fifth pass (items 14–15; the shipped model at commit 0ce9aeb, the same rows; "
+                           "only the term it changed):", BEFORE_FIFTH),
                           ("Before the fourth pass (items 11–13; the shipped model at commit 8aa4829, the same rows; "
                            "only the terms it changed):", BEFORE_FOURTH),
                           ("Before the second pass (items 4–7; the shipped model at commit 2172808, the same rows):",

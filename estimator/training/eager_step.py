@@ -26,7 +26,8 @@ from estimator.model.compute import (
     math_attention_scores,
 )
 from estimator.model.inventory import lm_head_numel, tensor_inventory
-from estimator.model.memory import runs_math_attention
+from estimator.model.memory import prefill_masked_attention, runs_math_attention
+from estimator.model.timing import attention_flop_fraction
 from estimator.training.states import state_dtype_bytes
 from estimator.training.workload import TrainingWorkload
 
@@ -136,9 +137,10 @@ def eager_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak:
     layers = linear_params_per_token(arch)
     linear = layers + lm_head_numel(arch)
     math_fwd, math_bwd = math_attention_s(arch, w, gpu)  # replaces the fused kernel's attention where it runs
-    attention = 0 if math_fwd else attention_flops(arch, w.batch, w.seq_len) / tokens
-    adapters = trainable_params if lora else 0
     split = prof.train_backward_elementwise_ratio is not None
+    masked = split and prefill_masked_attention(arch, prof)  # sliding windows as a mask: every causal pair scored
+    attention = 0 if math_fwd else attention_flops(arch, w.batch, w.seq_len, ignore_windows=masked) / tokens
+    adapters = trainable_params if lora else 0
     lumped = 0 if split else attention  # one step share for GEMMs and attention alike
     forward = (2 * linear + 2 * adapters + lumped) * tokens / mp
     backward = ((2 if lora else 4) * linear + 4 * adapters + 2 * lumped) * tokens / mp
@@ -149,7 +151,8 @@ def eager_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak:
     ew_fwd, ew_bwd = elementwise_s(arch, w, bandwidth)
     attn_fwd = 0.0
     if split:  # fp32 attention: the memory-efficient kernel on CUDA cores, as a prefill's
-        attn_eff = (prof.fp32_attention_flop_efficiency if fp32 else None) or prof.attention_flop_efficiency
+        attn_eff = (prof.fp32_attention_flop_efficiency if fp32 else None) or \
+            attention_flop_fraction(prof, masked=masked)
         attn_fwd = attention * tokens / mp / (peak * attn_eff)
     gemm_fwd = forward / (peak * efficiency) + attn_fwd
     gemm_bwd = backward / (peak * efficiency) + (3 if full else 2) * attn_fwd
