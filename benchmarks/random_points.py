@@ -41,7 +41,7 @@ from estimator.training.workload import TrainingWorkload
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "measured" / "random"
 FIT_SEED = 0
 FRESH_SEEDS = (3,)
-CALIBRATED_SEEDS = (4, 5)  # seeds whose call ran `estimator calibrate` first (h200-…-seed<N>-calibration.yaml)
+CALIBRATED_SEEDS = (4, 5, 6)  # seeds whose call ran `estimator calibrate` first (h200-…-seed<N>-calibration.yaml)
 # seed 5 (fourth pass) carries the kernels' busy time; its `fit` rows may shape a mechanism and join `fit`, its
 # `held-out` rows are judged as `seed 5` (and `seed 5 cal`)
 SPLIT_SEEDS = (5,)
