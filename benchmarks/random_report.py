@@ -74,11 +74,11 @@ profiles, `seed 4 cal` with that call's calibration file applied to them — eve
 cost per operation included (item 8) — which is what `estimate` gives a user who ran `calibrate` on that machine.
 Seed 5 (22 + 16 architectures, a fourth device session, `calibrate` first) adds the kernels' busy time beside the
 wall time; its `fit` rows join `fit` and shaped the fourth pass, its held-out rows are `seed 5` and `seed 5 cal`.
-Seed 6 (16 inference and 15 training architectures ran inside the budget, of 20 and 16 drawn; the same device session as seed 5,
-`calibrate` first) was measured after the fourth pass and items 14–15 had landed; no constant was set from it and
-every row is held out (`seed 6`, `seed 6 cal`). Its call's `calibrate` read 21.67 µs per transformers operation at
-the start (16.45 at the end) where the `hf` profile ships 16.94: a slow phase of the host, which is why its shipped
-HF decode median is the worst of all splits and the calibrated one much better.
+Seed 6 (16 inference and 15 training architectures ran inside the budget, of 20 and 16 drawn; the same device
+session as seed 5, `calibrate` first) was measured after the fourth pass and items 14–15 had landed; no constant
+was set from it and every row is held out (`seed 6`, `seed 6 cal`). Its call's `calibrate` read 21.67 µs per
+transformers operation at the start (16.45 at the end) where the `hf` profile ships 16.94: a slow phase of the
+host, which is why its shipped HF decode median is the worst of all splits and the calibrated one much better.
 `python benchmarks/random_points.py --cases` prints every case (`--calibration host` applies only the host cost).
 """
 
