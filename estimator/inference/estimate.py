@@ -15,7 +15,6 @@ from estimator.inference.expert_parallel import (
     ep_memory,
     expert_notes,
     expert_parallel,
-    with_all_to_all,
 )
 from estimator.inference.explain import explain as explain_lines
 from estimator.inference.report import (
@@ -122,9 +121,9 @@ def _times(terms: _Terms, arch: Architecture | None, gpu: GpuSpec, w: InferenceW
     act = w.activation_bytes_per_element
     prefill_a2a = 0.0 if ex is None else ex.all_to_all_s(w.batch * w.prompt_tokens, act)
     step_a2a = 0.0 if ex is None else ex.all_to_all_s(w.batch, act)
-    return _Times(hw, with_all_to_all(phase_time(terms.prefill, hw, w.profile), prefill_a2a),
-                  with_all_to_all(phase_time(terms.decode, hw, w.profile), step_a2a) if decoding else None,
-                  with_all_to_all(phase_time(terms.step, hw, w.profile), step_a2a) if decoding else None,
+    return _Times(hw, phase_time(terms.prefill, hw, w.profile).with_communication(prefill_a2a),
+                  phase_time(terms.decode, hw, w.profile).with_communication(step_a2a) if decoding else None,
+                  phase_time(terms.step, hw, w.profile).with_communication(step_a2a) if decoding else None,
                   prefill_a2a + (step_a2a if decoding else 0.0))
 
 

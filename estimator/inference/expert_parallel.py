@@ -15,7 +15,7 @@ TP × DP), a batch that does not split evenly over the groups, and an EP group w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.specs import GpuSpec
@@ -24,7 +24,6 @@ from estimator.errors import WorkloadInvalid
 from estimator.inference.workload import InferenceWorkload
 from estimator.model.capacity import MAX_BATCH, MAX_TOKENS, largest_true, longest_prompt
 from estimator.model.collectives import Link, group_link
-from estimator.model.elementwise import maximum
 from estimator.model.experts import (
     attention_groups,
     dispatch_bytes,
@@ -36,7 +35,6 @@ from estimator.model.experts import (
     routed_expert_bytes,
 )
 from estimator.model.footprint import GpuMemory
-from estimator.model.timing import PhaseTime
 from estimator.notes import Note, NoteCode, note
 
 
@@ -93,17 +91,6 @@ def expert_parallel(model: ModelSpec, w: InferenceWorkload, ep: int, system: Sys
         raise WorkloadInvalid(f"expert parallel {ep} needs {ep} GPUs; {nodes} × {system.name} has "
                               f"{nodes * system.gpus_per_node} (give --nodes)")
     return ExpertParallel(arch, tp, ep, group_link(system, ep))
-
-
-def with_all_to_all(t: PhaseTime, seconds: float) -> PhaseTime:
-    """``t`` with ``seconds`` of all-to-all added to its communication, and its expected time re-derived by
-    `timing.phase_time`'s rule (the all-to-all waits as the all-reduces do; the roofline bound stays the floor)."""
-    if not seconds:
-        return t
-    gpu_s = maximum(t.compute_s, t.weights_s) + t.elementwise_s + t.kv_s + t.fixed_s
-    communication = t.communication_s + seconds
-    return replace(t, communication_s=communication,
-                   expected_s=maximum(maximum(gpu_s, t.host_s) + communication, t.bound_s))
 
 
 def ep_max_batch(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, ex: ExpertParallel) -> int:

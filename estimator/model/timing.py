@@ -10,7 +10,7 @@ Costs and times may be numpy float arrays (a sweep grid): the functions evaluate
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from estimator.catalog.profiles import EfficiencyProfile
@@ -117,6 +117,28 @@ class PhaseTime:
     host_s: float = 0.0  # layers × the profile's host_per_layer_s (host dispatch, overlapped with the GPU)
     prologue_s: float = 0.0  # the host's preamble before the first kernel, which the GPU waits through
 
+    @property
+    def gpu_s(self) -> float:
+        """The GPU's time: a GEMM streams its weights while it computes (the larger of the two), then the
+        elementwise kernels, the KV read, the fixed costs and the host's preamble."""
+        return maximum(self.compute_s, self.weights_s) + self.elementwise_s + self.kv_s + self.fixed_s \
+            + self.prologue_s
+
+    def with_communication(self, seconds: float) -> PhaseTime:
+        """This phase with ``seconds`` more communication it waits for (e.g. MoE all-to-alls), its expected time
+        combined again by `expected_time`'s rule."""
+        if not seconds:
+            return self
+        communication = self.communication_s + seconds
+        return replace(self, communication_s=communication,
+                       expected_s=expected_time(self.gpu_s, self.host_s, communication, self.bound_s))
+
+
+def expected_time(gpu_s: float, host_s: float, communication_s: float, bound_s: float) -> float:
+    """The phase's expected time: the longer of the GPU's and the host's, then the communication it waits for;
+    never below the roofline bound."""
+    return maximum(maximum(gpu_s, host_s) + communication_s, bound_s)
+
 
 def roofline_s(cost: PhaseCost, hw: Hardware) -> tuple[float, Bound]:
     """max(FLOPs / peak, bytes / bandwidth) and which one sets it."""
@@ -206,9 +228,6 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     # The host's work before the phase's first kernel overlaps no GPU work: the GPU starts only when it ends, so a
     # GPU-bound phase takes it plus the GPU's time; a host-bound one, the host's whole time (which holds it).
     prologue_s = profile.host_prologue_s if cost.host_prologue and cost.host_ops and profile.host_per_op_s else 0.0
-    gpu_s = maximum(compute_s, weights_s) + elementwise_s + kv_s + fixed_s + prologue_s
-    host_s = host_dispatch_s(cost, profile)
-    communication_s = allreduce_s(cost, hw, profile)
-    expected = maximum(gpu_s, host_s) + communication_s
-    return PhaseTime(bound_s, bound, maximum(expected, bound_s), compute_s, weights_s + elementwise_s + kv_s,
-                     communication_s, weights_s, elementwise_s, kv_s, fixed_s, host_s, prologue_s)
+    t = PhaseTime(bound_s, bound, 0.0, compute_s, weights_s + elementwise_s + kv_s, allreduce_s(cost, hw, profile),
+                  weights_s, elementwise_s, kv_s, fixed_s, host_dispatch_s(cost, profile), prologue_s)
+    return replace(t, expected_s=expected_time(t.gpu_s, t.host_s, t.communication_s, bound_s))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from estimator import default_catalog
-from estimator.model.timing import Hardware, PhaseCost, phase_time
+from estimator.model.timing import Hardware, PhaseCost, PhaseTime, expected_time, phase_time
 
 # 1 PFLOP/s and 1 TB/s, one GPU: round numbers whose quotients are exact in the comments below
 HW = Hardware(peak_flop_per_s=1e15, bandwidth_bytes_per_s=1e12, memory_type="HBM3e", link_bytes_per_s=None,
@@ -63,3 +63,16 @@ def test_an_fp32_graph_decode_walks_its_cache_in_place_of_the_kv_read() -> None:
     # the eager hf profile states no cache-attention figures: its fp32 KV read stays
     hf = default_catalog().profiles.get("hf")
     assert phase_time(cost, HW, hf).kv_s == pytest.approx(1e9 / (1e12 * hf.bandwidth_fraction("HBM3e")))
+
+
+def test_added_communication_keeps_every_gpu_part() -> None:
+    # The host's preamble is part of the GPU's time when more communication is added (an MoE all-to-all): the
+    # expected time is recombined by phase_time's own rule, not a copy of it that could drop a term.
+    t = PhaseTime(bound_s=0.001, bound="compute", expected_s=0.0, compute_s=0.004, memory_s=0.003,
+                  communication_s=0.0005, weights_s=0.002, elementwise_s=0.0005, kv_s=0.0005, fixed_s=0.00025,
+                  host_s=0.003, prologue_s=0.0015)
+    assert t.gpu_s == 0.004 + 0.0005 + 0.0005 + 0.00025 + 0.0015  # max(compute, weights) + the rest
+    later = t.with_communication(0.002)
+    assert later.communication_s == 0.0025
+    assert later.expected_s == expected_time(t.gpu_s, 0.003, 0.0025, 0.001) == t.gpu_s + 0.0025
+    assert t.with_communication(0.0) is t
