@@ -46,7 +46,7 @@ from estimator.model.collectives import (
     rail_ring_allreduce_s,
     ring_allreduce_s,
 )
-from estimator.training.experts import step_all_to_all_s
+from estimator.training.experts import expert_link, step_all_to_all_s
 from estimator.training.workload import TrainingWorkload
 
 
@@ -145,8 +145,7 @@ def step_communication(w: TrainingWorkload, gpu: GpuSpec, system: SystemSpec | N
         experts = w.model_copy(update={"dp": w.dp // w.ep, "tp": w.tp * w.ep})
         dp_s += _dp_s(experts, system, dp_link, eff, shard_params=expert_params, compute_bytes=compute_bytes,
                       grad_wire_bytes=grad_wire_bytes)[0]
-        # Megatron-core's rank order tp-cp-ep-dp-pp: the EP ranks sit next to TP × CP (parallel_state.py)
-        ep_link = dp_link if system is None else _scaled(group_link(system, w.tp * w.cp * w.ep), eff)
+        ep_link = _scaled(expert_link(w, gpu, system), eff)
         ep_s = step_all_to_all_s(w, moe_layers=moe_layers, experts_per_token=experts_per_token, hidden=hidden,
                                  element_bytes=compute_bytes, link=ep_link)
     # ring attention: each of the cp − 1 steps hands this rank's K and V chunk on; the backward hands K, V and

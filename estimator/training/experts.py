@@ -79,6 +79,15 @@ def step_all_to_all_s(w: TrainingWorkload, *, moe_layers: int, experts_per_token
     return moe_layers * passes(w) * w.grad_accum * all_to_all_s(payload, w.ep, link)
 
 
+def expert_link(w: TrainingWorkload, gpu: GpuSpec, system: SystemSpec | None) -> Link:
+    """What the EP group's all-to-all crosses, before the profile's interconnect efficiency: the slowest link of
+    tp × cp × ep consecutive GPUs (Megatron-core's rank order tp-cp-ep-dp-pp, parallel_state.py), or without a
+    system the card's own link (half its bidirectional datasheet figure)."""
+    if system is None:
+        return Link("link", (gpu.interconnect_bytes_per_s or 1.0) / 2, 0.0)
+    return group_link(system, w.tp * w.cp * w.ep)
+
+
 def stage_moe_layers(arch: Architecture, w: TrainingWorkload) -> int:
     """MoE layers on the busiest pipeline stage: ⌈MoE layers ÷ pp⌉."""
     return math.ceil(arch.num_moe_layers / w.pp)
@@ -92,8 +101,7 @@ def expert_notes(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, system: 
     e, k, eff = arch.moe.num_experts, arch.moe.experts_per_token, w.profile.interconnect_efficiency
     layout = [note(NoteCode.EXPERT_PARALLEL, ep=w.ep, tp=w.tp, groups=w.reduce_group // w.ep, experts=e,
                    per_gpu=e // w.ep, sequences=w.batch, training=True)]
-    link = (Link("link", (gpu.interconnect_bytes_per_s or 0.0) / 2, 0.0) if system is None
-            else group_link(system, w.tp * w.cp * w.ep))
+    link = expert_link(w, gpu, system)
     tokens, element = w.tokens_per_micro_batch / w.tp, 4 if w.compute_dtype == "fp32" else 2
     what = "dispatch and combine, forward and backward" + (", forward again" if passes(w) == 6 else "")
     line = note(NoteCode.EXPERT_ALL_TO_ALL, phase="training step", tokens=tokens, per_token=k,
