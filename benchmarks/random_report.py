@@ -10,6 +10,7 @@ from pathlib import Path
 from random_fifth import BEFORE_FIFTH, FIFTH_PASS
 from random_fourth import BEFORE_FOURTH, FOURTH_PASS
 from random_points import DATA, TARGETS, bound_summary, load, points, summary
+from random_sixth import sixth_pass
 
 # `python benchmarks/random_points.py` at commit 4f34dec (before issue 15's mechanisms), on the same files:
 # term -> split -> (cases, within target, median |error|, worst error and its case).
@@ -111,7 +112,7 @@ def section(data: Path = DATA) -> list[str]:
         for term, splits in before.items():
             for split, (cases, within, median, worst) in splits.items():
                 out.append(_row(term, split, cases, within, median, worst))
-    return [*out, "", MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS]
+    return [*out, "", MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data)]
 
 
 MECHANISMS = """\

@@ -64,6 +64,10 @@ class EfficiencyProfile(BaseModel):
     # the host's work before a phase's first kernel (the forward's preamble), inside the host time above: no GPU work
     # overlaps it, so a GPU-bound phase takes it plus the GPU's time (timing.phase_time; families counted in ops)
     host_prologue_s: Seconds = 0
+    # the host's state (timing.host_state_range): a counted operation's host cost over one bare launch on the host
+    # host_per_op_s was measured on, and the bare launch's fastest and slowest state seen there
+    host_op_bare_ratio: float | None = Field(default=None, gt=0, le=100)
+    host_bare_op_range_s: tuple[Seconds, Seconds] | None = None
     # an fp32 decode step's SDPA over the cache (timing.cache_attention_s): seconds per key position of every
     # layer, and per key position × (sequence, query head) pair; 0: the KV read at kv_read_efficiency instead
     fp32_cache_attention_key_s: Seconds = 0

@@ -17,6 +17,7 @@ from estimator.inference.expert_parallel import (
     expert_parallel,
 )
 from estimator.inference.explain import explain as explain_lines
+from estimator.inference.host_state import host_state_notes
 from estimator.inference.report import (
     GpuInfo,
     KvPart,
@@ -356,10 +357,10 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     if experts_read is not None and arch is not None and arch.moe is not None:
         e, k = arch.moe.num_experts, arch.moe.experts_per_token
         explain.append(note(NoteCode.MOE_DECODE, experts=e, per_token=k, sequences=wg.batch, experts_read=experts_read))
-    ep_assumptions: list[Note] = []
+    more = host_state_notes(w.profile, {"prefill": times.prefill, "decode step": times.decode})
     if ex is not None:
         ep_assumptions, ep_lines = expert_notes(ex, w, decoding=times.decode is not None)
-        explain += ep_lines
+        more, explain = [*ep_assumptions, *more], explain + ep_lines
     return Report(
         model=_model_info(model, terms),
         gpu=GpuInfo(name=gpu.name, requested_as=requested_gpu or gpu.name, memory_type=gpu.memory_type,
@@ -375,7 +376,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
                               attention_groups=None if ex is None else ex.groups),
         memory=memory,
         time=_time_report(terms, times, w, experts_read, memory.fits, ex),
-        assumptions=(*system_assumptions, *_assumptions(model, gpu, w), *ep_assumptions),
+        assumptions=(*system_assumptions, *_assumptions(model, gpu, w), *more),
         warnings=(*system_warnings, *_warnings(model, gpu, w, dtype, mem.per_gpu, required), *_capped(model, memory)),
         explain=tuple(explain),
     )

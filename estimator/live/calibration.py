@@ -226,14 +226,16 @@ def matmul_update(profile: EfficiencyProfile, measured: float | None) -> dict[st
     return {"matmul_flop_efficiency": min(1.0, scaled)}
 
 
-def host_update(profile: EfficiencyProfile, measured: float | None) -> dict[str, float]:
+def host_update(profile: EfficiencyProfile, measured: float | None) -> dict[str, float | None]:
     """The host figures of ``profile`` at a measured cost per operation: ``host_per_op_s`` replaced and every
-    `HOST_SCALED` figure × measured ÷ the profile's own; nothing for a profile without a host floor counted in
+    `HOST_SCALED` figure × measured ÷ the profile's own, and the host states it was measured beside dropped (they
+    describe another host: `timing.host_state_range`); nothing for a profile without a host floor counted in
     operations (a CUDA-graph or serving profile), or without a measurement."""
     if not measured or not profile.host_per_op_s:
         return {}
     ratio = measured / profile.host_per_op_s
-    return {"host_per_op_s": measured, **{key: getattr(profile, key) * ratio for key in HOST_SCALED}}
+    return {"host_per_op_s": measured, "host_bare_op_range_s": None,
+            **{key: getattr(profile, key) * ratio for key in HOST_SCALED}}
 
 
 def calibrated_profile(profile: EfficiencyProfile, gpu: GpuSpec, path: Path | None) -> EfficiencyProfile:

@@ -231,3 +231,19 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     t = PhaseTime(bound_s, bound, 0.0, compute_s, weights_s + elementwise_s + kv_s, allreduce_s(cost, hw, profile),
                   weights_s, elementwise_s, kv_s, fixed_s, host_dispatch_s(cost, profile), prologue_s)
     return replace(t, expected_s=expected_time(t.gpu_s, t.host_s, t.communication_s, bound_s))
+
+
+def host_state_range(t: PhaseTime, profile: EfficiencyProfile) -> tuple[float, float] | None:
+    """A host-bound phase's expected time at the fastest and the slowest host state its profile states: the host's
+    figures (dispatch and preamble) at ``host_op_bare_ratio`` × each end of ``host_bare_op_range_s`` in place of
+    ``host_per_op_s``. None where the GPU sets the phase's time or the profile states no range."""
+    states, ratio, per_op = profile.host_bare_op_range_s, profile.host_op_bare_ratio, profile.host_per_op_s
+    if states is None or ratio is None or not per_op or t.host_s <= t.gpu_s:
+        return None
+
+    def at(bare_s: float) -> float:
+        factor = bare_s * ratio / per_op
+        gpu_s = t.gpu_s + t.prologue_s * (factor - 1)
+        return float(expected_time(gpu_s, t.host_s * factor, t.communication_s, t.bound_s))
+
+    return at(states[0]), at(states[1])

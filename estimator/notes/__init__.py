@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import computed_field, model_validator
 
 from estimator.notes.arithmetic import EXPECTED as _EXPECTED
+from estimator.notes.arithmetic import HOST_SPECS as _HOST_SPECS
 from estimator.notes.arithmetic import TIERS, Bytes, divided, expected, gpu_buffers, kv_split, span, weights_split
 from estimator.notes.expert_notes import SPECS as _EXPERT_SPECS
 from estimator.notes.model_notes import HEADERS, TOWERS, headers, state_per_sequence, towers_counted, uncounted_towers
@@ -68,6 +69,7 @@ class NoteCode(str, Enum):
     TENSOR_PARALLEL = "tensor-parallel"
     GPU_BUFFERS = "gpu-buffers"
     PREFILL_CHUNK = "prefill-chunk"
+    HOST_BOUND = "host-bound"
     SAVED_ACTIVATIONS = "saved-activations"
     LOSS_ONLY = "loss-only"
     STEADY_STATE = "steady-state"
@@ -330,7 +332,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.MOE_DECODE: ({"experts": int, "per_token": int, "sequences": int, "experts_read": float}, lambda v, b: (
         f"MoE decode: {v['experts']} × (1 − (1 − {v['per_token']}/{v['experts']})^{v['sequences']}) = "
         f"{v['experts_read']:.2f} of {v['experts']} experts read per layer per step")),
-    **{_C(code): spec for code, spec in _EXPERT_SPECS.items()},
+    **{_C(code): spec for code, spec in {**_EXPERT_SPECS, **_HOST_SPECS}.items()},
     _C.MODEL_STATES: ({"trainable_params": int, "weights_bytes": int, "gradient_bytes": int, "master_bytes": int,
                       "optimizer_bytes": int, "zero_stage": int, "dp": int, "model_parallel": int}, lambda v, b: (
         f"model states: {v['trainable_params']:,} trainable params → weights {b(v['weights_bytes'])} + grads "
@@ -356,8 +358,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
 
 
 def _fits_type(value: NoteValue, kind: type | tuple[type, ...]) -> bool:
-    if kind is float:
-        kind = _NUM
+    kind = _NUM if kind is float else kind
     return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
 
 
@@ -390,8 +391,7 @@ def note(code: NoteCode, **values: NoteValue) -> Note:
 
 
 def word_values(code: NoteCode, values: Mapping[str, NoteValue], *, binary: bool) -> str:
-    """The sentence of ``code`` with ``values``, byte counts in GiB when ``binary`` else GB (no model built: sweep
-    words a million rows this way)."""
+    """``code``'s sentence with ``values``, bytes in GiB when ``binary`` else GB (no model built: as sweep's rows)."""
     return _SPECS[code][1](values, partial(format_bytes, binary=binary))
 
 

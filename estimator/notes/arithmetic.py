@@ -74,3 +74,23 @@ def gpu_buffers(v: Mapping[str, Any], b: Bytes) -> str:
     ddp = f" and {b(v['ddp_bytes'])} of DDP gradient buckets" if v["ddp_bytes"] else ""
     return (f"each of the {v['gpus']} GPUs holds {b(v['nccl_bytes'])} of NCCL buffers (in overhead){ddp}, which one "
             "GPU alone does not")
+
+
+HOST_BOUND: dict[str, type | tuple[type, ...]] = {
+    "phase": str, "profile": str, "seconds": float, "per_op_s": float, "ratio": float, "fast_s": float,
+    "slow_s": float, "low_s": float, "high_s": float}
+
+
+def host_bound(v: Mapping[str, Any]) -> str:
+    """A host-bound phase's time, and how far the host's state moves it (`timing.host_state_range`)."""
+    s = format_seconds
+    return (f"{v['phase']} is bound by the host's dispatch ({v['profile']}): {s(v['seconds'])} at the profile's "
+            f"{s(v['per_op_s'])} per counted operation, {v['ratio']:.2f} × one bare launch on the host it was "
+            f"measured on, whose bare launch moved between {s(v['fast_s'])} and {s(v['slow_s'])} from case to case "
+            f"(its two states, docs/accuracy.md item 16): {s(v['low_s'])} to {s(v['high_s'])} on that host; "
+            "`estimator calibrate` measures this machine's cost per operation")
+
+
+# code → (values, wording), merged into the notes' table (`estimator.notes`)
+HOST_SPECS: dict[str, tuple[dict[str, type | tuple[type, ...]], Callable[[Mapping[str, Any], Bytes], str]]] = {
+    "host-bound": (HOST_BOUND, lambda v, b: host_bound(v))}

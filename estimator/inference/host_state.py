@@ -1,0 +1,23 @@
+"""The assumption a host-bound phase carries: its time at the profile's cost per operation, and the span the host's
+state moves it over on the host the profile was measured on (`estimator.model.timing.host_state_range`)."""
+
+from __future__ import annotations
+
+from estimator.catalog.profiles import EfficiencyProfile
+from estimator.model.timing import PhaseTime, host_state_range
+from estimator.notes import Note, NoteCode, note
+
+
+def host_state_notes(profile: EfficiencyProfile, phases: dict[str, PhaseTime | None]) -> list[Note]:
+    """One note per phase (by name) whose host dispatch sets its time under ``profile``; none where the GPU does or
+    the profile states no host states."""
+    out = []
+    for name, t in phases.items():
+        span = None if t is None else host_state_range(t, profile)
+        if t is None or span is None or profile.host_bare_op_range_s is None or profile.host_op_bare_ratio is None:
+            continue
+        fast, slow = profile.host_bare_op_range_s
+        out.append(note(NoteCode.HOST_BOUND, phase=name, profile=profile.name, seconds=float(t.expected_s),
+                        per_op_s=profile.host_per_op_s, ratio=profile.host_op_bare_ratio, fast_s=fast, slow_s=slow,
+                        low_s=span[0], high_s=span[1]))
+    return out
