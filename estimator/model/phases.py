@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from estimator.catalog.architecture import Architecture, ModelSpec
+from estimator.catalog.profiles import EfficiencyProfile
 from estimator.model.compute import (
     MATH_SDPA_PASS_BYTES_PER_SCORE,
     attention_flops,
@@ -33,14 +34,22 @@ from estimator.model.runtime import Runtime
 from estimator.model.timing import PhaseCost
 
 
-def _elementwise_bytes_per_token(arch: Architecture, rt: Runtime, tp: int) -> float:
-    """Bytes elementwise kernels move per token over all layers: the profile's passes over the hidden and
-    (sharded) FFN widths (MoE: the k routed experts' and the shared expert's width)."""
+def elementwise_elements_per_layer(arch: Architecture, profile: EfficiencyProfile, tp: int, *,
+                                   hidden_shards: int = 1) -> float:
+    """Elements the elementwise kernels (norms, rotary, activations, residual adds) move per token and layer on one
+    of ``tp`` ranks: the profile's passes over the hidden width (÷ ``hidden_shards`` where sequence parallel splits
+    the norms) and over the sharded FFN width (MoE: the k routed experts' and the shared expert's width). Prefill,
+    decode and a training step's forward all count them so."""
     ffn = arch.mlp.intermediate_size
     if arch.moe is not None and arch.num_moe_layers:
         ffn = arch.moe.experts_per_token * arch.moe.expert_intermediate_size + arch.moe.shared_intermediate_size
-    passes = rt.profile.elementwise_hidden_passes * arch.hidden_size + rt.profile.elementwise_ffn_passes * ffn / tp
-    return passes * rt.activation_bytes_per_element * arch.num_layers
+    return float(profile.elementwise_hidden_passes * arch.hidden_size / hidden_shards
+                 + profile.elementwise_ffn_passes * ffn / tp)
+
+
+def _elementwise_bytes_per_token(arch: Architecture, rt: Runtime, tp: int) -> float:
+    """Bytes elementwise kernels move per token over all layers (`elementwise_elements_per_layer`)."""
+    return elementwise_elements_per_layer(arch, rt.profile, tp) * rt.activation_bytes_per_element * arch.num_layers
 
 
 def eager_ops(arch: Architecture, rt: Runtime, *, decode: bool) -> int:

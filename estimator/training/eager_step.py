@@ -27,6 +27,7 @@ from estimator.model.compute import (
 )
 from estimator.model.inventory import lm_head_numel, tensor_inventory
 from estimator.model.memory import prefill_masked_attention, runs_math_attention
+from estimator.model.phases import elementwise_elements_per_layer
 from estimator.model.timing import attention_flop_fraction
 from estimator.training.states import state_dtype_bytes
 from estimator.training.workload import TrainingWorkload
@@ -114,11 +115,8 @@ def elementwise_s(arch: Architecture, w: TrainingWorkload, bandwidth: float) -> 
     prof, ratio = w.profile, w.profile.train_backward_elementwise_ratio
     if ratio is None:
         return 0.0, 0.0
-    ffn = arch.mlp.intermediate_size
-    if arch.moe is not None and arch.num_moe_layers:
-        ffn = arch.moe.experts_per_token * arch.moe.expert_intermediate_size + arch.moe.shared_intermediate_size
     element = 4 if w.compute_dtype == "fp32" else 2
-    passes = prof.elementwise_hidden_passes * arch.hidden_size + prof.elementwise_ffn_passes * ffn / w.tp
+    passes = elementwise_elements_per_layer(arch, prof, w.tp)
     forward = passes * element * arch.num_layers / w.pp * w.tokens_per_micro_batch / bandwidth
     return forward, forward * (ratio + (1 if w.recompute == "full" else 0))
 

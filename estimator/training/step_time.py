@@ -34,6 +34,7 @@ from estimator.catalog.systems import SystemSpec
 from estimator.errors import WorkloadInvalid
 from estimator.model.compute import attention_flops, linear_params_per_token
 from estimator.model.inventory import lm_head_numel
+from estimator.model.phases import elementwise_elements_per_layer
 from estimator.training.communication import Communication, step_communication
 from estimator.training.eager_step import eager_compute_s, eager_optimizer_s, uses_eager_step
 from estimator.training.experts import routed_expert_params, stage_moe_layers
@@ -77,12 +78,9 @@ class StepInputs:
 
 def _elementwise_bytes_per_token(arch: Architecture, w: TrainingWorkload, compute_bytes: int) -> float:
     """Forward bytes of the elementwise passes and (eager) attention scores per token, all layers, one GPU."""
-    prof, tp = w.profile, w.tp
-    ffn = arch.mlp.intermediate_size
-    if arch.moe is not None and arch.num_moe_layers:
-        ffn = arch.moe.experts_per_token * arch.moe.expert_intermediate_size + arch.moe.shared_intermediate_size
-    hidden = arch.hidden_size / (tp if w.sequence_parallel else 1)  # norms are replicated over TP without SP
-    passes = prof.elementwise_hidden_passes * hidden + prof.elementwise_ffn_passes * ffn / tp
+    tp = w.tp
+    # norms are replicated over TP without sequence parallel
+    passes = elementwise_elements_per_layer(arch, w.profile, tp, hidden_shards=tp if w.sequence_parallel else 1)
     scores = EAGER_SCORE_PASSES * arch.attention.num_heads / tp * w.seq_len if w.attention == "eager" else 0.0
     return (passes + scores) * compute_bytes * arch.num_layers
 
