@@ -58,19 +58,19 @@ def probe_of(row: dict[str, Any]) -> float | None:
     return float(found) if found else None
 
 
-def _rows(seeds: Iterable[int] = SEEDS, data: Path = DATA) -> list[dict[str, Any]]:
+def rows_of(seeds: Iterable[int] = SEEDS, data: Path = DATA) -> list[dict[str, Any]]:
     return [row for seed in seeds for row in load(sorted(data.glob(f"*-seed{seed}.jsonl")))]
 
 
 def states(rows: list[dict[str, Any]], seed: int) -> States:
     """The probes of ``seed`` split where the gap between the two states lies: at the geometric mean of the 10th and
-    90th percentiles (each state's probes sit on one side of it; the states are 1.5–2× apart)."""
+    90th percentiles (each state's probes sit on one side of it; the states are 1.4–1.8× apart). The slow side always
+    holds the 90th percentile; the fast side holds the 10th unless that equals the split."""
     probes = sorted(p for row in rows if row.get("seed") == seed and (p := row.get("host_op_before_s")))
     low, high = probes[len(probes) // 10], probes[len(probes) * 9 // 10]
     split = (low * high) ** 0.5
     fast, slow = [p for p in probes if p < split], [p for p in probes if p >= split]
-    return States(seed, len(probes), split, statistics.median(fast), statistics.median(slow or [split]),
-                  len(slow) / len(probes))
+    return States(seed, len(probes), split, statistics.median(fast), statistics.median(slow), len(slow) / len(probes))
 
 
 def _with_hf(catalog: Catalog, hf: EfficiencyProfile) -> Callable[[str], EfficiencyProfile]:
@@ -139,7 +139,7 @@ def compare(rows: list[dict[str, Any]], ratio: float, catalog: Catalog | None = 
 
 
 def main() -> None:
-    rows = _rows()
+    rows = rows_of()
     for seed in SEEDS:
         s = states(rows, seed)
         print(f"seed {seed}: {s.probes} probes, fast {s.fast_s * 1e6:.1f} us, slow {s.slow_s * 1e6:.1f} us "

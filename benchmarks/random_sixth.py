@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from host_state import SEEDS, _rows, compare, fit_ratio, states  # benchmarks/host_state.py, beside this file
+from host_state import RATIOS, SEEDS, compare, fit_ratio, rows_of, states  # benchmarks/host_state.py, beside this file
 from random_points import DATA
 
 from estimator import default_catalog
@@ -35,7 +35,8 @@ def _wrap(text: str) -> str:
 
 
 def sixth_pass(data: Path = DATA) -> str:
-    rows = _rows(data=data)
+    rows = rows_of(data=data)
+    shipped_us = default_catalog().profiles.get("hf").host_per_op_s * 1e6
     found = [states(rows, seed) for seed in SEEDS]
     ratio = fit_ratio(rows)
     lines = ["### Sixth pass (item 16): the host's two states", "",
@@ -49,9 +50,10 @@ def sixth_pass(data: Path = DATA) -> str:
              "   | --- | ---: | ---: | ---: | ---: |"]
     lines += [f"   | {s.seed} | {s.probes} | {_us(s.fast_s)} | {_us(s.slow_s)} | {s.slow_share:.0%} |" for s in found]
     lines += ["", _wrap(f"A transformers operation's host cost is {ratio:.2f} × the bare launch probed just before its "
-              "case (the ratio that fits seed 5's `fit` rows best, prefill and eager decode together, of 1.40–2.40). "
+              "case (the ratio that fits seed 5's `fit` rows best, prefill and eager decode together, of "
+              f"{RATIOS[0]:.2f}–{RATIOS[-1]:.2f}). "
               "With each held-out case's host cost at that ratio × its own probe — what a model that knew the host's "
-              "state at that moment would give — against the shipped profile's fixed 16.94 µs:"), "",
+              f"state at that moment would give — against the shipped profile's fixed {shipped_us:.2f} µs:"), "",
               "   | seed | term | cases | median abs error, shipped | at the case's own probe |",
               "   | --- | --- | ---: | ---: | ---: |"]
     lines += [f"   | {c.seed} | {c.term} | {c.cases} | {c.shipped:.1%} | {c.at_row_probe:.1%} |"

@@ -11,13 +11,14 @@ from estimator.notes import Note, NoteCode, note
 def host_state_notes(profile: EfficiencyProfile, phases: dict[str, PhaseTime | None]) -> list[Note]:
     """One note per phase (by name) whose host dispatch sets its time under ``profile``; none where the GPU does or
     the profile states no host states."""
+    states, ratio = profile.host_bare_op_range_s, profile.host_op_bare_ratio
+    if states is None or ratio is None:
+        return []
     out = []
     for name, t in phases.items():
         span = None if t is None else host_state_range(t, profile)
-        if t is None or span is None or profile.host_bare_op_range_s is None or profile.host_op_bare_ratio is None:
-            continue
-        fast, slow = profile.host_bare_op_range_s
-        out.append(note(NoteCode.HOST_BOUND, phase=name, profile=profile.name, seconds=float(t.expected_s),
-                        per_op_s=profile.host_per_op_s, ratio=profile.host_op_bare_ratio, fast_s=fast, slow_s=slow,
-                        low_s=span[0], high_s=span[1]))
+        if t is not None and span is not None:
+            out.append(note(NoteCode.HOST_BOUND, phase=name, profile=profile.name, seconds=float(t.expected_s),
+                            per_op_s=profile.host_per_op_s, ratio=ratio, fast_s=states[0], slow_s=states[1],
+                            low_s=span[0], high_s=span[1]))
     return out

@@ -27,14 +27,15 @@ def host_state() -> Any:
 
 @pytest.fixture(scope="module")
 def rows(host_state: Any) -> list[dict[str, Any]]:
-    return list(host_state._rows())
+    return list(host_state.rows_of())
 
 
 def test_the_shipped_host_states_are_the_rows_own(host_state: Any, rows: list[dict[str, Any]]) -> None:
     """Exact to the 0.1 µs the profile states: the fastest fast-state median and the slowest slow-state median."""
     hf = default_catalog().profiles.get("hf")
     found = [host_state.states(rows, seed) for seed in host_state.SEEDS]
-    assert all(s.fast_s < s.split_s <= s.slow_s for s in found)
+    # two states, not one spread: every seed's slow median at least 1.4 × its fast one (1.42–1.73 measured)
+    assert all(s.slow_s >= 1.4 * s.fast_s for s in found), found
     span = (round(min(s.fast_s for s in found) * 1e7) / 1e7, round(max(s.slow_s for s in found) * 1e7) / 1e7)
     assert hf.host_bare_op_range_s == pytest.approx(span, abs=1e-12)
 
