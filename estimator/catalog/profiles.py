@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from estimator.catalog.specs import MemoryType
 
@@ -121,6 +121,13 @@ class EfficiencyProfile(BaseModel):
     foreach_element_pass_s: Seconds = 0
     fitted_on: tuple[str, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
+
+    @field_validator("host_bare_op_range_s")
+    @classmethod
+    def _fastest_first(cls, states: tuple[float, float] | None) -> tuple[float, float] | None:
+        if states is not None and states[0] > states[1]:
+            raise ValueError(f"give the fastest state first, then the slowest: [{states[1]:g}, {states[0]:g}]")
+        return states
 
     @property
     def overlaps(self) -> bool:

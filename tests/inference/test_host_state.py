@@ -65,3 +65,10 @@ def test_a_calibration_drops_the_states_of_another_host() -> None:
     update = host_update(hf, 2.0e-5)
     assert update["host_bare_op_range_s"] is None and update["host_per_op_s"] == 2.0e-5
     assert _host_notes(_report("hf", 1, 128, **update)) == []
+
+
+def test_a_profile_gives_its_host_states_fastest_first() -> None:
+    hf = default_catalog().profiles.get("hf")
+    data = {**hf.model_dump(), "host_bare_op_range_s": (1.37e-5, 7.3e-6)}
+    with pytest.raises(ValueError, match="fastest state first"):
+        type(hf).model_validate(data)
