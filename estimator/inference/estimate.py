@@ -357,7 +357,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     if experts_read is not None and arch is not None and arch.moe is not None:
         e, k = arch.moe.num_experts, arch.moe.experts_per_token
         explain.append(note(NoteCode.MOE_DECODE, experts=e, per_token=k, sequences=wg.batch, experts_read=experts_read))
-    more = host_state_notes(w.profile, {"prefill": times.prefill, "decode step": times.decode})
+    more = host_state_notes(w.profile, terms.prefill, times.prefill, terms.decode, times.decode)
     if ex is not None:
         ep_assumptions, ep_lines = expert_notes(ex, w, decoding=times.decode is not None)
         more, explain = [*ep_assumptions, *more], explain + ep_lines

@@ -77,18 +77,22 @@ def gpu_buffers(v: Mapping[str, Any], b: Bytes) -> str:
 
 
 HOST_BOUND: dict[str, type | tuple[type, ...]] = {
-    "phase": str, "profile": str, "seconds": float, "per_op_s": float, "ratio": float, "fast_s": float,
-    "slow_s": float, "low_s": float, "high_s": float}
+    "phase": str, "profile": str, "seconds": float, "host_s": float, "operations": float, "per_op_s": float,
+    "layers": int, "per_layer_s": float, "ratio": float, "fast_s": float, "slow_s": float, "low_s": float,
+    "high_s": float}
 
 
 def host_bound(v: Mapping[str, Any]) -> str:
-    """A host-bound phase's time, and how far the host's state moves it (`timing.host_state_range`)."""
+    """A host-bound phase's time, the figure its host dispatch comes from (operations counted or, for a family the
+    profile counts none of, layers), and how far the host's state moves it (`timing.host_state_range`)."""
     s = format_seconds
-    return (f"{v['phase']} is bound by the host's dispatch ({v['profile']}): {s(v['seconds'])} at the profile's "
-            f"{s(v['per_op_s'])} per counted operation, {v['ratio']:.2f} × one bare launch on the host it was "
-            f"measured on, whose bare launch moved between {s(v['fast_s'])} and {s(v['slow_s'])} from case to case "
-            f"(its two states, docs/accuracy.md item 16): {s(v['low_s'])} to {s(v['high_s'])} on that host; "
-            "`estimator calibrate` measures this machine's cost per operation")
+    source = (f"{v['operations']:,.0f} counted operations × {s(v['per_op_s'])}" if v["operations"] else
+              f"{v['layers']} layers × {s(v['per_layer_s'])} (the profile counts no operations for this family)")
+    return (f"{v['phase']} is bound by the host's dispatch ({v['profile']}): {s(v['seconds'])}, its host dispatch "
+            f"{s(v['host_s'])} from {source}; the profile's host figures were measured where a counted operation "
+            f"cost {v['ratio']:.2f} × one bare launch, and that host's bare launch moved between {s(v['fast_s'])} "
+            f"and {s(v['slow_s'])} from case to case (its two states, docs/accuracy.md item 16): {s(v['low_s'])} to "
+            f"{s(v['high_s'])} on that host; `estimator calibrate` measures this machine's cost per operation")
 
 
 # code → (values, wording), merged into the notes' table (`estimator.notes`)

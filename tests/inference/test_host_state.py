@@ -11,14 +11,15 @@ from estimator.live.calibration import host_update
 from estimator.model.timing import PhaseTime, host_state_range
 
 
-def _report(profile: str, batch: int, prompt: int, **override: float | None) -> object:
+def _report(profile: str, batch: int, prompt: int, model: str = "llama-3.2-1b",
+            override: dict[str, float | None] | None = None) -> object:
     catalog = default_catalog()
     chosen = catalog.profiles.get(profile)
     chosen = chosen.model_copy(update=override) if override else chosen
     fmt = catalog.formats.get("bf16")
     workload = InferenceWorkload(batch=batch, prompt_tokens=prompt, output_tokens=1, weight_format=fmt, kv_format=fmt,
                                  profile=chosen)
-    return estimate(catalog.models.get("llama-3.2-1b"), catalog.gpus.get("h200"), workload)
+    return estimate(catalog.models.get(model), catalog.gpus.get("h200"), workload)
 
 
 def _host_notes(report: object) -> list[dict[str, object]]:
@@ -35,6 +36,18 @@ def test_a_host_bound_phase_states_its_span_over_the_host_states() -> None:
         # the shipped cost per operation sits between the two states: the phase's time lies inside its span
         assert v["low_s"] < v["seconds"] < v["high_s"]  # type: ignore[operator]
     assert notes["prefill"]["seconds"] == report.time.prefill_s  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("model", "operations"), [
+    ("llama-3.2-1b", 16 * 52),  # llama's prefill: 52 counted operations a layer (the profile's eager_ops_per_layer)
+    ("qwen3-0.6b", 0),  # a family the profile counts no operations for: 28 layers × host_per_layer_s
+])
+def test_the_note_names_the_figure_the_host_time_comes_from(model: str, operations: int) -> None:
+    hf = default_catalog().profiles.get("hf")
+    v = next(v for v in _host_notes(_report("hf", 1, 128, model)) if v["phase"] == "prefill")
+    assert v["operations"] == operations
+    expected = operations * hf.host_per_op_s if operations else v["layers"] * hf.host_per_layer_s  # type: ignore[operator]
+    assert v["host_s"] == pytest.approx(expected)
 
 
 def test_the_span_scales_the_host_time_by_each_state() -> None:
@@ -56,7 +69,7 @@ def test_the_span_scales_the_host_time_by_each_state() -> None:
 ])
 def test_no_note_where_the_host_does_not_set_the_time(profile: str, batch: int, prompt: int,
                                                         override: dict[str, float | None]) -> None:
-    assert _host_notes(_report(profile, batch, prompt, **override)) == []
+    assert _host_notes(_report(profile, batch, prompt, override=override)) == []
 
 
 def test_a_calibration_drops_the_states_of_another_host() -> None:
@@ -64,7 +77,7 @@ def test_a_calibration_drops_the_states_of_another_host() -> None:
     hf = default_catalog().profiles.get("hf")
     update = host_update(hf, 2.0e-5)
     assert update["host_bare_op_range_s"] is None and update["host_per_op_s"] == 2.0e-5
-    assert _host_notes(_report("hf", 1, 128, **update)) == []
+    assert _host_notes(_report("hf", 1, 128, override=update)) == []
 
 
 def test_a_profile_gives_its_host_states_fastest_first() -> None:
