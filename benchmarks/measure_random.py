@@ -2,6 +2,7 @@
 
     python benchmarks/measure_random.py --out DIR [--seed 0] [--budget-s 500] [--inference 20] [--train 20]
     python benchmarks/measure_random.py --out DIR --seed 2 --host 30   # small models: host issue vs GPU time
+    python benchmarks/measure_random.py --out DIR --seed 7 --lean 24   # lean decodes only, five batch × contexts
     python benchmarks/measure_random.py --out /tmp/x --tiny        # the same code paths on the CPU, toy sizes
 
 The architectures are drawn from ``--seed`` (Python's ``random``): llama / qwen2 / mistral / gemma2 / gpt2-like
@@ -272,6 +273,27 @@ def measure_inference(run: Run, arch: dict[str, Any], rng: random.Random) -> Non
                       "error": measure._why(error)})
 
 
+LEAN_SHAPES = ((1, 2048), (4, 8192), (16, 4096), (32, 2048), (64, 1024))  # (batch, context) of `--lean`
+
+
+def lean_set(run: Run, rng: random.Random, count: int) -> None:
+    """``count`` bf16 architectures of the lean families, each decoded lean at every `LEAN_SHAPES` point."""
+    for index in range(count):
+        family = FAMILIES[index % 4]  # gpt2 has no lean decoder
+        arch = {"name": f"rand-l{index:02d}",
+                "config": random_config(rng, family, 128 * rng.randint(4, 24), rng.randint(4, 28))}
+        if not run.in_budget(arch["name"]):
+            return
+        config = tiny_config(arch["config"]) if run.tiny else arch["config"]
+        for batch, context in [(2, 24)] if run.tiny else LEAN_SHAPES:
+            try:
+                run.emit({**measure.lean_decode(config, batch, context, attention="flash"), "model": arch["name"],
+                          "split": "held-out", "config": arch["config"]})
+            except Exception as error:
+                run.emit({"kind": "lean_decode", "model": arch["name"], "batch": batch, "context": context,
+                          "error": measure._why(error)})
+
+
 def measure_training(run: Run, arch: dict[str, Any]) -> None:
     config = tiny_config(arch["config"]) if run.tiny else arch["config"]
     seq = 32 if run.tiny else arch["seq"]
@@ -409,17 +431,19 @@ def main() -> None:
     parser.add_argument("--train", type=int, default=20, help="how many training architectures")
     parser.add_argument("--tiny", action="store_true", help="CPU dry run with toy configs")
     parser.add_argument("--host", type=int, default=0, help="instead: this many small models, host vs GPU time")
+    parser.add_argument("--lean", type=int, default=0, help="instead: this many architectures, lean decode only")
     args = parser.parse_args()
     run = Run(args)
     rng = random.Random(args.seed)
-    if args.host:
-        if args.tiny:
-            measure.dry_run_on_cpu()
-        else:
-            run.emit(measure.device_facts())
-        host_set(run, rng, args.host)
-        run.sink.close()
-        return
+    for count, measure_set in ((args.lean, lean_set), (args.host, host_set)):
+        if count:
+            if args.tiny:
+                measure.dry_run_on_cpu()
+            else:
+                run.emit(measure.device_facts())
+            measure_set(run, rng, count)
+            run.sink.close()
+            return
     infer, train = inference_archs(rng, args.inference), train_archs(rng, args.train)
     if args.tiny:
         measure.dry_run_on_cpu()
