@@ -89,9 +89,10 @@ Every figure below is read off the tables above; the formula named is the one th
    −37% at batch 16–64; gemma-2-9b, 2:1, +69% to +80%), so it should scale with the copy repeat_kv makes;
    MoE models (mixtral −9% to −41%, qwen3-30b-a3b −46% to −63%) loop over experts in Python; gpt2-xl +128% at
    batch 16.
-8. **Lean (optimized) decode**: flash SDPA (`q` as b × heads × 1, `enable_gqa`) is the faster attention on most
-   cases; on long contexts with few KV heads PyTorch's flash kernel has too few thread blocks and runs far under
-   bandwidth; the batched-GEMM attention (flash-decoding's split over the context) is then faster. The summary
+8. **Lean (optimized) decode**: SDPA (`q` as b × heads × 1, `enable_gqa`; PyTorch 2.11 runs cuDNN's decode kernels
+   there, item 17 below) is the faster attention on most cases; on long contexts with few KV heads that kernel has
+   too few thread blocks and runs far under bandwidth; the batched-GEMM attention (flash-decoding's split over the
+   context) is then faster. The summary
    takes the faster of the two per case, which is what a serving engine achieves; all 20 held-out cases are
    within ±10% with the shipped `optimized` profile. The first lean decoder (rotary and cache write as separate
    unfused kernels) ran about 2× the profile's per-layer cost; its rows were replaced by the second call's.

@@ -45,7 +45,10 @@ CALIBRATED_SEEDS = (4, 5, 6)  # seeds whose call ran `estimator calibrate` first
 # seed 5 (fourth pass) carries the kernels' busy time; its `fit` rows may shape a mechanism and join `fit`, its
 # `held-out` rows are judged as `seed 5` (and `seed 5 cal`)
 SPLIT_SEEDS = (5,)
-SPLITS = ("fit", "held-out", "fresh", *(f"seed {n}{cal}" for n in CALIBRATED_SEEDS for cal in ("", " cal")))
+# seed 7: lean decodes only (measure_random.py --lean), measured after item 17's decode_attention was set
+LEAN_SEEDS = (7,)
+SPLITS = ("fit", "held-out", "fresh", *(f"seed {n}{cal}" for n in CALIBRATED_SEEDS for cal in ("", " cal")),
+          *(f"seed {n}" for n in LEAN_SEEDS))
 Profiles = Callable[[str], EfficiencyProfile]
 _PRECISION = {"amp": "amp-bf16", "bf16": "bf16", "fp32": "fp32"}
 # Bounds (datasheet peaks, no profile) judged as the catalog's are: never above a measurement of the same case.
@@ -79,7 +82,7 @@ def split_of(row: dict[str, Any]) -> str:
     seed = row.get("seed", 0)
     if seed in SPLIT_SEEDS and row.get("split") == "fit":
         return "fit"
-    if seed in CALIBRATED_SEEDS:
+    if seed in CALIBRATED_SEEDS or seed in LEAN_SEEDS:
         return f"seed {seed}"
     if seed in FRESH_SEEDS:
         return "fresh"

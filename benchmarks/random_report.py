@@ -10,6 +10,7 @@ from pathlib import Path
 from random_fifth import BEFORE_FIFTH, FIFTH_PASS
 from random_fourth import BEFORE_FOURTH, FOURTH_PASS
 from random_points import DATA, TARGETS, bound_summary, load, points, summary
+from random_seventh import seventh_pass
 from random_sixth import sixth_pass
 
 # `python benchmarks/random_points.py` at commit 4f34dec (before issue 15's mechanisms), on the same files:
@@ -80,6 +81,8 @@ session as seed 5, `calibrate` first) was measured after the fourth pass and ite
 was set from it and every row is held out (`seed 6`, `seed 6 cal`). Its call's `calibrate` read 21.67 µs per
 transformers operation at the start (16.45 at the end) where the `hf` profile ships 16.94: a slow phase of the
 host, which is why its shipped HF decode median is the worst of all splits and the calibrated one much better.
+Seed 7 (`seed 7`: lean decodes only, 30 architectures × 5 batch × context shapes, `measure_random.py --lean`) was
+measured after item 17's kernel tiles were set, to judge them; nothing was fitted on it.
 `python benchmarks/random_points.py --cases` prints every case (`--calibration host` applies only the host cost).
 """
 
@@ -112,7 +115,8 @@ def section(data: Path = DATA) -> list[str]:
         for term, splits in before.items():
             for split, (cases, within, median, worst) in splits.items():
                 out.append(_row(term, split, cases, within, median, worst))
-    return [*out, "", MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data)]
+    passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data)]
+    return [*out, "", *passes]
 
 
 MECHANISMS = """\

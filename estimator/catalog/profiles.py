@@ -25,6 +25,29 @@ Seconds = Annotated[float, Field(ge=0, le=MAX_STEP_S)]
 Ops = Annotated[int, Field(ge=0, le=MAX_OPS)]
 
 
+class DecodeAttentionTiles(BaseModel):
+    """A decode attention kernel's tiles (`estimator.model.decode_attention`): a tile holds ``query_rows`` query heads
+    of one KV head and walks that head's cache; the kernel is built for the ``head_dims`` widths (ascending), a head
+    dim runs the first that holds it, and tiles ``full_width_from`` wide or wider cost their whole width whatever the
+    head dim, at ``full_width_efficiency`` of the narrower tiles' rate; a further tile walking a cache another tile of
+    its KV head walks costs ``reread_fraction`` of the first walk (the rest comes from L2)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    query_rows: int = Field(gt=0, le=MAX_OPS)
+    head_dims: tuple[Annotated[int, Field(gt=0, le=MAX_OPS)], ...] = Field(min_length=1)
+    full_width_from: int = Field(gt=0, le=MAX_OPS)
+    full_width_efficiency: float = Field(gt=0, le=1)
+    reread_fraction: float = Field(ge=0, le=1)
+
+    @field_validator("head_dims")
+    @classmethod
+    def _ascending(cls, dims: tuple[int, ...]) -> tuple[int, ...]:
+        if list(dims) != sorted(set(dims)):
+            raise ValueError(f"give each tile width once, narrowest first: {sorted(set(dims))}")
+        return dims
+
+
 class EfficiencyProfile(BaseModel):
     """Achievable fractions of peak, fixed per-step costs, and runtime memory of one software stack."""
 
@@ -72,6 +95,8 @@ class EfficiencyProfile(BaseModel):
     # layer, and per key position × (sequence, query head) pair; 0: the KV read at kv_read_efficiency instead
     fp32_cache_attention_key_s: Seconds = 0
     fp32_cache_attention_pair_s: Seconds = 0
+    # the decode step's attention kernel by its tiles (estimator.model.decode_attention; None: the cache read once)
+    decode_attention: DecodeAttentionTiles | None = None
     # GPU time per dispatched aten operation beyond its bytes and FLOPs (a small kernel's launch and tail, also
     # inside a CUDA graph): the counted operations × this join the per-layer cost (timing.phase_time)
     gpu_per_op_s: Seconds = 0

@@ -17,7 +17,7 @@ from estimator.inference.expert_parallel import (
     expert_parallel,
 )
 from estimator.inference.explain import explain as explain_lines
-from estimator.inference.host_state import host_state_notes
+from estimator.inference.phase_notes import phase_notes
 from estimator.inference.report import (
     GpuInfo,
     KvPart,
@@ -357,7 +357,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     if experts_read is not None and arch is not None and arch.moe is not None:
         e, k = arch.moe.num_experts, arch.moe.experts_per_token
         explain.append(note(NoteCode.MOE_DECODE, experts=e, per_token=k, sequences=wg.batch, experts_read=experts_read))
-    more = host_state_notes(w.profile, terms.prefill, times.prefill, terms.decode, times.decode)
+    more = phase_notes(arch, w.profile, tp, terms.prefill, times.prefill, terms.decode, times.decode)
     if ex is not None:
         ep_assumptions, ep_lines = expert_notes(ex, w, decoding=times.decode is not None)
         more, explain = [*ep_assumptions, *more], explain + ep_lines

@@ -21,6 +21,7 @@ from estimator.model.compute import (
     math_attention_scores,
     prefill_matmul_flops,
 )
+from estimator.model.decode_attention import kv_read_factor
 from estimator.model.elementwise import maximum
 from estimator.model.experts import expert_parallel_weights_bytes
 from estimator.model.footprint import rank_kv_bytes
@@ -112,6 +113,7 @@ def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: i
         fp32=act == 4,
         cache_keys=layers * context,
         cache_key_pairs=layers * context * batch * arch.attention.num_heads / tp,
+        kv_read_factor=kv_read_factor(arch, rt.profile.decode_attention, tp),
     )
 
 

@@ -68,6 +68,9 @@ class PhaseCost:
     # (sequence, query head) pairs that walk them (profile's fp32_cache_attention_*: fp32 SDPA over the cache)
     cache_keys: float = 0.0
     cache_key_pairs: float = 0.0
+    # a decode step's KV read time over one read of its cache at the bandwidth (model.decode_attention: the attention
+    # kernel's query-row tiles and head-dim widths); the bound keeps kv_bytes alone
+    kv_read_factor: float = 1.0
 
     @property
     def flops(self) -> float:
@@ -221,7 +224,7 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
                  + cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency)
                  + cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True)))
     weights_s, elementwise_s = cost.weight_bytes / bandwidth, cost.elementwise_bytes / bandwidth
-    kv_s = cache_attention_s(cost, profile) or cost.kv_bytes / kv_bandwidth
+    kv_s = cache_attention_s(cost, profile) or cost.kv_bytes * cost.kv_read_factor / kv_bandwidth
     fixed_s = cost.layers * profile.per_layer_step_s + cost.host_ops * profile.gpu_per_op_s
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.

@@ -6,9 +6,8 @@ nothing downstream reads their text (code selects, as ``sweep`` does for its per
 into a sentence with byte counts in decimal GB (``binary=False``, the default output) or binary GiB
 (``binary=True``, ``--units gib``); rates stay decimal, as datasheets state them.
 
-The wording lives here, beside the codes, and not in ``render/``: a report's JSON keeps a readable sentence beside each
-record (``{"code", "values", "text"}``, text in decimal units) and `report.flatten` joins those texts into one CSV
-column, so the report models — below ``render/`` — need the wording. Renderers call `word` with the user's units.
+The wording lives here, not in ``render/``: JSON keeps a sentence beside each record (``{"code", "values", "text"}``,
+decimal units) and `report.flatten` joins them into a CSV column, so the report models need it; renderers call `word`.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from typing import Any
 from pydantic import computed_field, model_validator
 
 from estimator.notes.arithmetic import EXPECTED as _EXPECTED
-from estimator.notes.arithmetic import HOST_SPECS as _HOST_SPECS
+from estimator.notes.arithmetic import PHASE_SPECS as _PHASE_SPECS
 from estimator.notes.arithmetic import TIERS, Bytes, divided, expected, gpu_buffers, kv_split, span, weights_split
 from estimator.notes.expert_notes import SPECS as _EXPERT_SPECS
 from estimator.notes.model_notes import HEADERS, TOWERS, headers, state_per_sequence, towers_counted, uncounted_towers
@@ -70,6 +69,7 @@ class NoteCode(str, Enum):
     GPU_BUFFERS = "gpu-buffers"
     PREFILL_CHUNK = "prefill-chunk"
     HOST_BOUND = "host-bound"
+    DECODE_ATTENTION = "decode-attention"
     SAVED_ACTIVATIONS = "saved-activations"
     LOSS_ONLY = "loss-only"
     STEADY_STATE = "steady-state"
@@ -332,7 +332,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.MOE_DECODE: ({"experts": int, "per_token": int, "sequences": int, "experts_read": float}, lambda v, b: (
         f"MoE decode: {v['experts']} × (1 − (1 − {v['per_token']}/{v['experts']})^{v['sequences']}) = "
         f"{v['experts_read']:.2f} of {v['experts']} experts read per layer per step")),
-    **{_C(code): spec for code, spec in {**_EXPERT_SPECS, **_HOST_SPECS}.items()},
+    **{_C(code): spec for code, spec in {**_EXPERT_SPECS, **_PHASE_SPECS}.items()},
     _C.MODEL_STATES: ({"trainable_params": int, "weights_bytes": int, "gradient_bytes": int, "master_bytes": int,
                       "optimizer_bytes": int, "zero_stage": int, "dp": int, "model_parallel": int}, lambda v, b: (
         f"model states: {v['trainable_params']:,} trainable params → weights {b(v['weights_bytes'])} + grads "

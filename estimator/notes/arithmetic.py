@@ -95,6 +95,27 @@ def host_bound(v: Mapping[str, Any]) -> str:
             f"{s(v['high_s'])} on that host; `estimator calibrate` measures this machine's cost per operation")
 
 
-# code → (values, wording), merged into the notes' table (`estimator.notes`)
-HOST_SPECS: dict[str, tuple[dict[str, type | tuple[type, ...]], Callable[[Mapping[str, Any], Bytes], str]]] = {
-    "host-bound": (HOST_BOUND, lambda v, b: host_bound(v))}
+DECODE_ATTENTION: dict[str, type | tuple[type, ...]] = {
+    "profile": str, "group": int, "query_rows": int, "tiles": int, "reread": float, "head_dim": int,
+    "tile_head_dim": int, "full_width": bool, "efficiency": float, "factor": float}
+
+
+def decode_attention(v: Mapping[str, Any]) -> str:
+    """How the decode kernel's tiles move the KV read (`estimator.model.decode_attention.tile_reads`)."""
+    parts = []
+    if v["tiles"] > 1:
+        parts.append(f"a tile holds {v['query_rows']} query heads of one KV head, so each KV head's cache is walked "
+                     f"{v['tiles']} times for its {v['group']} query heads (each further walk {v['reread']:.2f} of "
+                     "the first)")
+    if v["full_width"]:
+        paid = "" if v["tile_head_dim"] == v["head_dim"] else ", paying its whole width,"
+        parts.append(f"head dim {v['head_dim']} runs the {v['tile_head_dim']}-wide tile{paid} at "
+                     f"{v['efficiency']:.2f} of the narrower tiles' rate")
+    return (f"decode attention ({v['profile']}): {'; '.join(parts)}: the KV read takes {v['factor']:.2f} × one read "
+            "of the cache at the profile's bandwidth (the kernel measured on an H200, docs/accuracy.md item 17)")
+
+
+# code → (values, wording) of the assumptions a phase's time carries, merged into the notes' table (`estimator.notes`)
+PHASE_SPECS: dict[str, tuple[dict[str, type | tuple[type, ...]], Callable[[Mapping[str, Any], Bytes], str]]] = {
+    "host-bound": (HOST_BOUND, lambda v, b: host_bound(v)),
+    "decode-attention": (DECODE_ATTENTION, lambda v, b: decode_attention(v))}

@@ -1,0 +1,33 @@
+"""The assumptions a phase's time carries: a host-bound phase's span over the host's states (`host_state`), and a
+decode step whose profile's attention kernel walks the cache more than once per read of its bytes
+(`estimator.model.decode_attention`: how many tiles per KV head, which head-dim width)."""
+
+from __future__ import annotations
+
+from estimator.catalog.architecture import Architecture
+from estimator.catalog.profiles import EfficiencyProfile
+from estimator.inference.host_state import host_state_notes
+from estimator.model.decode_attention import tile_reads
+from estimator.model.timing import PhaseCost, PhaseTime
+from estimator.notes import Note, NoteCode, note
+
+
+def decode_attention_notes(arch: Architecture | None, profile: EfficiencyProfile, tp: int,
+                           decode: PhaseTime | None) -> list[Note]:
+    """One note where there is a decode step and the profile's tiles make its KV read cost more than one read (none
+    for a model known only by its size, latent attention, or a profile without tiles)."""
+    tiles = profile.decode_attention
+    reads = None if arch is None or tiles is None or decode is None else tile_reads(arch, tiles, tp)
+    if tiles is None or reads is None or reads.walk.factor == 1:
+        return []
+    w = reads.walk
+    return [note(NoteCode.DECODE_ATTENTION, profile=profile.name, group=reads.group, query_rows=tiles.query_rows,
+                 tiles=w.tiles, reread=tiles.reread_fraction, head_dim=reads.head_dim, tile_head_dim=w.tile_head_dim,
+                 full_width=w.full_width, efficiency=tiles.full_width_efficiency, factor=w.factor)]
+
+
+def phase_notes(arch: Architecture | None, profile: EfficiencyProfile, tp: int, prefill_cost: PhaseCost,
+                prefill: PhaseTime, decode_cost: PhaseCost, decode: PhaseTime | None) -> list[Note]:
+    """Every phase's assumptions under ``profile`` on one of ``tp`` ranks."""
+    return [*host_state_notes(profile, prefill_cost, prefill, decode_cost, decode),
+            *decode_attention_notes(arch, profile, tp, decode)]
