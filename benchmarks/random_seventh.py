@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from decode_attention import PROBE, attention, fit, rows_of  # benchmarks/decode_attention.py, beside this file
-from random_points import DATA, SPLITS, _model_points, load, split_of
+from random_points import DATA, SPLITS, _inference, _model_points, load, split_of
 
 from estimator import default_catalog
 from estimator.catalog.profiles import DecodeAttentionTiles
-from estimator.inference.estimate import estimate
-from estimator.inference.workload import InferenceWorkload
+from estimator.model.decode_attention import walk
 
 _TARGET = 0.10
 CATALOG_ROWS = DATA.parent / "h200-2026-11-30.jsonl"  # the catalog models' lean decodes (docs/accuracy.md's tables)
@@ -115,8 +114,7 @@ def _ranges(probe_rows: list[dict[str, Any]]) -> str:
 def _per_key(probe_rows: list[dict[str, Any]], spec: Any) -> str:
     """The full-width tile's time per key position and (sequence, KV head), by head dim: the median over the probe's
     rows of one tile per KV head with at least 100 MB of cache (its fixed cost a few percent)."""
-    widths = [d for d in sorted({r["head_dim"] for r in attention(probe_rows)})
-              if next(w for w in spec.head_dims if w >= d) >= spec.full_width_from]
+    widths = [d for d in sorted({r["head_dim"] for r in attention(probe_rows)}) if walk(1, d, spec).full_width]
     parts = []
     for d in widths:
         found = [r["time"]["median_s"] / (r["batch"] * r["kv_heads"] * r["context"]) for r in attention(probe_rows)
@@ -128,10 +126,7 @@ def _per_key(probe_rows: list[dict[str, Any]], spec: Any) -> str:
 def _example() -> str:
     """`estimate --model gemma-2-9b --gpu h200`'s decode-attention assumption."""
     catalog = default_catalog()
-    fmt = catalog.formats.get("bf16")
-    workload = InferenceWorkload(batch=1, prompt_tokens=4096, output_tokens=0, weight_format=fmt, kv_format=fmt,
-                                 profile=catalog.profiles.get("optimized"))
-    report = estimate(catalog.models.get("gemma-2-9b"), catalog.gpus.get("h200"), workload)
+    report = _inference(catalog, catalog.models.get("gemma-2-9b"), {"dtype": "bf16"}, "optimized", 1, 4096, 0)
     v = next(n.values for n in report.assumptions if n.code.value == "decode-attention")
     return f"head dim {v['head_dim']}, {v['factor']:.2f} × one read"
 
@@ -143,7 +138,7 @@ def _floor_points(rows: list[dict[str, Any]], extra_s: float) -> str:
     assert spec is not None
     added = [extra_s * r["config"]["num_hidden_layers"] / r["graph"]["median_s"] for r in rows
              if r["kind"] == "lean_decode" and not r.get("error") and r["batch"] == 1
-             and next(w for w in spec.head_dims if w >= r["config"]["head_dim"]) >= spec.full_width_from]
+             and walk(1, r["config"]["head_dim"], spec).full_width]
     return f"{min(added) * 100:.0f}–{max(added) * 100:.0f} points"
 
 
@@ -153,11 +148,9 @@ def _gemma(tiles: DecodeAttentionTiles) -> str:
     catalog = default_catalog()
     measured = min(r["graph"]["median_s"] for r in load([CATALOG_ROWS]) if r.get("kind") == "lean_decode"
                    and r.get("model") == "gemma-2-9b" and (r["batch"], r["context"]) == (64, 2048))
-    fmt = catalog.formats.get("bf16")
     profile = catalog.profiles.get("optimized").model_copy(update={"decode_attention": tiles})
-    workload = InferenceWorkload(batch=64, prompt_tokens=2047, output_tokens=1, weight_format=fmt, kv_format=fmt,
-                                 profile=profile)
-    predicted = estimate(catalog.models.get("gemma-2-9b"), catalog.gpus.get("h200"), workload).time.decode_step_s
+    predicted = _inference(catalog, catalog.models.get("gemma-2-9b"), {"dtype": "bf16"}, "optimized", 64, 2047, 1,
+                           profiles=lambda _: profile).time.decode_step_s
     error = (predicted - measured) / measured
     return f"{abs(error):.1%} {'above' if error > 0 else 'below'}"
 

@@ -7,11 +7,9 @@ import textwrap
 from pathlib import Path
 
 from host_state import RATIOS, SEEDS, compare, fit_ratio, rows_of, states  # benchmarks/host_state.py, beside this file
-from random_points import DATA
+from random_points import DATA, _inference
 
 from estimator import default_catalog
-from estimator.inference.estimate import estimate
-from estimator.inference.workload import InferenceWorkload
 
 
 def _us(seconds: float) -> str:
@@ -21,10 +19,7 @@ def _us(seconds: float) -> str:
 def _example() -> str:
     """`estimate --model llama-3.2-1b --gpu h200 --profile hf`'s prefill and its host-bound span."""
     catalog = default_catalog()
-    fmt = catalog.formats.get("bf16")
-    workload = InferenceWorkload(batch=1, prompt_tokens=128, output_tokens=0, weight_format=fmt, kv_format=fmt,
-                                 profile=catalog.profiles.get("hf"))
-    report = estimate(catalog.models.get("llama-3.2-1b"), catalog.gpus.get("h200"), workload)
+    report = _inference(catalog, catalog.models.get("llama-3.2-1b"), {"dtype": "bf16"}, "hf", 1, 128, 0)
     v = next(n.values for n in report.assumptions if n.code.value == "host-bound" and n.values["phase"] == "prefill")
     return f"{v['seconds'] * 1e3:.1f} ms as {v['low_s'] * 1e3:.1f}–{v['high_s'] * 1e3:.1f} ms"  # type: ignore[operator]
 
