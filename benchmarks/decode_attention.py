@@ -10,9 +10,10 @@ on the H200, PyTorch 2.11) times SDPA with one query per sequence over a cache �
   tile and a grid of KV heads × ⌈group / 16⌉ tiles by batch (``tiles``; a few 256-token rows run a 64-row kernel);
 - the costs: time = t0 (+ the full-width kernel's extra fixed time) + the cache's bytes × the rule's factor /
   (bandwidth × η), least squares of the relative residual over the ``fit`` rows whose cache is at least 32 MB (so
-  the fixed time is a small part), for each full-width threshold, full-width efficiency (0.50–1.00 by 0.01) and
-  re-read fraction (0–1 by 0.05). The full-width kernel's extra fixed time is fitted so its rate is read apart, and
-  left out of the profile: in the lean decode the profile's per-layer cost holds the attention kernel's floor.
+  the fixed time is a small part), for each full-width threshold (or none), full-width efficiency (0.50–1.00 by
+  0.01) and re-read fraction (0–1 by 0.05). The full-width kernel's extra fixed time is fitted so its rate is read
+  apart, and left out of the profile: in the lean decode the profile's per-layer cost holds the attention kernel's
+  floor.
 
     python benchmarks/decode_attention.py          # the fit, its residuals by split and head dim
 """
@@ -107,7 +108,7 @@ def fit(rows: list[dict[str, Any]], apart: bool = True) -> Fit:
     query_rows, widths = tiles(rows)
     fitting = [r for r in judged(rows, query_rows) if r["split"] == "fit"]
     best: tuple[float, DecodeAttentionTiles] | None = None
-    for full_from in widths:
+    for full_from in (*widths, None):
         for eff in EFFICIENCIES:
             for reread in REREADS:
                 spec = DecodeAttentionTiles(query_rows=query_rows, head_dims=widths, full_width_from=full_from,

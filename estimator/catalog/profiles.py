@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from estimator.catalog.specs import MemoryType
 
@@ -36,7 +36,8 @@ class DecodeAttentionTiles(BaseModel):
 
     query_rows: int = Field(gt=0, le=MAX_OPS)
     head_dims: tuple[Annotated[int, Field(gt=0, le=MAX_OPS)], ...] = Field(min_length=1)
-    full_width_from: int = Field(gt=0, le=MAX_OPS)
+    # one of head_dims; None: no tile costs more than the head dim's bytes
+    full_width_from: Annotated[int, Field(gt=0, le=MAX_OPS)] | None
     full_width_efficiency: float = Field(gt=0, le=1)
     reread_fraction: float = Field(ge=0, le=1)
 
@@ -46,6 +47,13 @@ class DecodeAttentionTiles(BaseModel):
         if list(dims) != sorted(set(dims)):
             raise ValueError(f"give each tile width once, narrowest first: {sorted(set(dims))}")
         return dims
+
+    @model_validator(mode="after")
+    def _full_width_is_a_tile(self) -> DecodeAttentionTiles:
+        if self.full_width_from is not None and self.full_width_from not in self.head_dims:
+            raise ValueError(f"full_width_from {self.full_width_from} is not one of head_dims "
+                             f"{list(self.head_dims)} (null: no full-width tile)")
+        return self
 
 
 class EfficiencyProfile(BaseModel):

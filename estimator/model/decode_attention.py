@@ -34,7 +34,7 @@ def walk(group: int, head_dim: int, spec: DecodeAttentionTiles) -> Walk:
     its own width."""
     tiles = ceil(group / spec.query_rows)
     tile = next((width for width in spec.head_dims if width >= head_dim), head_dim)
-    full = tile >= spec.full_width_from
+    full = spec.full_width_from is not None and tile >= spec.full_width_from
     width = tile / head_dim / spec.full_width_efficiency if full else 1.0
     return Walk(tiles, tile, full, width * (1 + (tiles - 1) * spec.reread_fraction))
 

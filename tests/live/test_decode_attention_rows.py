@@ -42,7 +42,7 @@ def test_the_rule_beats_one_read_of_the_cache_on_the_probe_check_rows(probe: Any
     once at one rate (no tile holds a group of query heads apart and none is full-width: factor 1 everywhere)."""
     rows = probe.rows_of()
     spec = probe.fit(rows).tiles
-    flat = spec.model_copy(update={"query_rows": 1024, "full_width_from": 1024})
+    flat = spec.model_copy(update={"query_rows": 1024, "full_width_from": None})
     query_rows, _ = probe.tiles(rows)
     judged = probe.judged(rows, query_rows)
     fitting, check = ([r for r in judged if r["split"] == split] for split in ("fit", "check"))

@@ -77,6 +77,13 @@ def test_tile_widths_are_given_once_narrowest_first(dims: tuple[int, ...]) -> No
                              reread_fraction=0.5)
 
 
+def test_the_full_width_tile_is_one_of_the_tiles_or_none() -> None:
+    with pytest.raises(ValidationError, match="not one of head_dims"):
+        TILES.model_validate({**TILES.model_dump(), "full_width_from": 512})
+    none = TILES.model_copy(update={"full_width_from": None})
+    assert kv_read_factor(_arch(16, 16, 160), none, 1) == 1.0  # the 256-wide tile then reads the head dim's bytes
+
+
 def _report(model: str, profile: str, tiles: DecodeAttentionTiles | str | None = "shipped") -> Any:
     catalog = default_catalog()
     chosen = catalog.profiles.get(profile)
