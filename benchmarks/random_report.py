@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 # benchmarks/random_points.py, beside this file
+from random_eighth import eighth_pass
 from random_fifth import BEFORE_FIFTH, FIFTH_PASS
 from random_fourth import BEFORE_FOURTH, FOURTH_PASS
 from random_points import DATA, TARGETS, bound_summary, load, points, summary
@@ -115,7 +116,8 @@ def section(data: Path = DATA) -> list[str]:
         for term, splits in before.items():
             for split, (cases, within, median, worst) in splits.items():
                 out.append(_row(term, split, cases, within, median, worst))
-    passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data)]
+    passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data),
+              eighth_pass(data)]
     return [*out, "", *passes]
 
 

@@ -23,6 +23,7 @@ MAX_CHUNK_TOKENS = 2**24  # a prefill chunk: at most the longest context (archit
 
 Seconds = Annotated[float, Field(ge=0, le=MAX_STEP_S)]
 Ops = Annotated[int, Field(ge=0, le=MAX_OPS)]
+Passes = Annotated[float, Field(ge=0, le=MAX_PASSES)]
 
 
 class DecodeAttentionTiles(BaseModel):
@@ -84,6 +85,9 @@ class EfficiencyProfile(BaseModel):
     fp32_attention_flop_efficiency: float | None = Field(default=None, gt=0, le=1)
     elementwise_hidden_passes: float = Field(ge=0, le=MAX_PASSES)
     elementwise_ffn_passes: float = Field(ge=0, le=MAX_PASSES)
+    # per model_type, the passes its forward makes, counted from a trace of the runtime's code (model.phases
+    # .elementwise_elements_per_layer): (hidden, FFN) in 16-bit, then (hidden, FFN) in fp32; others: the two above
+    elementwise_passes_by_family: dict[str, tuple[Passes, Passes, Passes, Passes]] = Field(default_factory=dict)
     per_layer_step_s: Seconds
     host_per_layer_s: Seconds
     # host dispatch counted in aten operations (timing.host_dispatch_s): families listed here cost host_fixed_s +

@@ -36,21 +36,27 @@ from estimator.model.timing import PhaseCost
 
 
 def elementwise_elements_per_layer(arch: Architecture, profile: EfficiencyProfile, tp: int, *,
-                                   hidden_shards: int = 1) -> float:
-    """Elements the elementwise kernels (norms, rotary, activations, residual adds) move per token and layer on one
-    of ``tp`` ranks: the profile's passes over the hidden width (÷ ``hidden_shards`` where sequence parallel splits
-    the norms) and over the sharded FFN width (MoE: the k routed experts' and the shared expert's width). Prefill,
-    decode and a training step's forward all count them so."""
+                                   hidden_shards: int = 1, fp32: bool = False) -> float:
+    """Elements the elementwise kernels (norms, rotary, activations, residual adds, casts) move per token and layer
+    on one of ``tp`` ranks: passes over the hidden width (÷ ``hidden_shards`` where sequence parallel splits the
+    norms) and over the sharded FFN width (MoE: the k routed experts' and the shared expert's width) — the family's
+    own count in the compute dtype where the profile traced it (``elementwise_passes_by_family``; ``fp32``: an fp32
+    model, whose norms upcast nothing), else the profile's. Prefill, decode and a training step's forward all count
+    them so."""
     ffn = arch.mlp.intermediate_size
     if arch.moe is not None and arch.num_moe_layers:
         ffn = arch.moe.experts_per_token * arch.moe.expert_intermediate_size + arch.moe.shared_intermediate_size
-    return float(profile.elementwise_hidden_passes * arch.hidden_size / hidden_shards
-                 + profile.elementwise_ffn_passes * ffn / tp)
+    hidden_passes, ffn_passes = profile.elementwise_hidden_passes, profile.elementwise_ffn_passes
+    counted = profile.elementwise_passes_by_family.get(arch.model_type)
+    if counted is not None:
+        hidden_passes, ffn_passes = counted[2:] if fp32 else counted[:2]
+    return float(hidden_passes * arch.hidden_size / hidden_shards + ffn_passes * ffn / tp)
 
 
 def _elementwise_bytes_per_token(arch: Architecture, rt: Runtime, tp: int) -> float:
     """Bytes elementwise kernels move per token over all layers (`elementwise_elements_per_layer`)."""
-    return elementwise_elements_per_layer(arch, rt.profile, tp) * rt.activation_bytes_per_element * arch.num_layers
+    act = rt.activation_bytes_per_element
+    return elementwise_elements_per_layer(arch, rt.profile, tp, fp32=act == 4) * act * arch.num_layers
 
 
 def eager_ops(arch: Architecture, rt: Runtime, *, decode: bool) -> int:

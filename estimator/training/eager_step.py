@@ -116,7 +116,7 @@ def elementwise_s(arch: Architecture, w: TrainingWorkload, bandwidth: float) -> 
     if ratio is None:
         return 0.0, 0.0
     element = 4 if w.compute_dtype == "fp32" else 2
-    passes = elementwise_elements_per_layer(arch, prof, w.tp)
+    passes = elementwise_elements_per_layer(arch, prof, w.tp, fp32=element == 4)
     forward = passes * element * arch.num_layers / w.pp * w.tokens_per_micro_batch / bandwidth
     return forward, forward * (ratio + (1 if w.recompute == "full" else 0))
 

@@ -80,7 +80,8 @@ def _elementwise_bytes_per_token(arch: Architecture, w: TrainingWorkload, comput
     """Forward bytes of the elementwise passes and (eager) attention scores per token, all layers, one GPU."""
     tp = w.tp
     # norms are replicated over TP without sequence parallel
-    passes = elementwise_elements_per_layer(arch, w.profile, tp, hidden_shards=tp if w.sequence_parallel else 1)
+    passes = elementwise_elements_per_layer(arch, w.profile, tp, hidden_shards=tp if w.sequence_parallel else 1,
+                                            fp32=compute_bytes == 4)
     scores = EAGER_SCORE_PASSES * arch.attention.num_heads / tp * w.seq_len if w.attention == "eager" else 0.0
     return (passes + scores) * compute_bytes * arch.num_layers
 

@@ -42,8 +42,11 @@ def test_fp32_grouped_prefill_moves_attention_to_the_math_kernel() -> None:
     assert fp32.fp32 and not bf16.fp32
     assert fp32.attention_flops == 0 and bf16.math_attention_flops == 0
     assert fp32.math_attention_flops == 2 * 8 * 100 * 100 * 2 * 128  # 2 layers × 8 heads × 100² × 2 × (64 + 64)
-    # the same elementwise passes as in 16-bit (twice the bytes per element) plus 38 B per score
-    assert fp32.elementwise_bytes == 2 * bf16.elementwise_bytes + 2 * 8 * 100 * 100 * 38
+    # llama's traced passes in each dtype (hf profile: 63 h + 5 FFN in 16-bit, 41 h + 5 FFN in fp32, whose RMSNorm
+    # upcasts nothing), 2 or 4 bytes each, over 2 layers × 100 tokens; the fp32 math kernel adds 38 B per score
+    ffn = arch.mlp.intermediate_size
+    assert bf16.elementwise_bytes == (63 * 512 + 5 * ffn) * 2 * 2 * 100
+    assert fp32.elementwise_bytes == (41 * 512 + 5 * ffn) * 4 * 2 * 100 + 2 * 8 * 100 * 100 * 38
     mha = prefill_cost(_arch(8, 8), _rt("fp32"), 1, 1, 100, 101, 0)
     assert mha.math_attention_flops == 0 and mha.attention_flops > 0  # the memory-efficient kernel takes fp32 MHA
 

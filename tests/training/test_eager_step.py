@@ -50,9 +50,10 @@ def test_host_floor_per_layer() -> None:
 
 
 def test_elementwise_bytes_forward_and_backward() -> None:
-    """The `hf` profile's split of the step's GPU time: 2 layers × 2,048 tokens × (65 × 512 + 5 × 1,024 = 38,400
-    passes) × 2 B (bf16) = 314,572,800 bytes forward at 4.8 TB/s × 0.864; the backward 4.4 times that, 5.4 with
-    checkpointing (the recompute's forward); fp32 elements are 4 B; a profile without the ratio lumps them (0)."""
+    """The `hf` profile's split of the step's GPU time: 2 layers × 2,048 tokens × (llama's traced 63 × 512 + 5 × 1,024
+    = 37,376 passes) × 2 B (bf16) = 306,184,192 bytes forward at 4.8 TB/s × 0.864; the backward 4.4 times that, 5.4
+    with checkpointing (the recompute's forward); fp32: its own 41 × 512 + 5 × 1,024 = 26,112 passes of 4 B each,
+    427,819,008 bytes; a profile without the ratio lumps them (0)."""
     catalog = default_catalog()
     hf, h200 = catalog.profiles.get("hf"), catalog.gpus.get("h200")
     bandwidth = h200.bandwidth_bytes_per_s * hf.bandwidth_fraction(h200.memory_type)
@@ -60,12 +61,11 @@ def test_elementwise_bytes_forward_and_backward() -> None:
     def work(precision: Any, recompute: Any = "none", profile: Any = hf) -> TrainingWorkload:
         return TrainingWorkload(batch=1, seq_len=2048, precision=precision, optimizer="adamw",
                                 recompute=recompute, attention="sdpa", profile=profile)
-    forward = 314_572_800 / bandwidth
+    forward, fp32 = 306_184_192 / bandwidth, 427_819_008 / bandwidth
     assert elementwise_s(_arch(False), work("bf16"), bandwidth) == pytest.approx((forward, 4.4 * forward), rel=1e-12)
     assert elementwise_s(_arch(False), work("bf16", "full"), bandwidth) == pytest.approx((forward, 5.4 * forward),
                                                                                           rel=1e-12)
-    assert elementwise_s(_arch(False), work("fp32"), bandwidth) == pytest.approx((2 * forward, 8.8 * forward),
-                                                                                  rel=1e-12)
+    assert elementwise_s(_arch(False), work("fp32"), bandwidth) == pytest.approx((fp32, 4.4 * fp32), rel=1e-12)
     lumped = hf.model_copy(update={"train_backward_elementwise_ratio": None})
     assert elementwise_s(_arch(False), work("bf16", profile=lumped), bandwidth) == (0.0, 0.0)
 

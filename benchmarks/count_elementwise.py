@@ -1,0 +1,116 @@
+"""Count the elementwise passes one transformers decoder layer makes per token, by family and dtype (issue 15, item 18).
+
+The `hf` profile times a prefill's elementwise kernels (norms, rotary, activations, residual adds, casts, copies) as
+``elementwise_hidden_passes`` × hidden + ``elementwise_ffn_passes`` × FFN width elements moved per token and layer.
+This script reads those passes from the aten operations transformers' own forward dispatches (a TorchDispatchMode on
+the CPU, random weights): every operation but the GEMMs, the attention kernel and the embedding lookup, that writes
+a fresh tensor, counts the bytes of its tensor inputs and of what it writes; views move nothing. One layer is the
+difference of a 2-layer and a 1-layer model; the bytes per token are solved for a × hidden + b × FFN from three
+widths (multi-head: query, key and value heads as wide as the hidden state, the profile's convention), per token as
+the difference of 128 and 64 tokens, checked against that of 256 and 128. Passes = bytes ÷ the dtype's element
+size, in bf16 and in fp32 (where RMSNorm's upcast to fp32 copies nothing).
+
+    pip install torch==2.13.0 transformers==5.17.0   # the transformers the hf profile describes
+    python benchmarks/count_elementwise.py > tests/data/measured/elementwise-passes.json
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+import transformers
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from measure_random import random_config  # benchmarks/measure_random.py, beside this file
+
+FAMILIES = ("llama", "qwen2", "mistral", "gemma2", "gpt2")
+# GEMMs, attention and the embedding gather: timed by their FLOPs and weight bytes, not as elementwise passes
+NOT_ELEMENTWISE = {"mm", "addmm", "bmm", "baddbmm", "linear", "matmul", "embedding", "scaled_dot_product_attention",
+                   "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
+                   "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention"}
+IN_PLACE = {"copy_", "add_", "mul_", "masked_fill_"}
+WIDTHS = ((256, 512), (512, 512), (256, 1024))  # (hidden, FFN): the base, then each widened alone
+VOCAB = 512
+
+
+class ElementwiseBytes(TorchDispatchMode):
+    """Bytes the elementwise operations of a forward read and write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.total = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        name = func.__name__.split(".")[0]
+        if name in NOT_ELEMENTWISE:
+            return out
+        inputs = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        outputs = [o for o in tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
+        storages = {t.untyped_storage().data_ptr() for t in inputs}
+        fresh = [o for o in outputs if o.untyped_storage().data_ptr() not in storages]
+        if fresh or name in IN_PLACE:
+            self.total += sum(t.numel() * t.element_size() for t in inputs if t.numel() > 1)
+            self.total += sum(o.numel() * o.element_size() for o in fresh)
+        return out
+
+
+def forward_bytes(family: str, hidden: int, ffn: int, layers: int, tokens: int, dtype: torch.dtype) -> int:
+    config = random_config(random.Random(0), family, hidden, layers)
+    heads = 4
+    if family == "gpt2":
+        config.update(n_embd=hidden, n_head=heads, n_layer=layers, n_inner=ffn, vocab_size=VOCAB, bos_token_id=0,
+                      eos_token_id=0)
+    else:
+        config.update(hidden_size=hidden, intermediate_size=ffn, num_attention_heads=heads, num_key_value_heads=heads,
+                      head_dim=hidden // heads, vocab_size=VOCAB)
+    built = transformers.AutoConfig.for_model(**config)
+    built._attn_implementation = "sdpa"
+    model = transformers.AutoModelForCausalLM.from_config(built).to(dtype).eval()
+    ids = torch.randint(0, VOCAB, (1, tokens))
+    with torch.no_grad():
+        model(ids, use_cache=False, logits_to_keep=1)
+        mode = ElementwiseBytes()
+        with mode:
+            model(ids, use_cache=False, logits_to_keep=1)
+    return mode.total
+
+
+def _layer(family: str, hidden: int, ffn: int, tokens: int, dtype: torch.dtype) -> int:
+    return forward_bytes(family, hidden, ffn, 2, tokens, dtype) - forward_bytes(family, hidden, ffn, 1, tokens, dtype)
+
+
+def passes(family: str, dtype: torch.dtype, tokens: tuple[int, int]) -> tuple[float, float]:
+    """(hidden passes, FFN passes) of one layer per token: the difference of two token counts, so what a layer does
+    once per forward (Gemma's RMSNorm computes 1 + weight in fp32 on every call) drops out."""
+    per_token = {}
+    for hidden, ffn in WIDTHS:
+        more, fewer = (_layer(family, hidden, ffn, t, dtype) for t in tokens)
+        per_token[(hidden, ffn)] = (more - fewer) / (tokens[0] - tokens[1])
+    (h0, f0), (h1, _), (_, f2) = WIDTHS
+    per_hidden = (per_token[(h1, f0)] - per_token[(h0, f0)]) / (h1 - h0)
+    per_ffn = (per_token[(h0, f2)] - per_token[(h0, f0)]) / (f2 - f0)
+    size = torch.tensor([], dtype=dtype).element_size()
+    return round(per_hidden / size, 1), round(per_ffn / size, 1)
+
+
+def main() -> None:
+    out: dict[str, Any] = {"torch": torch.__version__, "transformers": transformers.__version__, "passes": {}}
+    for family in FAMILIES:
+        counted = [passes(family, dtype, tokens) for dtype in (torch.bfloat16, torch.float32)
+                   for tokens in ((128, 64), (256, 128))]
+        assert counted[0] == counted[1] and counted[2] == counted[3], (family, counted)  # linear in tokens
+        out["passes"][family] = [*counted[0], *counted[2]]
+        print(family, out["passes"][family], file=sys.stderr)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
