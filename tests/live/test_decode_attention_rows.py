@@ -3,30 +3,18 @@ on tests/data/measured/attention) and against lean decodes measured after they w
 
 from __future__ import annotations
 
-import importlib
 import statistics
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from estimator import default_catalog
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _benchmark(name: str) -> Any:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+from tests.benchmark_modules import benchmark
 
 
 @pytest.fixture(scope="module")
 def probe() -> Any:
-    return _benchmark("decode_attention")
+    return benchmark("decode_attention")
 
 
 def test_the_shipped_tiles_are_the_fit_of_the_probe_rows(probe: Any) -> None:
@@ -60,7 +48,7 @@ def test_held_out_lean_decodes_measured_after_the_tiles_were_set() -> None:
     """Seed 7 (30 architectures × 5 batch × context shapes, measured after the profile's tiles were fitted): more of
     its lean decode steps within the target's 10% with the tiles than without, none further off by more than 1 point,
     and every bound below its measurement."""
-    points = _benchmark("random_points")
+    points = benchmark("random_points")
     catalog = default_catalog()
     optimized = catalog.profiles.get("optimized")
     once = optimized.model_copy(update={"decode_attention": None})

@@ -4,24 +4,17 @@ gets worse by more than half a point."""
 
 from __future__ import annotations
 
-import importlib
 import statistics
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.benchmark_modules import benchmark
 
 
 @pytest.fixture(scope="module")
 def eighth() -> Any:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return importlib.import_module("random_eighth")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return benchmark("random_eighth")
 
 
 @pytest.fixture(scope="module")

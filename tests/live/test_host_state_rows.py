@@ -4,25 +4,17 @@ docs/accuracy.md item 16 says it does."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from estimator import default_catalog
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.benchmark_modules import benchmark
 
 
 @pytest.fixture(scope="module")
 def host_state() -> Any:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return importlib.import_module("host_state")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return benchmark("host_state")
 
 
 @pytest.fixture(scope="module")

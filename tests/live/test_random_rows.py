@@ -3,24 +3,16 @@ bounds never above a measurement, and the mechanisms docs/accuracy.md states for
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.benchmark_modules import benchmark
 
 
 @pytest.fixture(scope="module")
 def random_points() -> Any:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        module = importlib.import_module("random_points")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
+    return benchmark("random_points")
 
 
 @pytest.fixture(scope="module")

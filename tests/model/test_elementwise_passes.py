@@ -13,6 +13,7 @@ from estimator import default_catalog
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.registry import model_from_mapping
 from estimator.model.phases import elementwise_elements_per_layer
+from tests.benchmark_modules import benchmark
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "measured" / "elementwise-passes.json"
 
@@ -58,12 +59,8 @@ def test_the_trace_reproduces_under_the_same_transformers() -> None:
 
     if transformers.__version__ != "5.17.0":
         pytest.skip(f"transformers {transformers.__version__}: the shipped counts describe 5.17.0")
-    import importlib
-    import sys
-
     import torch
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    count_elementwise = importlib.import_module("count_elementwise")
+    count_elementwise = benchmark("count_elementwise")
 
     assert count_elementwise.passes("llama", torch.bfloat16, (128, 64)) == (63.0, 5.0)
