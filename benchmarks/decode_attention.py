@@ -15,7 +15,8 @@ on the H200, PyTorch 2.11) times SDPA with one query per sequence over a cache â
   apart, and left out of the profile: in the lean decode the profile's per-layer cost holds the attention kernel's
   floor.
 
-    python benchmarks/decode_attention.py          # the fit, its residuals by split and head dim
+    pip install '.[test]'                           # numpy, for the least squares
+    python benchmarks/decode_attention.py          # the fit and its residuals by split
 """
 
 from __future__ import annotations
