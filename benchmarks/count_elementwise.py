@@ -10,7 +10,7 @@ widths (multi-head: query, key and value heads as wide as the hidden state, the 
 the difference of 128 and 64 tokens, checked against that of 256 and 128. Passes = bytes ÷ the dtype's element
 size, in bf16 and in fp32 (where RMSNorm's upcast to fp32 copies nothing).
 
-    pip install torch==2.13.0 transformers==5.17.0   # the transformers the hf profile describes
+    pip install torch==2.13.0 transformers==5.17.0 pyyaml   # the transformers the hf profile describes
     python benchmarks/count_elementwise.py > tests/data/measured/elementwise-passes.json
 """
 
@@ -30,7 +30,10 @@ from torch.utils._pytree import tree_flatten
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure_random import random_config  # benchmarks/measure_random.py, beside this file
 
-FAMILIES = ("llama", "qwen2", "mistral", "gemma2", "gpt2")
+FAMILIES = ("llama", "qwen2", "mistral", "gemma2", "gpt2")  # measure_random.py's, drawn by random_config
+# families of the catalog, each from one model's config.json in specs/models/ with its widths replaced
+CATALOG_FAMILIES = {"qwen3": "qwen3-8b", "gemma3_text": "gemma-3-1b", "phi3": "phi-3-mini", "olmo2": "olmo-2-7b"}
+SPECS = Path(__file__).resolve().parent.parent / "specs" / "models"
 # GEMMs, attention and the embedding gather: timed by their FLOPs and weight bytes, not as elementwise passes
 NOT_ELEMENTWISE = {"mm", "addmm", "bmm", "baddbmm", "linear", "matmul", "embedding", "scaled_dot_product_attention",
                    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
@@ -62,15 +65,27 @@ class ElementwiseBytes(TorchDispatchMode):
         return out
 
 
+def _config(family: str, hidden: int, layers: int) -> dict[str, Any]:
+    if family not in CATALOG_FAMILIES:
+        return random_config(random.Random(0), family, hidden, layers)
+    import yaml
+
+    spec = yaml.safe_load((SPECS / f"{CATALOG_FAMILIES[family]}.yaml").read_text(encoding="utf-8"))
+    dropped = ("layer_types", "architectures", "torch_dtype", "pad_token_id", "bos_token_id", "eos_token_id")
+    config = {k: v for k, v in spec["config"].items() if k not in dropped}
+    config.update(model_type=family, pad_token_id=0)  # a tiny vocabulary holds no original special token
+    return config
+
+
 def forward_bytes(family: str, hidden: int, ffn: int, layers: int, tokens: int, dtype: torch.dtype) -> int:
-    config = random_config(random.Random(0), family, hidden, layers)
+    config = _config(family, hidden, layers)
     heads = 4
     if family == "gpt2":
         config.update(n_embd=hidden, n_head=heads, n_layer=layers, n_inner=ffn, vocab_size=VOCAB, bos_token_id=0,
                       eos_token_id=0)
     else:
         config.update(hidden_size=hidden, intermediate_size=ffn, num_attention_heads=heads, num_key_value_heads=heads,
-                      head_dim=hidden // heads, vocab_size=VOCAB)
+                      head_dim=hidden // heads, vocab_size=VOCAB, num_hidden_layers=layers)
     built = transformers.AutoConfig.for_model(**config)
     built._attn_implementation = "sdpa"
     model = transformers.AutoModelForCausalLM.from_config(built).to(dtype).eval()
@@ -103,7 +118,7 @@ def passes(family: str, dtype: torch.dtype, tokens: tuple[int, int]) -> tuple[fl
 
 def main() -> None:
     out: dict[str, Any] = {"torch": torch.__version__, "transformers": transformers.__version__, "passes": {}}
-    for family in FAMILIES:
+    for family in (*FAMILIES, *CATALOG_FAMILIES):
         counted = [passes(family, dtype, tokens) for dtype in (torch.bfloat16, torch.float32)
                    for tokens in ((128, 64), (256, 128))]
         assert counted[0] == counted[1] and counted[2] == counted[3], (family, counted)  # linear in tokens
