@@ -263,11 +263,18 @@ def measure_inference(run: Run, arch: dict[str, Any], rng: random.Random) -> Non
             run.emit({**base, "phase": "decode", "batch": batch, "context": context, "error": measure._why(error)})
     del model
     measure.free_memory()
-    lean = arch["dtype"] == "bf16" and measure.lean_supported(config) is None
-    for batch, context in ([(2, 24)] if run.tiny else [(1, 2048), (16, 4096)]) if lean else []:
+    if arch["dtype"] == "bf16" and measure.lean_supported(config) is None:
+        lean_rows(run, arch, config, arch["split"], [(1, 2048), (16, 4096)])
+
+
+def lean_rows(run: Run, arch: dict[str, Any], config: dict[str, Any], split: str,
+              shapes: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> None:
+    """The lean graph decode of ``config`` at each (batch, context) of ``shapes`` (a toy one on a dry run), each
+    guarded: a failure is a row with ``error``."""
+    for batch, context in [(2, 24)] if run.tiny else shapes:
         try:
             run.emit({**measure.lean_decode(config, batch, context, attention="flash"), "model": arch["name"],
-                      "split": arch["split"], "config": arch["config"]})
+                      "split": split, "config": arch["config"]})
         except Exception as error:
             run.emit({"kind": "lean_decode", "model": arch["name"], "batch": batch, "context": context,
                       "error": measure._why(error)})
@@ -284,14 +291,7 @@ def lean_set(run: Run, rng: random.Random, count: int) -> None:
                 "config": random_config(rng, family, 128 * rng.randint(4, 24), rng.randint(4, 28))}
         if not run.in_budget(arch["name"]):
             return
-        config = tiny_config(arch["config"]) if run.tiny else arch["config"]
-        for batch, context in [(2, 24)] if run.tiny else LEAN_SHAPES:
-            try:
-                run.emit({**measure.lean_decode(config, batch, context, attention="flash"), "model": arch["name"],
-                          "split": "held-out", "config": arch["config"]})
-            except Exception as error:
-                run.emit({"kind": "lean_decode", "model": arch["name"], "batch": batch, "context": context,
-                          "error": measure._why(error)})
+        lean_rows(run, arch, tiny_config(arch["config"]) if run.tiny else arch["config"], "held-out", LEAN_SHAPES)
 
 
 def measure_training(run: Run, arch: dict[str, Any]) -> None:
