@@ -127,6 +127,54 @@ def fit(rows: list[dict[str, Any]], apart: bool = True) -> Fit:
     return Fit(spec, float(coef[0]), float(coef[1]), float(1 / coef[2]), residuals)
 
 
+WAVES = PROBE.with_name("h200-2026-12-02-waves.jsonl")  # wave-shapes.json's 40 shapes, measured after the rule below
+SMS = 132  # the H200's SMs (the probe's kind=device row)
+RESIDENT = {64: 4, 128: 2, 256: 2}  # blocks an SM holds by tile width: the kernels' shared memory (45,376 or 86,336 B)
+
+
+def splits(bh: int, context: int, budget: int) -> int:
+    """The splits of the context cuDNN's decode kernel launches per (sequence, KV head, tile) — ``bh`` of them: none
+    below 1,024 tokens or where 2 × bh passes the SMs, else the largest power of two up to 64 and context / 128 that
+    keeps bh × splits under ``budget`` blocks (read off the seed-7 probe's grids; 2 × SMs gives all 331 of them)."""
+    if context < 1024 or 2 * bh > SMS:
+        return 1
+    count = 1
+    while count * 2 <= min(64, context // 128) and bh * count * 2 < budget:
+        count *= 2
+    return count
+
+
+def blocks(row: dict[str, Any], spec: DecodeAttentionTiles, budget: int = 2 * SMS) -> tuple[int, int]:
+    """(thread blocks the rule gives the row's kernel, its tile width); the full-width tile runs two per split."""
+    found = _walk(row, spec)
+    bh = row["kv_heads"] * found.tiles * row["batch"]
+    return splits(bh, row["context"], budget) * bh * (2 if found.full_width else 1), found.tile_head_dim
+
+
+def wave_factor(count: int, width: int) -> float:
+    """The rule fixed before the wave rows were measured: full waves of SMs × resident blocks at the bandwidth, a last
+    partial wave as long as max(its blocks, SMs) would take, each block reading at most 1 / SMs of the bandwidth."""
+    slots = SMS * RESIDENT[width]
+    full, rest = divmod(count, slots)
+    return (full * slots + (max(rest, SMS) if rest else 0)) / count
+
+
+def wave_check(spec: DecodeAttentionTiles, found: Fit) -> list[tuple[dict[str, Any], int, float, float]]:
+    """Each wave row: (row, the rule's block count, the error without the wave factor, the error with it), its time
+    as the shipped fit's: t0 (+ the full-width kernel's extra) + the rule's bytes / (peak × η)."""
+    out = []
+    for r in rows_of(WAVES):
+        if r["kind"] != "attention":
+            continue
+        count, width = blocks(r, spec)
+        walked = _walk(r, spec)
+        fixed = found.t0_s + (found.wide_extra_s if walked.full_width else 0.0)
+        read = r["kv_bytes"] * walked.factor / (PEAK_BYTES_PER_S * found.eta)
+        y = r["time"]["median_s"]
+        out.append((r, count, (fixed + read - y) / y, (fixed + read * wave_factor(count, width) - y) / y))
+    return out
+
+
 def main() -> None:
     rows = rows_of()
     found = fit(rows)

@@ -10,6 +10,7 @@ from pathlib import Path
 from random_eighth import eighth_pass
 from random_fifth import BEFORE_FIFTH, FIFTH_PASS
 from random_fourth import BEFORE_FOURTH, FOURTH_PASS
+from random_ninth import ninth_pass
 from random_points import DATA, TARGETS, bound_summary, load, points, summary
 from random_seventh import seventh_pass
 from random_sixth import sixth_pass
@@ -117,7 +118,7 @@ def section(data: Path = DATA) -> list[str]:
             for split, (cases, within, median, worst) in splits.items():
                 out.append(_row(term, split, cases, within, median, worst))
     passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data),
-              eighth_pass(data)]
+              eighth_pass(data), ninth_pass(data)]
     return [*out, "", *passes]
 
 

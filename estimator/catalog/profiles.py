@@ -26,6 +26,9 @@ Ops = Annotated[int, Field(ge=0, le=MAX_OPS)]
 Passes = Annotated[float, Field(ge=0, le=MAX_PASSES)]
 
 
+ElementRate = Annotated[float, Field(gt=0, le=1e15)]
+
+
 class DecodeAttentionTiles(BaseModel):
     """A decode attention kernel's tiles (`estimator.model.decode_attention`): a tile holds ``query_rows`` query heads
     of one KV head and walks that head's cache; the kernel is built for the ``head_dims`` widths (ascending), a head
@@ -109,6 +112,10 @@ class EfficiencyProfile(BaseModel):
     fp32_cache_attention_pair_s: Seconds = 0
     # the decode step's attention kernel by its tiles (estimator.model.decode_attention; None: the cache read once)
     decode_attention: DecodeAttentionTiles | None = None
+    # transformers' static-cache decode passes SDPA a mask, so grouped KV heads are repeated per query head first
+    # (repeat_kv: several KV heads copied, one viewed; estimator.model.decode_attention): the copy kernel's rate in
+    # elements written per second, [16-bit, fp32]; None: the kernel gets the KV heads as cached
+    repeat_kv_elements_per_s: tuple[ElementRate, ElementRate] | None = None
     # GPU time per dispatched aten operation beyond its bytes and FLOPs (a small kernel's launch and tail, also
     # inside a CUDA graph): the counted operations × this join the per-layer cost (timing.phase_time)
     gpu_per_op_s: Seconds = 0
@@ -165,6 +172,11 @@ class EfficiencyProfile(BaseModel):
         if states is not None and states[0] > states[1]:
             raise ValueError(f"give the fastest state first, then the slowest: [{states[1]:g}, {states[0]:g}]")
         return states
+
+    @property
+    def repeats_kv(self) -> bool:
+        """Whether the runtime repeats grouped KV heads per query head before the decode's attention."""
+        return self.repeat_kv_elements_per_s is not None
 
     @property
     def overlaps(self) -> bool:

@@ -17,13 +17,15 @@ def decode_attention_notes(arch: Architecture | None, profile: EfficiencyProfile
     """One note where there is a decode step and the profile's tiles make its KV read cost more than one read (none
     for a model known only by its size, latent attention, or a profile without tiles)."""
     tiles = profile.decode_attention
-    reads = None if arch is None or tiles is None or decode is None else tile_reads(arch, tiles, tp)
-    if tiles is None or reads is None or reads.walk.factor == 1:
+    reads = (None if arch is None or tiles is None or decode is None
+             else tile_reads(arch, tiles, tp, profile.repeats_kv))
+    if tiles is None or reads is None or (reads.factor == 1 and reads.repeat is None):
         return []
     w = reads.walk
     return [note(NoteCode.DECODE_ATTENTION, profile=profile.name, group=reads.group, query_rows=tiles.query_rows,
                  tiles=w.tiles, reread=tiles.reread_fraction, head_dim=reads.head_dim, tile_head_dim=w.tile_head_dim,
-                 full_width=w.full_width, efficiency=tiles.full_width_efficiency, factor=w.factor)]
+                 full_width=w.full_width, efficiency=tiles.full_width_efficiency, factor=reads.factor,
+                 repeat=reads.repeat)]
 
 
 def phase_notes(arch: Architecture | None, profile: EfficiencyProfile, tp: int, prefill_cost: PhaseCost,

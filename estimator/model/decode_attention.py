@@ -7,12 +7,18 @@ heads than a tile holds is walked once per tile, the later walks partly served f
 wide tile costs that tile's whole width at its lower rate (a head dim of 160 costs as 256). `walk` is the rule on one
 KV head's group; `tile_reads` applies it to a model on one rank, as a factor on the time of one read of the cache at
 the profile's bandwidth. The roofline bound keeps the bytes alone.
+
+transformers' static-cache decode (the `hf` profiles, `repeats_kv`) hands SDPA a mask, so a grouped-query model's KV
+heads reach the kernel repeated per query head (`repeat_kv`, docs/accuracy.md item 19): each query head is a KV head
+of its own there, walked by one tile. Several KV heads are copied, so the kernel reads the group's copies whole; one KV
+head is a view of stride 0, whose further walks cost part of the first, as a further tile's do.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from math import ceil
+from typing import Literal
 
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import DecodeAttentionTiles
@@ -39,27 +45,72 @@ def walk(group: int, head_dim: int, spec: DecodeAttentionTiles) -> Walk:
     return Walk(tiles, tile, full, width * (1 + (tiles - 1) * spec.reread_fraction))
 
 
+Repeat = Literal["copy", "view"]
+
+
 @dataclass(frozen=True)
 class TileReads:
-    """One rank's decode attention: ``group`` query heads per KV head of ``head_dim``, walked as ``walk`` says."""
+    """One rank's decode attention: ``group`` query heads per KV head of ``head_dim``, walked as ``walk`` says; where
+    the runtime repeats the KV heads (``repeat``: copied, or viewed for one KV head), ``walk`` is one query head's and
+    ``factor`` what the group's walks cost over one read of the cache."""
 
     group: int
     head_dim: int
     walk: Walk
+    repeat: Repeat | None
+    factor: float
 
 
-def tile_reads(arch: Architecture, spec: DecodeAttentionTiles, tp: int) -> TileReads | None:
-    """The walk of ``arch``'s cache on one of ``tp`` ranks (query heads split, KV heads split or replicated); None
-    for latent attention, whose compressed cache another kernel reads."""
+def repeated(group: int, kv_heads: int, head_dim: int, spec: DecodeAttentionTiles) -> TileReads:
+    """The group's walks where each query head reaches the kernel as a KV head of its own: copies read whole, or one
+    KV head's view whose further walks cost ``reread_fraction`` of the first."""
+    one = walk(1, head_dim, spec)
+    if kv_heads > 1:
+        return TileReads(group, head_dim, one, "copy", one.factor * group)
+    return TileReads(group, head_dim, one, "view", one.factor * (1 + (group - 1) * spec.reread_fraction))
+
+
+def rank_heads(arch: Architecture, tp: int) -> tuple[int, int]:
+    """(query heads, KV heads) on one of ``tp`` ranks: query heads split, KV heads split or replicated."""
+    att = arch.attention
+    return ceil(att.num_heads / tp), max(att.num_kv_heads // tp, 1)
+
+
+def tile_reads(arch: Architecture, spec: DecodeAttentionTiles, tp: int, repeats_kv: bool = False) -> TileReads | None:
+    """The walk of ``arch``'s cache on one of ``tp`` ranks (``repeats_kv``: the runtime repeats grouped KV heads per
+    query head first); None for latent attention, whose compressed cache another kernel reads."""
     att = arch.attention
     if att.latent is not None:
         return None
-    heads, kv_heads = ceil(att.num_heads / tp), max(att.num_kv_heads // tp, 1)
+    heads, kv_heads = rank_heads(arch, tp)
     group = ceil(heads / kv_heads)
-    return TileReads(group, att.head_dim, walk(group, att.head_dim, spec))
+    if repeats_kv and group > 1:
+        return repeated(group, kv_heads, att.head_dim, spec)
+    found = walk(group, att.head_dim, spec)
+    return TileReads(group, att.head_dim, found, None, found.factor)
 
 
-def kv_read_factor(arch: Architecture, spec: DecodeAttentionTiles | None, tp: int) -> float:
+def kv_read_factor(arch: Architecture, spec: DecodeAttentionTiles | None, tp: int, repeats_kv: bool = False) -> float:
     """`tile_reads`'s factor; 1 where the profile states no tiles or the model's attention is latent."""
-    reads = None if spec is None else tile_reads(arch, spec, tp)
-    return 1.0 if reads is None else reads.walk.factor
+    reads = None if spec is None else tile_reads(arch, spec, tp, repeats_kv)
+    return 1.0 if reads is None else reads.factor
+
+
+def repeat_kv_copies(arch: Architecture, tp: int, repeats_kv: bool) -> int:
+    """How many copies of each cached KV element the runtime writes before the decode's attention: the group where it
+    repeats several KV heads per query head, 0 where it copies nothing (one KV head is a view; no groups; no repeat)."""
+    if not repeats_kv or arch.attention.latent is not None:
+        return 0
+    heads, kv_heads = rank_heads(arch, tp)
+    group = ceil(heads / kv_heads)
+    return group if kv_heads > 1 and group > 1 else 0
+
+
+def pair_share(arch: Architecture, spec: DecodeAttentionTiles | None, tp: int, repeats_kv: bool) -> float:
+    """The share of the (sequence, query head) pairs' walks that read the cache anew: 1, but where the runtime hands
+    one KV head to every query head as a view, the first walk and ``reread_fraction`` of each further one."""
+    if not repeats_kv or spec is None or arch.attention.latent is not None:
+        return 1.0
+    heads, kv_heads = rank_heads(arch, tp)
+    group = ceil(heads / kv_heads)
+    return 1.0 if kv_heads > 1 or group == 1 else (1 + (group - 1) * spec.reread_fraction) / group

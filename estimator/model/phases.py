@@ -21,7 +21,7 @@ from estimator.model.compute import (
     math_attention_scores,
     prefill_matmul_flops,
 )
-from estimator.model.decode_attention import kv_read_factor
+from estimator.model.decode_attention import kv_read_factor, pair_share, repeat_kv_copies
 from estimator.model.elementwise import maximum
 from estimator.model.experts import expert_parallel_weights_bytes
 from estimator.model.footprint import rank_kv_bytes
@@ -105,6 +105,7 @@ def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: i
     """One decode step at ``context`` tokens on one of ``tp`` ranks; ``weights_read`` is what the step reads of all
     ranks' weights, ``kv_bytes`` the rank's KV cache at ``context``."""
     act, h, layers = rt.activation_bytes_per_element, arch.hidden_size, arch.num_layers
+    tiles, repeats = rt.profile.decode_attention, rt.profile.repeats_kv
     return PhaseCost(
         matmul_flops=decode_matmul_flops(arch, batch) / tp,
         attention_flops=attention_flops(arch, batch, 1, past=context - 1) / tp,
@@ -118,8 +119,9 @@ def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: i
         host_ops=eager_ops(arch, rt, decode=True),
         fp32=act == 4,
         cache_keys=layers * context,
-        cache_key_pairs=layers * context * batch * arch.attention.num_heads / tp,
-        kv_read_factor=kv_read_factor(arch, rt.profile.decode_attention, tp),
+        cache_key_pairs=layers * context * batch * arch.attention.num_heads / tp * pair_share(arch, tiles, tp, repeats),
+        kv_read_factor=kv_read_factor(arch, tiles, tp, repeats),
+        kv_copy_elements=kv_bytes * 8 / rt.kv_format.bits_per_weight * repeat_kv_copies(arch, tp, repeats),
     )
 
 

@@ -71,6 +71,9 @@ class PhaseCost:
     # a decode step's KV read time over one read of its cache at the bandwidth (model.decode_attention: the attention
     # kernel's query-row tiles and head-dim widths); the bound keeps kv_bytes alone
     kv_read_factor: float = 1.0
+    # elements the runtime writes repeating grouped KV heads per query head before the decode's attention (repeat_kv;
+    # the profile's repeat_kv_elements_per_s times them)
+    kv_copy_elements: float = 0.0
 
     @property
     def flops(self) -> float:
@@ -210,6 +213,13 @@ def cache_attention_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
             + cost.cache_key_pairs * profile.fp32_cache_attention_pair_s)
 
 
+def repeat_kv_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
+    """The copy transformers makes of grouped KV heads before a masked decode's attention (repeat_kv: an elementwise
+    kernel bound by the elements it writes, at the profile's rate for the dtype; docs/accuracy.md item 19)."""
+    rates = profile.repeat_kv_elements_per_s
+    return 0.0 if rates is None else cost.kv_copy_elements / rates[1 if cost.fp32 else 0]
+
+
 def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> PhaseTime:
     """Bound and expected time of one phase (see module docstring)."""
     bound_s, bound = roofline_s(cost, hw)
@@ -224,7 +234,8 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
                  + cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency)
                  + cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True)))
     weights_s, elementwise_s = cost.weight_bytes / bandwidth, cost.elementwise_bytes / bandwidth
-    kv_s = cache_attention_s(cost, profile) or cost.kv_bytes * cost.kv_read_factor / kv_bandwidth
+    kv_s = (cache_attention_s(cost, profile) or cost.kv_bytes * cost.kv_read_factor / kv_bandwidth) + repeat_kv_s(
+        cost, profile)
     fixed_s = cost.layers * profile.per_layer_step_s + cost.host_ops * profile.gpu_per_op_s
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.

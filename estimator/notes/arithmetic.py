@@ -97,12 +97,20 @@ def host_bound(v: Mapping[str, Any]) -> str:
 
 DECODE_ATTENTION: dict[str, type | tuple[type, ...]] = {
     "profile": str, "group": int, "query_rows": int, "tiles": int, "reread": float, "head_dim": int,
-    "tile_head_dim": int, "full_width": bool, "efficiency": float, "factor": float}
+    "tile_head_dim": int, "full_width": bool, "efficiency": float, "factor": float, "repeat": (str, type(None))}
 
 
 def decode_attention(v: Mapping[str, Any]) -> str:
     """How the decode kernel's tiles move the KV read (`estimator.model.decode_attention.tile_reads`)."""
     parts = []
+    if v["repeat"] == "copy":
+        parts.append(f"the runtime's mask makes it repeat the KV heads first (repeat_kv): each of the {v['group']} "
+                     "query heads per KV head reads a copy of its own, written before (that copy's time joins the KV "
+                     "read, docs/accuracy.md item 19)")
+    elif v["repeat"] == "view":
+        parts.append(f"the runtime's mask makes it repeat the one KV head as a view (repeat_kv): its {v['group']} "
+                     f"query heads each walk it, each further walk {v['reread']:.2f} of the first (docs/accuracy.md "
+                     "item 19)")
     if v["tiles"] > 1:
         parts.append(f"a tile holds {v['query_rows']} query heads of one KV head, so each KV head's cache is walked "
                      f"{v['tiles']} times for its {v['group']} query heads (each further walk {v['reread']:.2f} of "

@@ -65,3 +65,22 @@ def test_held_out_lean_decodes_measured_after_the_tiles_were_set() -> None:
     assert len(with_tiles) == 150
     assert sum(abs(e) <= 0.1 for e in with_tiles) > sum(abs(e) <= 0.1 for e in without)
     assert all(abs(a) <= abs(b) + 0.01 for a, b in zip(with_tiles, without, strict=True))
+
+
+def test_the_grid_rule_gives_every_block_count_and_the_wave_rule_no_gain(probe: Any) -> None:
+    """Item 20: cuDNN's split of the context (`splits`, read off the seed-7 grids) gives the thread blocks of all 291
+    tiled seed-7 rows and of the 40 wave rows chosen after it (the budget as first fixed, ≤ 256 blocks, 39 of them);
+    the wave rule fixed with those shapes puts no more of them within 10% than the tiles alone, so it is not shipped."""
+    rows = probe.rows_of()
+    found = probe.fit(rows)
+
+    def grid(r: dict[str, Any]) -> int:
+        g = r["kernels"][0]["grid"]
+        return int(g[0] * g[1] * g[2])
+
+    tiled = [r for r in probe.attention(rows) if probe.kernel_tile(r)[0] == found.tiles.query_rows]
+    assert len(tiled) == 291 and all(probe.blocks(r, found.tiles)[0] == grid(r) for r in tiled)
+    checked = probe.wave_check(found.tiles, found)
+    assert len(checked) == 40 and all(count == grid(r) for r, count, _, _ in checked)
+    assert sum(probe.blocks(r, found.tiles, 257)[0] == grid(r) for r, *_ in checked) == 39
+    assert sum(abs(w) <= 0.1 for *_, w in checked) <= sum(abs(a) <= 0.1 for _, _, a, _ in checked)
