@@ -14,6 +14,7 @@ from random_ninth import ninth_pass
 from random_points import DATA, TARGETS, bound_summary, load, points, summary
 from random_seventh import seventh_pass
 from random_sixth import sixth_pass
+from random_tenth import tenth_pass
 
 # `python benchmarks/random_points.py` at commit 4f34dec (before issue 15's mechanisms), on the same files:
 # term -> split -> (cases, within target, median |error|, worst error and its case).
@@ -118,7 +119,7 @@ def section(data: Path = DATA) -> list[str]:
             for split, (cases, within, median, worst) in splits.items():
                 out.append(_row(term, split, cases, within, median, worst))
     passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data),
-              eighth_pass(data), ninth_pass(data)]
+              eighth_pass(data), ninth_pass(data), tenth_pass()]
     return [*out, "", *passes]
 
 

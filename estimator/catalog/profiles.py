@@ -60,6 +60,24 @@ class DecodeAttentionTiles(BaseModel):
         return self
 
 
+class GroupedExperts(BaseModel):
+    """transformers' grouped_mm MoE forward in a prefill (`estimator.model.grouped_experts`): the grouped GEMMs read
+    the hit experts' weights at ``weight_efficiency`` of the bandwidth and do their FLOPs at ``flop_efficiency`` of
+    the peak, one after the other; the token–expert dispatch around them (sort, gather, masks, gate, weighting,
+    un-permute, sum) moves as many bytes as ``pair_hidden_passes`` passes over each routed pair's hidden width,
+    ``pair_ffn_passes`` over its expert width and ``token_hidden_passes`` over each token's hidden width, at the
+    profile's bandwidth, plus ``per_layer_s`` per MoE layer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    weight_efficiency: float = Field(gt=0, le=1)
+    flop_efficiency: float = Field(gt=0, le=1)
+    pair_hidden_passes: Passes
+    pair_ffn_passes: Passes
+    token_hidden_passes: Passes
+    per_layer_s: Seconds
+
+
 class EfficiencyProfile(BaseModel):
     """Achievable fractions of peak, fixed per-step costs, and runtime memory of one software stack."""
 
@@ -116,6 +134,8 @@ class EfficiencyProfile(BaseModel):
     # (repeat_kv: several KV heads copied, one viewed; estimator.model.decode_attention): the copy kernel's rate in
     # elements written per second, [16-bit, fp32]; None: the kernel gets the KV heads as cached
     repeat_kv_elements_per_s: tuple[ElementRate, ElementRate] | None = None
+    # a prefill's routed experts as transformers' grouped_mm forward runs them (None: as dense GEMMs)
+    grouped_experts: GroupedExperts | None = None
     # GPU time per dispatched aten operation beyond its bytes and FLOPs (a small kernel's launch and tail, also
     # inside a CUDA graph): the counted operations × this join the per-layer cost (timing.phase_time)
     gpu_per_op_s: Seconds = 0

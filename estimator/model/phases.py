@@ -25,11 +25,15 @@ from estimator.model.decode_attention import kv_read_factor, pair_share, repeat_
 from estimator.model.elementwise import maximum
 from estimator.model.experts import expert_parallel_weights_bytes
 from estimator.model.footprint import rank_kv_bytes
+from estimator.model.grouped_experts import ExpertWork, expert_work, routed_expert_params
+from estimator.model.inventory import Role
 from estimator.model.memory import (
+    bytes_of,
     generic_weights_bytes,
     prefill_masked_attention,
     runs_math_attention,
     sharded_weights_bytes,
+    tensor_bits,
 )
 from estimator.model.runtime import Runtime
 from estimator.model.timing import PhaseCost
@@ -46,11 +50,32 @@ def elementwise_elements_per_layer(arch: Architecture, profile: EfficiencyProfil
     ffn = arch.mlp.intermediate_size
     if arch.moe is not None and arch.num_moe_layers:
         ffn = arch.moe.experts_per_token * arch.moe.expert_intermediate_size + arch.moe.shared_intermediate_size
-    hidden_passes, ffn_passes = profile.elementwise_hidden_passes, profile.elementwise_ffn_passes
+    hidden_passes, ffn_passes = elementwise_passes(arch, profile, fp32=fp32)
+    return float(hidden_passes * arch.hidden_size / hidden_shards + ffn_passes * ffn / tp)
+
+
+def elementwise_passes(arch: Architecture, profile: EfficiencyProfile, *, fp32: bool) -> tuple[float, float]:
+    """(hidden, FFN) passes per token and layer: the family's own count in the compute dtype where the profile
+    traced it, else the profile's."""
     counted = profile.elementwise_passes_by_family.get(arch.model_type)
     if counted is not None:
-        hidden_passes, ffn_passes = counted[2:] if fp32 else counted[:2]
-    return float(hidden_passes * arch.hidden_size / hidden_shards + ffn_passes * ffn / tp)
+        hidden, ffn = counted[2:] if fp32 else counted[:2]
+        return float(hidden), float(ffn)
+    return float(profile.elementwise_hidden_passes), float(profile.elementwise_ffn_passes)
+
+
+def grouped_expert_work(arch: Architecture, rt: Runtime, tp: int, tokens: int, expert_groups: int
+                        ) -> tuple[ExpertWork | None, float, float, float]:
+    """Where the profile runs a prefill's routed experts as grouped GEMMs (`grouped_experts`): their work, and the
+    FLOPs, weight bytes and elementwise bytes the dense terms then leave to it (none under expert parallel)."""
+    work = expert_work(arch, rt.weight_format, tp, tokens) if rt.profile.grouped_experts else None
+    if work is None or expert_groups != 1 or arch.moe is None:
+        return None, 0.0, 0.0, 0.0
+    act = rt.activation_bytes_per_element
+    routed_ffn = arch.moe.experts_per_token * arch.moe.expert_intermediate_size / tp
+    counted = elementwise_passes(arch, rt.profile, fp32=act == 4)[1] * routed_ffn * act * arch.num_layers * tokens
+    weights = bytes_of(routed_expert_params(arch), tensor_bits(Role.EXPERT, rt.weight_format)) / tp
+    return work, work.flops, weights, counted
 
 
 def _elementwise_bytes_per_token(arch: Architecture, rt: Runtime, tp: int) -> float:
@@ -81,14 +106,18 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
     # PyTorch's math SDPA kernel (memory.runs_math_attention) scores every pair in fp32 with its GEMMs and passes
     math = runs_math_attention(arch, rt.profile, fp32=act == 4)
     scores = math_attention_scores(arch, batch, prompt) / tp if math else 0
+    experts, routed_flops, routed_bytes, routed_elementwise = grouped_expert_work(arch, rt, tp, prompt_tokens,
+                                                                                  expert_groups)
     return PhaseCost(
-        matmul_flops=prefill_matmul_flops(arch, batch, prompt, logits_positions=positions) / tp,
+        matmul_flops=prefill_matmul_flops(arch, batch, prompt, logits_positions=positions) / tp - routed_flops,
         attention_flops=0 if math else attention_flops(arch, batch, prompt, ignore_windows=masked) / tp,
-        weight_bytes=sharded_weights_bytes(arch, rt.weight_format, tp) if expert_groups == 1
-        else expert_parallel_weights_bytes(arch, rt.weight_format, tp, tp * expert_groups),
+        weight_bytes=(sharded_weights_bytes(arch, rt.weight_format, tp) if expert_groups == 1
+                      else expert_parallel_weights_bytes(arch, rt.weight_format, tp, tp * expert_groups))
+        - routed_bytes,
         kv_bytes=kv_bytes * prompt / maximum(context, 1),
         elementwise_bytes=prompt_tokens * _elementwise_bytes_per_token(arch, rt, tp)
-        + scores * MATH_SDPA_PASS_BYTES_PER_SCORE,
+        + scores * MATH_SDPA_PASS_BYTES_PER_SCORE - routed_elementwise,
+        experts=experts,
         layers=layers,
         allreduce_bytes=2 * layers * prompt_tokens * h * act,
         allreduces=2 * layers if tp > 1 else 0,

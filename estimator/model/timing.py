@@ -17,6 +17,7 @@ from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import ComputeDType, GpuSpec, MemoryType
 from estimator.errors import WorkloadInvalid
 from estimator.model.elementwise import maximum, where
+from estimator.model.grouped_experts import ExpertWork, experts_s
 
 Bound = Literal["memory", "compute"]
 
@@ -74,14 +75,19 @@ class PhaseCost:
     # elements the runtime writes repeating grouped KV heads per query head before the decode's attention (repeat_kv;
     # the profile's repeat_kv_elements_per_s times them)
     kv_copy_elements: float = 0.0
+    # a prefill's routed experts where the profile runs them as grouped GEMMs (model.grouped_experts), apart from
+    # matmul_flops and weight_bytes, which then hold the rest
+    experts: ExpertWork | None = None
 
     @property
     def flops(self) -> float:
-        return self.matmul_flops + self.attention_flops + self.math_attention_flops
+        routed = 0.0 if self.experts is None else self.experts.flops
+        return self.matmul_flops + self.attention_flops + self.math_attention_flops + routed
 
     @property
     def bytes(self) -> float:
-        return self.weight_bytes + self.kv_bytes + self.elementwise_bytes
+        routed = 0.0 if self.experts is None else self.experts.weight_bytes
+        return self.weight_bytes + self.kv_bytes + self.elementwise_bytes + routed
 
     @property
     def flop_per_byte(self) -> float:
@@ -122,13 +128,14 @@ class PhaseTime:
     fixed_s: float = 0.0  # layers × the profile's per_layer_step_s + operations × its gpu_per_op_s
     host_s: float = 0.0  # layers × the profile's host_per_layer_s (host dispatch, overlapped with the GPU)
     prologue_s: float = 0.0  # the host's preamble before the first kernel, which the GPU waits through
+    experts_s: float = 0.0  # a prefill's routed experts run as grouped GEMMs with their dispatch (grouped_experts)
 
     @property
     def gpu_s(self) -> float:
         """The GPU's time: a GEMM streams its weights while it computes (the larger of the two), then the
         elementwise kernels, the KV read, the fixed costs and the host's preamble."""
         return maximum(self.compute_s, self.weights_s) + self.elementwise_s + self.kv_s + self.fixed_s \
-            + self.prologue_s
+            + self.prologue_s + self.experts_s
 
     def with_communication(self, seconds: float) -> PhaseTime:
         """This phase with ``seconds`` more communication it waits for (e.g. MoE all-to-alls), its expected time
@@ -242,8 +249,11 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     # The host's work before the phase's first kernel overlaps no GPU work: the GPU starts only when it ends, so a
     # GPU-bound phase takes it plus the GPU's time; a host-bound one, the host's whole time (which holds it).
     prologue_s = profile.host_prologue_s if cost.host_prologue and cost.host_ops and profile.host_per_op_s else 0.0
+    routed_s = 0.0 if cost.experts is None else experts_s(
+        cost.experts, profile, hw.peak_flop_per_s, hw.bandwidth_bytes_per_s, 4 if cost.fp32 else 2,
+        profile.bandwidth_fraction(hw.memory_type))  # type: ignore[arg-type]
     t = PhaseTime(bound_s, bound, 0.0, compute_s, weights_s + elementwise_s + kv_s, allreduce_s(cost, hw, profile),
-                  weights_s, elementwise_s, kv_s, fixed_s, host_dispatch_s(cost, profile), prologue_s)
+                  weights_s, elementwise_s, kv_s, fixed_s, host_dispatch_s(cost, profile), prologue_s, routed_s)
     return replace(t, expected_s=expected_time(t.gpu_s, t.host_s, t.communication_s, bound_s))
 
 
