@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +86,20 @@ def copy_rates(rows: list[dict[str, Any]]) -> dict[str, tuple[float, list[float]
     return out
 
 
-def _lsq(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+Design = Callable[[dict[str, Any]], list[float]]
+
+
+def _fit_sdpa(chosen: list[dict[str, Any]], design: Design) -> tuple[np.ndarray, dict[str, list[float]]]:
+    """Least squares of the relative error of the SDPA part's time over the ``fit`` rows of ``chosen``: the
+    coefficients, and every row's residual by split."""
+    fit = [r for r in chosen if r["split"] == "fit"]
+    x, y = np.array([design(r) for r in fit]), np.array([r["sdpa"]["median_s"] for r in fit])
     coef, *_ = np.linalg.lstsq(x / y[:, None], np.ones(len(y)), rcond=None)
-    return coef
+    residuals: dict[str, list[float]] = {}
+    for r in chosen:
+        y_r = r["sdpa"]["median_s"]
+        residuals.setdefault(r["split"], []).append((float(np.array(design(r)) @ coef) - y_r) / y_r)
+    return coef, residuals
 
 
 def masked_rate(rows: list[dict[str, Any]]) -> tuple[float, float, dict[str, list[float]]]:
@@ -102,12 +114,7 @@ def masked_rate(rows: list[dict[str, Any]]) -> tuple[float, float, dict[str, lis
                   else walk(1, r["head_dim"], tiles).factor)
         return [1.0, r["kv_bytes"] * factor / PEAK_BYTES_PER_S]
 
-    fit = [r for r in chosen if r["split"] == "fit"]
-    coef = _lsq(np.array([design(r) for r in fit]), np.array([r["sdpa"]["median_s"] for r in fit]))
-    residuals: dict[str, list[float]] = {}
-    for r in chosen:
-        y = r["sdpa"]["median_s"]
-        residuals.setdefault(r["split"], []).append((float(np.array(design(r)) @ coef) - y) / y)
+    coef, residuals = _fit_sdpa(chosen, design)
     return float(1 / coef[1]), float(coef[0]), residuals
 
 
@@ -120,12 +127,7 @@ def fp32_terms(rows: list[dict[str, Any]]) -> tuple[float, float, dict[str, list
     def design(r: dict[str, Any]) -> list[float]:
         return [float(r["cache_len"]), float(r["batch"] * r["heads"] * r["cache_len"])]
 
-    fit = [r for r in chosen if r["split"] == "fit"]
-    coef = _lsq(np.array([design(r) for r in fit]), np.array([r["sdpa"]["median_s"] for r in fit]))
-    residuals: dict[str, list[float]] = {}
-    for r in chosen:
-        y = r["sdpa"]["median_s"]
-        residuals.setdefault(r["split"], []).append((float(np.array(design(r)) @ coef) - y) / y)
+    coef, residuals = _fit_sdpa(chosen, design)
     return float(coef[0]), float(coef[1]), residuals
 
 

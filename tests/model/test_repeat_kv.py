@@ -4,7 +4,6 @@ copy's time, and the decode step and note of a grouped-query model under the `hf
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,26 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from estimator import default_catalog
-from estimator.catalog.architecture import Architecture
-from estimator.catalog.profiles import DecodeAttentionTiles
-from estimator.catalog.registry import model_from_mapping
 from estimator.inference.estimate import estimate
 from estimator.inference.workload import InferenceWorkload
 from estimator.model.decode_attention import kv_read_factor, pair_share, repeat_kv_copies, tile_reads
 from estimator.model.timing import PhaseCost, repeat_kv_s
 
-# round figures, so every factor below is exact in binary floating point
-TILES = DecodeAttentionTiles(query_rows=16, head_dims=(64, 128, 256), full_width_from=256, full_width_efficiency=0.5,
-                             reread_fraction=0.5)
-
-
-def _arch(heads: int, kv_heads: int, head_dim: int) -> Architecture:
-    config = {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 4,
-              "num_attention_heads": heads, "num_key_value_heads": kv_heads, "head_dim": head_dim,
-              "vocab_size": 32000}
-    arch = model_from_mapping({"name": "t", "config": config}, Path("t")).arch
-    assert arch is not None
-    return arch
+# the tiles' round figures and the small llama of the tiles' own tests (every factor exact in binary floating point)
+from tests.model.test_decode_attention import TILES, _arch
 
 
 @pytest.mark.parametrize(("heads", "kv_heads", "head_dim", "tp", "repeat", "factor", "copies", "share"), [
