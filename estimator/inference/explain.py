@@ -74,7 +74,8 @@ def explain(arch: Architecture | None, memory: MemoryReport, prefill_cost: Phase
     lines += _kv_lines(arch, memory, w)
     lines.append(_per_gpu_line(arch, memory, w))
     lines.append(note(NoteCode.PREFILL_BOUND, flops=prefill_cost.flops * tp, gpus=tp,
-                      peak_flop_per_s=hw.peak_flop_per_s, seconds=prefill.bound_s, bound=prefill.bound))
+                      peak_flop_per_s=hw.peak_flop_per_s, bytes=prefill_cost.bytes * tp,
+                      bandwidth_bytes_per_s=hw.bandwidth_bytes_per_s, seconds=prefill.bound_s, bound=prefill.bound))
     lines.append(_expected_line(NoteCode.PREFILL_EXPECTED, prefill, prefill_cost, w))
     if decode is not None:
         lines.append(note(NoteCode.DECODE_BOUND, bytes=decode_cost.bytes,

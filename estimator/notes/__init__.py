@@ -26,7 +26,7 @@ from estimator.notes.expert_notes import SPECS as _EXPERT_SPECS
 from estimator.notes.model_notes import HEADERS, TOWERS, headers, state_per_sequence, towers_counted, uncounted_towers
 from estimator.notes.training_notes import OVERLAP, amp, deepspeed, fp8_training, no_overlap, overlap
 from estimator.report import Frozen
-from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
+from estimator.units import format_bytes, format_rate_bytes, format_seconds
 
 NoteValue = bool | int | float | str | None
 
@@ -320,10 +320,6 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
            f" + activations {b(v['activation_bytes'])}")
         + f" + overhead {b(v['overhead_bytes'])} = {b(v['per_gpu_bytes'])} of {b(v['capacity_bytes'])} "
         f"({'fits' if v['fits'] else 'does not fit'})")),
-    _C.PREFILL_BOUND: ({"flops": float, "gpus": int, "peak_flop_per_s": float, "seconds": float, "bound": str},
-                      lambda v, b: (
-        f"prefill bound: {v['flops']:.3e} FLOP ÷ ({v['gpus']} GPU × {format_flops(v['peak_flop_per_s'])}) = "
-        f"{format_seconds(v['seconds'])} ({v['bound']})")),
     _C.DECODE_BOUND: ({"bytes": float, "bandwidth_bytes_per_s": float, "seconds": float, "gpus": int}, lambda v, b: (
         f"decode bound: {b(v['bytes'])} ÷ {format_rate_bytes(v['bandwidth_bytes_per_s'])} = "
         f"{format_seconds(v['seconds'])} per token" + (" (per GPU)" if v["gpus"] > 1 else ""))),

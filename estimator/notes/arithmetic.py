@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from estimator.units import format_seconds
+from estimator.units import format_flops, format_rate_bytes, format_seconds
 
 # a link tier in words
 TIERS = {"link": "the intra-node link", "pcie": "PCIe between link domains", "network": "the scale-out network"}
@@ -125,7 +125,22 @@ def decode_attention(v: Mapping[str, Any]) -> str:
             "of the cache at the profile's bandwidth (the kernel measured on an H200, docs/accuracy.md item 17)")
 
 
+PREFILL_BOUND: dict[str, type | tuple[type, ...]] = {
+    "flops": float, "gpus": int, "peak_flop_per_s": float, "bytes": float, "bandwidth_bytes_per_s": float,
+    "seconds": float, "bound": str}
+
+
+def prefill_bound(v: Mapping[str, Any], b: Bytes) -> str:
+    """The prefill's roofline bound by the side that sets it: its FLOPs at the peak, or its bytes at the bandwidth
+    (the other side beside it)."""
+    flops = (f"{v['flops']:.3e} FLOP ÷ ({v['gpus']} GPU × {format_flops(v['peak_flop_per_s'])})")
+    moved = f"{b(v['bytes'])} ÷ ({v['gpus']} GPU × {format_rate_bytes(v['bandwidth_bytes_per_s'])})"
+    first, other = (flops, moved) if v["bound"] == "compute" else (moved, flops)
+    return f"prefill bound: {first} = {format_seconds(v['seconds'])} ({v['bound']}; {other} is less)"
+
+
 # code → (values, wording) of the assumptions a phase's time carries, merged into the notes' table (`estimator.notes`)
 PHASE_SPECS: dict[str, tuple[dict[str, type | tuple[type, ...]], Callable[[Mapping[str, Any], Bytes], str]]] = {
+    "prefill-bound": (PREFILL_BOUND, prefill_bound),
     "host-bound": (HOST_BOUND, lambda v, b: host_bound(v)),
     "decode-attention": (DECODE_ATTENTION, lambda v, b: decode_attention(v))}
