@@ -11,8 +11,9 @@ device measurements (context, reservation) or sources, as each profile file says
 - optimized: lean CUDA-graph decode points → least squares of
       t = bytes / (bandwidth_efficiency × peak bandwidth) + layers × per_layer_step_s
 - hf: Hugging Face sdpa prefill latencies that are GPU-bound → grid search of (matmul, attention) FLOP efficiency
-  minimising the RMS relative error; eager decode at batch 1 → host_per_layer_s (host dispatch per layer);
-  eager decode at batch ≥ 16 → kv_read_efficiency.
+  minimising the RMS relative error; eager decode at batch 1 → host_per_layer_s (host dispatch per layer).
+  (The grouped-KV read of eager decodes at batch ≥ 16, once kv_read_efficiency here, is now measured apart:
+  benchmarks/hf_decode_attention.py, docs/accuracy.md item 19.)
 """
 
 from __future__ import annotations
@@ -98,18 +99,11 @@ def fit_hf(data: list[dict[str, Any]], base: EfficiencyProfile) -> EfficiencyPro
     profile = base.model_copy(update={"host_per_layer_s": host})
 
     points = _prefill_points(data)
-    profile = grid_fit(
+    return grid_fit(
         profile,
         [{"matmul_flop_efficiency": mm / 100, "attention_flop_efficiency": at / 100}
          for mm in range(50, 90) for at in range(20, 80, 2)],
         lambda trial: [predict(trial, m, b, s, 0)[0] / t - 1 for m, b, s, t in points],
-    )
-    big = [(r["model"], r["batch"], r["context"], r["eager"]["median_s"]) for r in data
-           if r["kind"] == "model" and r.get("phase") == "decode" and r["batch"] >= 16]
-    return grid_fit(
-        profile,
-        [{"kv_read_efficiency": k / 1000} for k in range(10, 200)],
-        lambda trial: [predict(trial, m, b, c, 1)[1] / t - 1 for m, b, c, t in big],
     )
 
 
@@ -135,7 +129,7 @@ def main() -> None:
     print(f"optimized: bandwidth_efficiency {optimized.bandwidth_efficiency}  "
           f"per_layer_step_s {optimized.per_layer_step_s:.3g}")
     print(f"hf: host_per_layer_s {hf.host_per_layer_s}  matmul_flop_efficiency {hf.matmul_flop_efficiency}  "
-          f"attention_flop_efficiency {hf.attention_flop_efficiency}  kv_read_efficiency {hf.kv_read_efficiency}  "
+          f"attention_flop_efficiency {hf.attention_flop_efficiency}  "
           f"masked_attention_flop_efficiency {hf.masked_attention_flop_efficiency}")
     for r in data:
         if r["kind"] == "lean_decode":

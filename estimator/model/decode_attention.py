@@ -67,13 +67,21 @@ def repeated(group: int, kv_heads: int, head_dim: int, spec: DecodeAttentionTile
     one = walk(1, head_dim, spec)
     if kv_heads > 1:
         return TileReads(group, head_dim, one, "copy", one.factor * group)
-    return TileReads(group, head_dim, one, "view", one.factor * (1 + (group - 1) * spec.reread_fraction))
+    return TileReads(group, head_dim, one, "view", one.factor * view_walks(group, spec))
 
 
-def rank_heads(arch: Architecture, tp: int) -> tuple[int, int]:
-    """(query heads, KV heads) on one of ``tp`` ranks: query heads split, KV heads split or replicated."""
+def view_walks(group: int, spec: DecodeAttentionTiles) -> float:
+    """What ``group`` walks of one viewed KV head cost in first walks: the first, and ``reread_fraction`` of each
+    further one."""
+    return 1 + (group - 1) * spec.reread_fraction
+
+
+def rank_group(arch: Architecture, tp: int) -> tuple[int, int]:
+    """(query heads per KV head, KV heads) on one of ``tp`` ranks: query heads split, KV heads split or
+    replicated."""
     att = arch.attention
-    return ceil(att.num_heads / tp), max(att.num_kv_heads // tp, 1)
+    heads, kv_heads = ceil(att.num_heads / tp), max(att.num_kv_heads // tp, 1)
+    return ceil(heads / kv_heads), kv_heads
 
 
 def tile_reads(arch: Architecture, spec: DecodeAttentionTiles, tp: int, repeats_kv: bool = False) -> TileReads | None:
@@ -82,8 +90,7 @@ def tile_reads(arch: Architecture, spec: DecodeAttentionTiles, tp: int, repeats_
     att = arch.attention
     if att.latent is not None:
         return None
-    heads, kv_heads = rank_heads(arch, tp)
-    group = ceil(heads / kv_heads)
+    group, kv_heads = rank_group(arch, tp)
     if repeats_kv and group > 1:
         return repeated(group, kv_heads, att.head_dim, spec)
     found = walk(group, att.head_dim, spec)
@@ -101,8 +108,7 @@ def repeat_kv_copies(arch: Architecture, tp: int, repeats_kv: bool) -> int:
     repeats several KV heads per query head, 0 where it copies nothing (one KV head is a view; no groups; no repeat)."""
     if not repeats_kv or arch.attention.latent is not None:
         return 0
-    heads, kv_heads = rank_heads(arch, tp)
-    group = ceil(heads / kv_heads)
+    group, kv_heads = rank_group(arch, tp)
     return group if kv_heads > 1 and group > 1 else 0
 
 
@@ -111,6 +117,5 @@ def pair_share(arch: Architecture, spec: DecodeAttentionTiles | None, tp: int, r
     one KV head to every query head as a view, the first walk and ``reread_fraction`` of each further one."""
     if not repeats_kv or spec is None or arch.attention.latent is not None:
         return 1.0
-    heads, kv_heads = rank_heads(arch, tp)
-    group = ceil(heads / kv_heads)
-    return 1.0 if kv_heads > 1 or group == 1 else (1 + (group - 1) * spec.reread_fraction) / group
+    group, kv_heads = rank_group(arch, tp)
+    return 1.0 if kv_heads > 1 or group == 1 else view_walks(group, spec) / group

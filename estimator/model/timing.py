@@ -175,10 +175,9 @@ def allreduce_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> fl
 def kv_read_fraction(profile: EfficiencyProfile, memory_type: MemoryType, *, grouped_kv: bool) -> float:
     """Achievable fraction of peak bandwidth for reading the KV cache in a decode step.
 
-    A profile's ``kv_read_efficiency`` applies to grouped-query attention only: transformers' eager decode copies
-    the shared KV heads for every query head (repeat_kv) and runs masked SDPA over them (3.7% of peak measured on
-    H200); with as many KV as query heads nothing is copied and the cache streams at the normal rate (llama-2-7b:
-    a flat 21–26 ms step from 0.5 to 69 GB of cache, docs/accuracy.md).
+    A profile's ``kv_read_efficiency`` applies to grouped-query attention only (one rate for every group). No
+    shipped profile states one: the `hf` profiles, which had 0.037 for transformers' repeat_kv, now time that copy
+    and the kernel's reads of it apart (`repeat_kv_s`, `decode_attention.repeated`; docs/accuracy.md item 19).
     """
     if grouped_kv and profile.kv_read_efficiency is not None:
         return profile.kv_read_efficiency
