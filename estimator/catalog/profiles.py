@@ -27,6 +27,25 @@ Passes = Annotated[float, Field(ge=0, le=MAX_PASSES)]
 
 
 ElementRate = Annotated[float, Field(gt=0, le=1e15)]
+SignedOps = Annotated[int, Field(ge=-MAX_OPS, le=MAX_OPS)]
+StepOps = tuple[Ops, Ops, Ops, Ops, Ops, Ops]
+LayerOps = tuple[SignedOps, SignedOps, SignedOps, SignedOps]
+
+
+class TrainOps(BaseModel):
+    """The aten operations one family's eager training step dispatches (`estimator.training.host_ops`): per precision
+    ``[forward, backward, checkpointed forward, checkpointed backward]`` per decoder layer of a multi-head model, then
+    ``[forward, backward]`` outside the layers (embedding, final norm, head, loss); per attention case the four
+    per-layer phases beyond those (one KV head; PyTorch's math kernel with grouped or one KV head, fp32)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    bf16: StepOps
+    amp: StepOps
+    fp32: StepOps
+    fused_single: LayerOps = (0, 0, 0, 0)
+    math_grouped: LayerOps = (0, 0, 0, 0)
+    math_single: LayerOps = (0, 0, 0, 0)
 
 
 class DecodeAttentionTiles(BaseModel):
@@ -179,6 +198,13 @@ class EfficiencyProfile(BaseModel):
     train_host_backward_per_layer_s: Seconds = 0
     train_host_checkpointed_forward_per_layer_s: Seconds = 0
     train_host_checkpointed_backward_per_layer_s: Seconds = 0  # recompute included
+    # the same counted in operations, for the families listed (estimator.training.host_ops): their operations
+    # (train_ops_by_family, per model_type) × the host's cost of one in each phase; others keep the figures above
+    train_ops_by_family: dict[str, TrainOps] = Field(default_factory=dict)
+    train_host_forward_per_op_s: Seconds = 0
+    train_host_backward_per_op_s: Seconds = 0
+    train_host_checkpointed_forward_per_op_s: Seconds = 0
+    train_host_checkpointed_backward_per_op_s: Seconds = 0  # recompute included
     optimizer_host_s: Seconds = 0  # per step, and per parameter tensor below
     optimizer_host_per_tensor_s: Seconds = 0
     # foreach (multi-tensor) optimizer kernels: a cost per element per kernel beside their bytes

@@ -29,6 +29,7 @@ from estimator.model.inventory import lm_head_numel, tensor_inventory
 from estimator.model.memory import prefill_masked_attention, runs_math_attention
 from estimator.model.phases import elementwise_elements_per_layer
 from estimator.model.timing import attention_flop_fraction
+from estimator.training.host_ops import host_s
 from estimator.training.states import state_dtype_bytes
 from estimator.training.workload import TrainingWorkload
 
@@ -62,15 +63,6 @@ def loss_stage_bytes(arch: Architecture, tokens: int) -> tuple[float, float]:
     capped = arch.final_logit_softcapping
     return (logits * (LOSS_FORWARD_BYTES + (SOFTCAP_FORWARD_BYTES if capped else 0)),
             logits * (LOSS_BACKWARD_BYTES + (SOFTCAP_BACKWARD_BYTES if capped else 0)))
-
-
-def host_s(profile: EfficiencyProfile, layers: int, *, checkpointed: bool) -> tuple[float, float]:
-    """(forward, backward) seconds the host needs to issue one micro-batch through ``layers`` layers."""
-    if checkpointed:
-        return (profile.train_host_forward_s + layers * profile.train_host_checkpointed_forward_per_layer_s,
-                layers * profile.train_host_checkpointed_backward_per_layer_s)
-    return (profile.train_host_forward_s + layers * profile.train_host_forward_per_layer_s,
-            layers * profile.train_host_backward_per_layer_s)
 
 
 def adamw_foreach_s(params: int, state_bytes: int, param_tensors: int, gpu: GpuSpec,
@@ -156,7 +148,7 @@ def eager_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak:
     gemm_bwd = backward / (peak * efficiency) + (3 if full else 2) * attn_fwd
     loss_fwd, loss_bwd = (b / w.tp for b in loss_stage_bytes(arch, tokens))
     cast = AUTOCAST_CAST_BYTES * trainable_params / mp if w.amp and not lora else 0
-    host_fwd, host_bwd = host_s(prof, stage_layers, checkpointed=full)
+    host_fwd, host_bwd = host_s(arch, w, stage_layers)
     gpu_fwd = gemm_fwd + (loss_fwd + cast) / bandwidth + ew_fwd + math_fwd
     gpu_bwd = gemm_bwd + (loss_bwd + (cast if full else 0)) / bandwidth + ew_bwd + math_bwd
     return w.grad_accum * (max(gpu_fwd, host_fwd) + max(gpu_bwd, host_bwd)), efficiency

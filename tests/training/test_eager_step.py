@@ -13,7 +13,7 @@ import pytest
 from estimator import default_catalog
 from estimator.catalog.architecture import Architecture, Attention, Mlp
 from estimator.model.compute import attention_flops
-from estimator.training.eager_step import adamw_foreach_s, eager_compute_s, elementwise_s, host_s, loss_stage_bytes
+from estimator.training.eager_step import adamw_foreach_s, eager_compute_s, elementwise_s, loss_stage_bytes
 from estimator.training.workload import TrainingWorkload
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -41,12 +41,6 @@ def test_foreach_adamw_bytes_and_element_cost() -> None:
     assert adamw_foreach_s(10**9, 4, 100, h200, hf) == pytest.approx(10**9 * (84 / 4.8e12 + 8 * 6.7e-13), rel=1e-12)
     assert adamw_foreach_s(10**9, 2, 100, h200, hf) == pytest.approx(10**9 * (42 / 4.8e12 + 8 * 6.7e-13), rel=1e-12)
     assert adamw_foreach_s(10**6, 4, 100, h200, hf) == pytest.approx(1.12e-3 + 100 * 2.74e-5, rel=1e-12)
-
-
-def test_host_floor_per_layer() -> None:
-    hf = default_catalog().profiles.get("hf")
-    assert host_s(hf, 10, checkpointed=False) == pytest.approx((3.0e-3 + 10 * 1.42e-3, 10 * 3.39e-3))
-    assert host_s(hf, 10, checkpointed=True) == pytest.approx((3.0e-3 + 10 * 2.55e-3, 10 * 6.52e-3))
 
 
 def test_elementwise_bytes_forward_and_backward() -> None:
