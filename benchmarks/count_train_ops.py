@@ -13,10 +13,13 @@ PyTorch's math kernel (fp32 with grouped KV heads on CUDA, `memory.runs_math_att
 `sdpa_kernel(MATH)`, since the CPU's flash kernel takes fp32) add or drop a few operations per layer, given per
 family (phi3's fused QKV projection makes its math kernel one operation fewer).
 
-    pip install torch==2.13.0 transformers==5.17.0 pyyaml   # the transformers the hf profile describes
-    python benchmarks/count_train_ops.py > tests/data/measured/train-ops.json
-    python benchmarks/count_train_ops.py --device cuda      # the same count on a GPU, to compare
+    # on the H200 (PyTorch 2.11, transformers 5.17): what the hf profiles ship
+    python benchmarks/count_train_ops.py --device cuda > tests/data/measured/train-ops.json
+    # on a CPU machine: pip install torch==2.13.0 transformers==5.17.0 pyyaml
+    python benchmarks/count_train_ops.py > tests/data/measured/train-ops-cpu.json
 
+The two agree for the decoder families but in the checkpointed forward, where CUDA issues two more operations a
+layer (checkpointing stashes the CUDA RNG state); GPT-2's MLP and phi3's fused projections dispatch differently.
 Each family's entry is, per precision, [forward, backward, checkpointed forward, checkpointed backward] per layer,
 then [forward, backward] outside the layers; and per attention case (`fused_single`: one KV head; `math_grouped` and
 `math_single`: the math kernel, fp32) the four per-layer phases beyond the multi-head count.
@@ -27,7 +30,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import random
 import sys
 from collections.abc import Iterator
 from pathlib import Path

@@ -8,6 +8,7 @@ from pathlib import Path
 
 # benchmarks/random_points.py, beside this file
 from random_eighth import eighth_pass
+from random_eleventh import eleventh_pass
 from random_fifth import BEFORE_FIFTH, FIFTH_PASS
 from random_fourth import BEFORE_FOURTH, FOURTH_PASS
 from random_ninth import ninth_pass
@@ -86,6 +87,8 @@ transformers operation at the start (16.45 at the end) where the `hf` profile sh
 host, which is why its shipped HF decode median is the worst of all splits and the calibrated one much better.
 Seed 7 (`seed 7`: lean decodes only, 30 architectures × 5 batch × context shapes, `measure_random.py --lean`) was
 measured after item 17's kernel tiles were set, to judge them; nothing was fitted on it.
+Seed 8 (`seed 8`: 30 training architectures, `measure_random.py --inference 0 --train 30`, another device session) was
+measured after item 22's operation count was committed, to judge it; nothing was fitted on it.
 `python benchmarks/random_points.py --cases` prints every case (`--calibration host` applies only the host cost).
 """
 
@@ -119,7 +122,7 @@ def section(data: Path = DATA) -> list[str]:
             for split, (cases, within, median, worst) in splits.items():
                 out.append(_row(term, split, cases, within, median, worst))
     passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data),
-              eighth_pass(data), ninth_pass(data), tenth_pass()]
+              eighth_pass(data), ninth_pass(data), tenth_pass(), eleventh_pass(data)]
     return [*out, "", *passes]
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from estimator import default_catalog
+from estimator.catalog.profiles import EfficiencyProfile
 from estimator.errors import EstimatorError
 from estimator.training.estimate import estimate_training
 from estimator.training.report import TrainingReport
@@ -41,7 +42,8 @@ def _optimizer(text: str) -> str:
     return "adamw"
 
 
-def predict(row: dict[str, Any], gpu: str) -> TrainingReport:
+def predict(row: dict[str, Any], gpu: str, profile: EfficiencyProfile | None = None) -> TrainingReport:
+    """The training estimate of a measured row under ``profile`` (the shipped `hf` one by default)."""
     catalog = default_catalog()
     workload = TrainingWorkload(
         batch=row["batch"], seq_len=row["seq"], grad_accum=row.get("grad_accum", 1),
@@ -51,7 +53,7 @@ def predict(row: dict[str, Any], gpu: str) -> TrainingReport:
         attention=_ATTENTION[row.get("attn_impl", "sdpa")],  # type: ignore[arg-type]
         lora_rank=row.get("lora_rank"),
         qlora=catalog.formats.get("nf4-dq") if row.get("qlora") else None,
-        profile=catalog.profiles.get("hf"),
+        profile=profile or catalog.profiles.get("hf"),
     )
     return estimate_training(catalog.models.get(row["model"]), catalog.gpus.get(gpu), workload)
 

@@ -46,8 +46,9 @@ OVERRIDABLE = ("bandwidth_efficiency", "matmul_flop_efficiency", "per_layer_step
 HOST_SCALED = ("host_per_layer_s", "host_fixed_s", "host_prologue_s", "train_host_forward_s",
                "train_host_forward_per_layer_s", "train_host_backward_per_layer_s",
                "train_host_checkpointed_forward_per_layer_s", "train_host_checkpointed_backward_per_layer_s",
-               "train_host_forward_per_op_s", "train_host_backward_per_op_s", "train_host_checkpointed_forward_per_op_s",
-               "train_host_checkpointed_backward_per_op_s", "optimizer_host_s", "optimizer_host_per_tensor_s")
+               "train_host_forward_per_op_s", "train_host_backward_per_op_s",
+               "train_host_checkpointed_forward_per_op_s", "train_host_checkpointed_backward_per_op_s",
+               "optimizer_host_s", "optimizer_host_per_tensor_s")
 
 
 # Ceilings of what a calibration file may say, each past any card by orders of magnitude (the file is read without

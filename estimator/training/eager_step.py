@@ -5,9 +5,9 @@ with host figures (``train_host_backward_per_layer_s`` > 0, the ``hf`` profile).
 Measured on the H200 with PyTorch 2.11 and transformers 5.17 (tests/data/measured/random, ``kind=train_parts``:
 forward, backward and optimizer step of 30 small random models, each with its host issue time and its GPU time):
 the host issues a step's kernels one by one and the GPU runs them as they come, so each phase takes the longer of
-the two. Small models are host-bound (0.05–1 B parameters: 1.4 ms a layer to issue a forward, 3.4 ms a backward,
-2.6 and 6.5 ms under activation checkpointing, whose backward re-runs the forward through saved-tensor hooks);
-large ones are GPU-bound: matrix FLOPs at the profile's efficiency (fp32 has its own: no tensor cores), plus the
+the two. Small models are host-bound (0.05–1 B parameters; the host's issue time is `host_ops.host_s`: the
+operations transformers dispatches, counted per family and precision, × the host's cost of one); large ones are
+GPU-bound: matrix FLOPs at the profile's efficiency (fp32 has its own: no tensor cores), plus the
 loss stage's and autocast's bytes, and, where PyTorch's math SDPA kernel runs, its fp32 GEMMs and score passes.
 """
 
