@@ -70,6 +70,7 @@ class NoteCode(str, Enum):
     PREFILL_CHUNK = "prefill-chunk"
     HOST_BOUND = "host-bound"
     DECODE_ATTENTION = "decode-attention"
+    TRAIN_DISPATCH = "train-dispatch"
     SAVED_ACTIVATIONS = "saved-activations"
     LOSS_ONLY = "loss-only"
     STEADY_STATE = "steady-state"
@@ -348,7 +349,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.STEP_TIME: ({"flops_per_gpu": float, "peak_flop_per_s": float, "efficiency": float, "compute_s": float,
                    "optimizer_s": float, "communication_s": float}, lambda v, b: (
         f"step: {v['flops_per_gpu']:.3e} FLOP per GPU ÷ ({v['peak_flop_per_s'] / 1e12:,.1f} TFLOP/s × "
-        f"{v['efficiency']}) = {format_seconds(v['compute_s'])}; optimizer {format_seconds(v['optimizer_s'])}; "
+        f"{v['efficiency']:.3f}) = {format_seconds(v['compute_s'])}; optimizer {format_seconds(v['optimizer_s'])}; "
         f"communication {format_seconds(v['communication_s'])}")),
 }
 

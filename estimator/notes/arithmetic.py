@@ -139,8 +139,31 @@ def prefill_bound(v: Mapping[str, Any], b: Bytes) -> str:
     return f"prefill bound: {first} = {format_seconds(v['seconds'])} ({v['bound']}; {other} is less)"
 
 
+TRAIN_DISPATCH: dict[str, type | tuple[type, ...]] = {
+    "profile": str, "family": str, "mode": str, "checkpointed": bool, "layers": int, "uncounted": str,
+    "forward_ops": int, "backward_ops": int, "forward_host_s": float, "backward_host_s": float, "forward_gpu_s": float,
+    "backward_gpu_s": float}
+
+
+def train_dispatch(v: Mapping[str, Any]) -> str:
+    """An eager training step's forward and backward: the GPU's time beside the host's dispatch, the longer counts,
+    and where the dispatch comes from (`estimator.training.host_ops`)."""
+    s = format_seconds
+
+    def phase(name: str) -> str:
+        host, gpu, ops = v[f"{name}_host_s"], v[f"{name}_gpu_s"], v[f"{name}_ops"]
+        source = f"{ops:,} operations × {s(host / ops)} = " if ops else ""
+        return f"{name} GPU {s(gpu)}, host dispatch {source}{s(host)} ({'host' if host > gpu else 'GPU'} sets it)"
+
+    what = (f"{v['family']}'s operations ({v['mode']}{', checkpointed' if v['checkpointed'] else ''}), counted by "
+            "the profile (docs/accuracy.md item 22)" if not v["uncounted"] else
+            f"the profile's host figures per layer × {v['layers']} layers ({v['uncounted']})")
+    return f"one micro-batch ({v['profile']}): {phase('forward')}; {phase('backward')} — {what}"
+
+
 # code → (values, wording) of the assumptions a phase's time carries, merged into the notes' table (`estimator.notes`)
 PHASE_SPECS: dict[str, tuple[dict[str, type | tuple[type, ...]], Callable[[Mapping[str, Any], Bytes], str]]] = {
     "prefill-bound": (PREFILL_BOUND, prefill_bound),
     "host-bound": (HOST_BOUND, lambda v, b: host_bound(v)),
-    "decode-attention": (DECODE_ATTENTION, lambda v, b: decode_attention(v))}
+    "decode-attention": (DECODE_ATTENTION, lambda v, b: decode_attention(v)),
+    "train-dispatch": (TRAIN_DISPATCH, lambda v, b: train_dispatch(v))}

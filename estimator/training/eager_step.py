@@ -14,6 +14,7 @@ loss stage's and autocast's bytes, and, where PyTorch's math SDPA kernel runs, i
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
@@ -29,7 +30,8 @@ from estimator.model.inventory import lm_head_numel, tensor_inventory
 from estimator.model.memory import prefill_masked_attention, runs_math_attention
 from estimator.model.phases import elementwise_elements_per_layer
 from estimator.model.timing import attention_flop_fraction
-from estimator.training.host_ops import host_s
+from estimator.notes import Note, NoteCode, note
+from estimator.training.host_ops import MODES, host_s, step_ops, uncounted
 from estimator.training.states import state_dtype_bytes
 from estimator.training.workload import TrainingWorkload
 
@@ -113,12 +115,32 @@ def elementwise_s(arch: Architecture, w: TrainingWorkload, bandwidth: float) -> 
     return forward, forward * (ratio + (1 if w.recompute == "full" else 0))
 
 
+@dataclass(frozen=True)
+class EagerPhases:
+    """One micro-batch's forward and backward on one GPU: the GPU's time and the host's issue time of each, and the
+    matrix efficiency the GPU's time used."""
+
+    gpu_forward_s: float
+    gpu_backward_s: float
+    host_forward_s: float
+    host_backward_s: float
+    efficiency: float
+
+
 def eager_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, trainable_params: int,
                     stage_layers: int) -> tuple[float, float]:
     """(seconds of one replica's micro-batches on one GPU without the bubble, the matrix efficiency used): per
-    micro-batch, forward and backward each the longer of GPU time and host issue time. Full recompute re-runs the
-    checkpointed decoder layers, not the LM head (transformers checkpoints layers). Where the profile splits the
-    GPU time (`elementwise_s`), attention runs at the profile's attention efficiency; else at the step share."""
+    micro-batch, forward and backward each the longer of GPU time and host issue time (`eager_phases`)."""
+    p = eager_phases(arch, w, gpu, peak, trainable_params, stage_layers)
+    return (w.grad_accum * (max(p.gpu_forward_s, p.host_forward_s) + max(p.gpu_backward_s, p.host_backward_s)),
+            p.efficiency)
+
+
+def eager_phases(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, trainable_params: int,
+                 stage_layers: int) -> EagerPhases:
+    """One micro-batch's phases. Full recompute re-runs the checkpointed decoder layers, not the LM head
+    (transformers checkpoints layers). Where the profile splits the GPU time (`elementwise_s`), attention runs at
+    the profile's attention efficiency; else at the step share."""
     prof, mp, tokens = w.profile, w.tp * w.pp, w.tokens_per_micro_batch
     lora, fp32, full = w.lora_rank is not None, w.compute_dtype == "fp32", w.recompute == "full"
     efficiency = prof.train_fp32_flop_efficiency if fp32 and prof.train_fp32_flop_efficiency else \
@@ -148,10 +170,24 @@ def eager_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak:
     gemm_bwd = backward / (peak * efficiency) + (3 if full else 2) * attn_fwd
     loss_fwd, loss_bwd = (b / w.tp for b in loss_stage_bytes(arch, tokens))
     cast = AUTOCAST_CAST_BYTES * trainable_params / mp if w.amp and not lora else 0
-    host_fwd, host_bwd = host_s(arch, w, stage_layers)
     gpu_fwd = gemm_fwd + (loss_fwd + cast) / bandwidth + ew_fwd + math_fwd
     gpu_bwd = gemm_bwd + (loss_bwd + (cast if full else 0)) / bandwidth + ew_bwd + math_bwd
-    return w.grad_accum * (max(gpu_fwd, host_fwd) + max(gpu_bwd, host_bwd)), efficiency
+    return EagerPhases(gpu_fwd, gpu_bwd, *host_s(arch, w, stage_layers), efficiency)
+
+
+def dispatch_notes(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, trainable_params: int,
+                   stage_layers: int) -> tuple[Note, ...]:
+    """The explain line of an eager step's phases: each one's GPU time beside its host dispatch and where that
+    comes from (`host_ops`: counted operations, or the profile's figures per layer); none for other profiles."""
+    if not uses_eager_step(w.profile):
+        return ()
+    p = eager_phases(arch, w, gpu, peak, trainable_params, stage_layers)
+    forward, backward = step_ops(arch, w, stage_layers) or (0, 0)
+    return (note(NoteCode.TRAIN_DISPATCH, profile=w.profile.name, family=arch.model_type,
+                 mode=MODES.get(w.precision, w.precision), checkpointed=w.recompute == "full", layers=stage_layers,
+                 uncounted=uncounted(arch, w) or "",
+                 forward_ops=forward, backward_ops=backward, forward_host_s=p.host_forward_s,
+                 backward_host_s=p.host_backward_s, forward_gpu_s=p.gpu_forward_s, backward_gpu_s=p.gpu_backward_s),)
 
 
 def eager_optimizer_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, trainable_params: int) -> float | None:

@@ -10,12 +10,10 @@ Gradients are resident during forward only when they persist between micro-batch
 otherwise ``zero_grad(set_to_none=True)`` (PyTorch ≥ 2.0 default; DeepSpeed and FSDP free reduced gradients
 likewise) frees them before forward.
 
-Step time (`estimator.training.step_time`) = compute (executed FLOPs ÷ (peak × profile.train_flop_efficiency),
-or kernel by kernel where the profile gives none) ÷ (1 − pipeline bubble) + optimizer step (memory bound: every
-state read and written once) + the data-parallel, tensor-parallel and pipeline traffic the profile does not run
-behind compute (its ``train_overlap_*`` fractions; 0, the shipped profiles' value, is serial). Model FLOPs per
-token 6N + 3 × attention forward (Kaplan et al. 2020; PaLM, Chowdhery et al. 2022, appendix B for MFU); full
-recompute adds one forward (2N + attention); LoRA skips the frozen weights' gradients (4N + 6 N_adapter).
+Step time (`estimator.training.step_time`) = compute (eager: `eager_step`'s kernels beside the host's dispatch)
+÷ (1 − pipeline bubble) + optimizer step + the traffic the profile does not run behind compute (its
+``train_overlap_*``). Model FLOPs per token 6N + 3 × attention forward (Kaplan et al. 2020; PaLM, appendix B for
+MFU); full recompute adds one forward (2N + attention); LoRA skips the frozen weights' gradients (4N + 6 N_adapter).
 """
 
 from __future__ import annotations
@@ -44,6 +42,7 @@ from estimator.training.activations import (
     output_stage,
     per_token_bytes,
 )
+from estimator.training.eager_step import dispatch_notes
 from estimator.training.experts import expert_notes, held_params, sharded_states
 from estimator.training.pipeline import held_layer_micro_batches, stages
 from estimator.training.report import (
@@ -396,5 +395,6 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
             hypothetical=peak.per_gpu > gpu.memory_bytes),
         assumptions=(*_assumptions(w, states, act), *experts[0]),
         warnings=tuple(_warnings(arch, w, gpu, dtype, time, peak)),
-        explain=(*_explain(w, states, act, peak, time, peak_flop_per_s), *experts[1]),
+        explain=(*_explain(w, states, act, peak, time, peak_flop_per_s), *experts[1],
+                 *dispatch_notes(arch, w, gpu, peak_flop_per_s, states.trainable_params, act.stage_layers)),
     )

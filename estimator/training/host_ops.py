@@ -25,11 +25,20 @@ from estimator.training.workload import TrainingWorkload
 MODES = {"bf16": "bf16", "amp-bf16": "amp", "amp-fp16": "amp", "fp32": "fp32"}  # precision -> the count's column
 
 
+def uncounted(arch: Architecture, w: TrainingWorkload) -> str | None:
+    """Why the profile counts no operations for this run (see the module), or None where it does."""
+    if w.lora:
+        return "LoRA's adapters are not counted"
+    if w.precision not in MODES:
+        return f"--precision {w.precision} is not counted"
+    if arch.model_type not in w.profile.train_ops_by_family:
+        return f"the profile counts none for {arch.model_type}"
+    return None
+
+
 def family_ops(arch: Architecture, w: TrainingWorkload) -> TrainOps | None:
-    """The profile's count for this model's family, or None where it counts none for this run (see the module)."""
-    if w.lora or w.precision not in MODES:
-        return None
-    return w.profile.train_ops_by_family.get(arch.model_type)
+    """The profile's count for this model's family, or None where it counts none for this run (`uncounted`)."""
+    return None if uncounted(arch, w) else w.profile.train_ops_by_family[arch.model_type]
 
 
 def attention_ops(counts: TrainOps, arch: Architecture, w: TrainingWorkload) -> LayerOps:

@@ -28,6 +28,10 @@ TRAIN = {
     "train-qlora-llama-3.1-8b-rtx-4090": ["--model", "llama-3.1-8b", "--mode", "train", "--lora-rank", "16",
                                           "--qlora", "--recompute", "full", "--batch", "1", "--seq-len", "2048",
                                           "--gpu", "rtx-4090"],
+    # the hf profile's eager step: each phase's GPU time beside its counted host dispatch (docs/accuracy.md item 22)
+    "train-hf-qwen2.5-0.5b-h200": ["--model", "qwen2.5-0.5b", "--mode", "train", "--precision", "bf16",
+                                   "--recompute", "full", "--batch", "4", "--seq-len", "2048", "--gpu", "h200",
+                                   "--profile", "hf", "--explain"],
 }
 PLAN = ["plan", "--model", "llama-3.1-70b", "--dtype", "bf16", "--prompt-tokens", "4096", "--output-tokens", "512",
         "--concurrency", "32", "--gpu", "h100,h200,a100,rtx-4090"]
