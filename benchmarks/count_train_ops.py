@@ -38,28 +38,17 @@ from typing import Any
 import torch
 import transformers
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.utils._python_dispatch import TorchDispatchMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from count_elementwise import CATALOG_FAMILIES, FAMILIES  # benchmarks/, beside this file
 from count_elementwise import _config as family_config
 
+from estimator.live.host_cost import count_ops
+
 MODES = ("bf16", "amp", "fp32")
 HEADS = 8
 SHAPES = {"multi": HEADS, "grouped": 2, "single": 1}  # KV heads
 VOCAB = 256
-
-
-class Counter(TorchDispatchMode):
-    """aten operations dispatched inside it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops = 0
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        self.ops += 1
-        return func(*args, **(kwargs or {}))
 
 
 def toy_config(family: str, layers: int, kv_heads: int) -> dict[str, Any]:
@@ -92,14 +81,19 @@ def step_ops(config: dict[str, Any], mode: str, checkpointed: bool, device: str,
     elif checkpointed:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     ids = torch.randint(0, VOCAB, (1, 16), device=device)
+    held: dict[str, Any] = {}
+
+    def forward() -> None:
+        with _kernel(math), torch.autocast(device, dtype=torch.bfloat16, enabled=mode == "amp"):
+            held["loss"] = model(input_ids=ids, labels=ids, use_cache=False).loss
+
+    def backward() -> None:
+        with _kernel(math):
+            held.pop("loss").backward()
+
     counts = (0, 0)
     for _ in range(2):
-        forward, backward = Counter(), Counter()
-        with _kernel(math), forward, torch.autocast(device, dtype=torch.bfloat16, enabled=mode == "amp"):
-            loss = model(input_ids=ids, labels=ids, use_cache=False).loss
-        with _kernel(math), backward:
-            loss.backward()
-        counts = (forward.ops, backward.ops)
+        counts = (count_ops(forward), count_ops(backward))
     return counts
 
 
