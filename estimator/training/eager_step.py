@@ -126,14 +126,18 @@ class EagerPhases:
     host_backward_s: float
     efficiency: float
 
+    def seconds(self, micro_batches: int) -> float:
+        """``micro_batches`` of these on one GPU without the bubble: forward and backward each the longer of the
+        GPU's time and the host's issue time."""
+        return micro_batches * (max(self.gpu_forward_s, self.host_forward_s)
+                                + max(self.gpu_backward_s, self.host_backward_s))
+
 
 def eager_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, trainable_params: int,
                     stage_layers: int) -> tuple[float, float]:
-    """(seconds of one replica's micro-batches on one GPU without the bubble, the matrix efficiency used): per
-    micro-batch, forward and backward each the longer of GPU time and host issue time (`eager_phases`)."""
+    """(seconds of one replica's micro-batches on one GPU without the bubble, the matrix efficiency used)."""
     p = eager_phases(arch, w, gpu, peak, trainable_params, stage_layers)
-    return (w.grad_accum * (max(p.gpu_forward_s, p.host_forward_s) + max(p.gpu_backward_s, p.host_backward_s)),
-            p.efficiency)
+    return p.seconds(w.grad_accum), p.efficiency
 
 
 def eager_phases(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, trainable_params: int,
@@ -175,19 +179,19 @@ def eager_phases(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: fl
     return EagerPhases(gpu_fwd, gpu_bwd, *host_s(arch, w, stage_layers), efficiency)
 
 
-def dispatch_notes(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, trainable_params: int,
-                   stage_layers: int) -> tuple[Note, ...]:
-    """The explain line of an eager step's phases: each one's GPU time beside its host dispatch and where that
-    comes from (`host_ops`: counted operations, or the profile's figures per layer); none for other profiles."""
-    if not uses_eager_step(w.profile):
+def dispatch_notes(arch: Architecture, w: TrainingWorkload, phases: EagerPhases | None, stage_layers: int
+                   ) -> tuple[Note, ...]:
+    """The explain line of an eager step's ``phases`` (`step_time.StepTime.eager`): each one's GPU time beside its
+    host dispatch and where that comes from (`host_ops`: counted operations, or the profile's figures per layer);
+    none for a profile without an eager step."""
+    if phases is None:
         return ()
-    p = eager_phases(arch, w, gpu, peak, trainable_params, stage_layers)
     forward, backward = step_ops(arch, w, stage_layers) or (0, 0)
     return (note(NoteCode.TRAIN_DISPATCH, profile=w.profile.name, family=arch.model_type,
                  mode=MODES.get(w.precision, w.precision), checkpointed=w.recompute == "full", layers=stage_layers,
-                 uncounted=uncounted(arch, w) or "",
-                 forward_ops=forward, backward_ops=backward, forward_host_s=p.host_forward_s,
-                 backward_host_s=p.host_backward_s, forward_gpu_s=p.gpu_forward_s, backward_gpu_s=p.gpu_backward_s),)
+                 uncounted=uncounted(arch, w) or "", forward_ops=forward, backward_ops=backward,
+                 forward_host_s=phases.host_forward_s, backward_host_s=phases.host_backward_s,
+                 forward_gpu_s=phases.gpu_forward_s, backward_gpu_s=phases.gpu_backward_s),)
 
 
 def eager_optimizer_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, trainable_params: int) -> float | None:

@@ -396,5 +396,5 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
         assumptions=(*_assumptions(w, states, act), *experts[0]),
         warnings=tuple(_warnings(arch, w, gpu, dtype, time, peak)),
         explain=(*_explain(w, states, act, peak, time, peak_flop_per_s), *experts[1],
-                 *dispatch_notes(arch, w, gpu, peak_flop_per_s, states.trainable_params, act.stage_layers)),
+                 *dispatch_notes(arch, w, time.eager, act.stage_layers)),
     )

@@ -36,7 +36,7 @@ from estimator.model.compute import attention_flops, linear_params_per_token
 from estimator.model.inventory import lm_head_numel
 from estimator.model.phases import elementwise_elements_per_layer
 from estimator.training.communication import Communication, step_communication
-from estimator.training.eager_step import eager_compute_s, eager_optimizer_s, uses_eager_step
+from estimator.training.eager_step import EagerPhases, eager_optimizer_s, eager_phases, uses_eager_step
 from estimator.training.experts import routed_expert_params, stage_moe_layers
 from estimator.training.pipeline import imbalance, stages
 from estimator.training.stage_params import dense_share, expert_share
@@ -61,6 +61,7 @@ class StepTime:
     mfu: float
     efficiency: float  # executed FLOPs ÷ (peak × compute time without the bubble): the profile's, or the kernels'
     communication: Communication
+    eager: EagerPhases | None = None  # an eager step's micro-batch, phase by phase (training.eager_step)
 
 
 @dataclass(frozen=True)
@@ -116,9 +117,10 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
     gemm_peak = inputs.gemm_peak or peak
     linear_gpu = linear_executed * step_tokens / mp
     speedup = 1.0 if gemm_peak == peak else executed_gpu / (linear_gpu * peak / gemm_peak + executed_gpu - linear_gpu)
-    if uses_eager_step(prof):
-        eager_s, efficiency = eager_compute_s(arch, w, gpu, peak, inputs.trainable_params, inputs.stage_layers)
-        efficiency = executed_gpu / (peak * eager_s)  # what the step achieves, host floor and loss included
+    eager = eager_phases(arch, w, gpu, peak, inputs.trainable_params, inputs.stage_layers) \
+        if uses_eager_step(prof) else None
+    if eager is not None:  # what the step achieves, host floor and loss included
+        efficiency = executed_gpu / (peak * eager.seconds(w.grad_accum))
     elif prof.train_flop_efficiency is not None:
         efficiency = prof.train_flop_efficiency * speedup
     else:
@@ -140,7 +142,7 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
     bound_s = max(executed_gpu / (peak * speedup), communication_s * prof.interconnect_efficiency)
     model_flops_step = model_flops_token * step_tokens * w.dp * w.cp
     return StepTime(step_tokens, executed_gpu, bubble, compute_s, optimizer_s, communication_s, exposed, step_s,
-                    bound_s, model_flops_step, model_flops_step / step_s / (w.gpus * peak), efficiency, comm)
+                    bound_s, model_flops_step, model_flops_step / step_s / (w.gpus * peak), efficiency, comm, eager)
 
 
 def fp8_gemm_peak(gpu: GpuSpec, w: TrainingWorkload) -> float:

@@ -14,7 +14,8 @@ import pytest
 from estimator import default_catalog
 from estimator.catalog.architecture import Architecture, Attention, Mlp
 from estimator.notes import word_values
-from estimator.training.eager_step import dispatch_notes
+from estimator.training.eager_step import dispatch_notes, eager_phases
+from estimator.training.estimate import estimate_training
 from estimator.training.host_ops import host_s, step_ops
 from estimator.training.workload import Precision, Recompute, TrainingWorkload
 from tests.benchmark_modules import benchmark
@@ -124,14 +125,17 @@ def test_explain_shows_each_phase_beside_its_host_dispatch() -> None:
     """--explain's line: the counted operations and their cost per phase, or why the figures per layer stand."""
     catalog = default_catalog()
     h200, arch = catalog.gpus.get("h200"), _arch("llama")
-    (counted,) = dispatch_notes(arch, _workload(), h200, 989.4e12, 10**8, 10)
+    (counted,) = dispatch_notes(arch, _workload(), eager_phases(arch, _workload(), h200, 989.4e12, 10**8, 10), 10)
     assert (counted.values["forward_ops"], counted.values["backward_ops"]) == (818, 1447)
     assert counted.values["forward_host_s"] == pytest.approx(818 * 2.003e-5, rel=1e-12)
     text = word_values(counted.code, counted.values, binary=False)
     assert "forward GPU" in text and "host dispatch 818 operations × 20.0 µs = 16.4 ms" in text
     assert "llama's operations (bf16), counted by the profile" in text
-    (per_layer,) = dispatch_notes(arch, _workload(lora_rank=16), h200, 989.4e12, 10**8, 10)
+    lora = _workload(lora_rank=16)
+    (per_layer,) = dispatch_notes(arch, lora, eager_phases(arch, lora, h200, 989.4e12, 10**8, 10), 10)
     assert "per layer × 10 layers (LoRA's adapters are not counted)" in word_values(
         per_layer.code, per_layer.values, binary=False)
-    optimized = _workload().model_copy(update={"profile": catalog.profiles.get("optimized")})
-    assert dispatch_notes(arch, optimized, h200, 989.4e12, 10**8, 10) == ()
+    for profile, lines in (("hf", 1), ("optimized", 0)):  # a profile without an eager step has none
+        report = estimate_training(catalog.models.get("llama-3.2-1b"), h200, _workload().model_copy(
+            update={"profile": catalog.profiles.get(profile)}))
+        assert sum(n.code == "train-dispatch" for n in report.explain) == lines
