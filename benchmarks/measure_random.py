@@ -3,6 +3,7 @@
     python benchmarks/measure_random.py --out DIR [--seed 0] [--budget-s 500] [--inference 20] [--train 20]
     python benchmarks/measure_random.py --out DIR --seed 2 --host 30   # small models: host issue vs GPU time
     python benchmarks/measure_random.py --out DIR --seed 7 --lean 24   # lean decodes only, five batch × contexts
+    python benchmarks/measure_random.py --out DIR --seed 9 --inference 24 --train 0 --prefill-only
     python benchmarks/measure_random.py --out /tmp/x --tiny        # the same code paths on the CPU, toy sizes
 
 The architectures are drawn from ``--seed`` (Python's ``random``): llama / qwen2 / mistral / gemma2 / gpt2-like
@@ -255,6 +256,10 @@ def measure_inference(run: Run, arch: dict[str, Any], rng: random.Random) -> Non
         return
     run.emit({**base, **load})
     _prefills(run, model, base, rng)
+    if run.args.prefill_only:
+        del model
+        measure.free_memory()
+        return
     decode = [(2, 24)] if run.tiny else [(1, rng.choice((512, 2048))), (rng.choice((8, 16, 32)), 1024)]
     for batch, context in decode:
         try:
@@ -432,6 +437,7 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="CPU dry run with toy configs")
     parser.add_argument("--host", type=int, default=0, help="instead: this many small models, host vs GPU time")
     parser.add_argument("--lean", type=int, default=0, help="instead: this many architectures, lean decode only")
+    parser.add_argument("--prefill-only", action="store_true", help="inference architectures: load and prefill only")
     args = parser.parse_args()
     run = Run(args)
     rng = random.Random(args.seed)
