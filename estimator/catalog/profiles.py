@@ -97,6 +97,18 @@ class GroupedExperts(BaseModel):
     per_layer_s: Seconds
 
 
+class GemmRoofline(BaseModel):
+    """One GEMM kernel's time by its shape (`estimator.model.gemms`): ``kernel_s`` (its launch, prologue and tail,
+    also inside a CUDA graph's queue) plus the longer of its FLOPs at ``flop_efficiency`` of the peak and the bytes of
+    its operands and output at ``bandwidth_efficiency`` of the bandwidth."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    kernel_s: Seconds
+    flop_efficiency: float = Field(gt=0, le=1)
+    bandwidth_efficiency: float = Field(gt=0, le=1)
+
+
 class EfficiencyProfile(BaseModel):
     """Achievable fractions of peak, fixed per-step costs, and runtime memory of one software stack."""
 
@@ -121,6 +133,9 @@ class EfficiencyProfile(BaseModel):
     # fp32 GEMMs run on CUDA cores (no tensor cores; TF32 off, PyTorch's default): a fraction of the card's fp32 peak
     # (None: matmul_flop_efficiency); the GEMMs of PyTorch's math SDPA kernel run in fp32 whatever the model's dtype
     fp32_matmul_flop_efficiency: float | None = Field(default=None, gt=0, le=1)
+    # an fp32 prefill's GEMMs, each timed by its shape (estimator.model.gemms), the math SDPA kernel's batched ones
+    # too; None: their FLOPs at fp32_matmul_flop_efficiency
+    fp32_gemm: GemmRoofline | None = None
     # fp32 attention runs PyTorch's memory-efficient SDPA kernel on CUDA cores (flash takes no fp32), masked or not
     fp32_attention_flop_efficiency: float | None = Field(default=None, gt=0, le=1)
     elementwise_hidden_passes: float = Field(ge=0, le=MAX_PASSES)

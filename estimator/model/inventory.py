@@ -58,6 +58,7 @@ class TensorGroup:
     role: Role
     numel: int
     count: int
+    in_features: int = 0  # a linear layer's weight matrix: its input width (numel ÷ this is the output's); 0: none
 
     @property
     def total(self) -> int:
@@ -76,9 +77,9 @@ def _attention_tensors(attn: Attention, hidden: int, layers: int, prefix: str) -
         kv_width_v = attn.num_kv_heads * attn.v_head_dim
         gate = 2 if attn.output_gate else 1  # Qwen3-Next: q_proj also yields the output gate
         out += [
-            TensorGroup(f"{prefix}.q_proj.weight", Role.ATTENTION, hidden * q_width * gate, layers),
-            TensorGroup(f"{prefix}.k_proj.weight", Role.ATTENTION, hidden * kv_width_k, layers),
-            TensorGroup(f"{prefix}.v_proj.weight", Role.ATTENTION, hidden * kv_width_v, layers),
+            TensorGroup(f"{prefix}.q_proj.weight", Role.ATTENTION, hidden * q_width * gate, layers, hidden),
+            TensorGroup(f"{prefix}.k_proj.weight", Role.ATTENTION, hidden * kv_width_k, layers, hidden),
+            TensorGroup(f"{prefix}.v_proj.weight", Role.ATTENTION, hidden * kv_width_v, layers, hidden),
         ]
         if attn.q_bias:
             out.append(TensorGroup(f"{prefix}.q_proj.bias", Role.BIAS, q_width, layers))
@@ -87,21 +88,23 @@ def _attention_tensors(attn: Attention, hidden: int, layers: int, prefix: str) -
             out.append(TensorGroup(f"{prefix}.v_proj.bias", Role.BIAS, kv_width_v, layers))
     else:
         if latent.q_lora_rank is None:
-            out.append(TensorGroup(f"{prefix}.q_proj.weight", Role.ATTENTION, hidden * q_width, layers))
+            out.append(TensorGroup(f"{prefix}.q_proj.weight", Role.ATTENTION, hidden * q_width, layers, hidden))
         else:
             out += [
-                TensorGroup(f"{prefix}.q_a_proj.weight", Role.ATTENTION, hidden * latent.q_lora_rank, layers),
+                TensorGroup(f"{prefix}.q_a_proj.weight", Role.ATTENTION, hidden * latent.q_lora_rank, layers, hidden),
                 TensorGroup(f"{prefix}.q_a_layernorm.weight", Role.NORM, latent.q_lora_rank, layers),
-                TensorGroup(f"{prefix}.q_b_proj.weight", Role.ATTENTION, latent.q_lora_rank * q_width, layers),
+                TensorGroup(f"{prefix}.q_b_proj.weight", Role.ATTENTION, latent.q_lora_rank * q_width, layers,
+                            latent.q_lora_rank),
             ]
         kv_a = latent.kv_lora_rank + latent.qk_rope_head_dim
         kv_b = attn.num_heads * (latent.qk_nope_head_dim + latent.v_head_dim)
         out += [
-            TensorGroup(f"{prefix}.kv_a_proj_with_mqa.weight", Role.ATTENTION, hidden * kv_a, layers),
+            TensorGroup(f"{prefix}.kv_a_proj_with_mqa.weight", Role.ATTENTION, hidden * kv_a, layers, hidden),
             TensorGroup(f"{prefix}.kv_a_layernorm.weight", Role.NORM, latent.kv_lora_rank, layers),
-            TensorGroup(f"{prefix}.kv_b_proj.weight", Role.ATTENTION, latent.kv_lora_rank * kv_b, layers),
+            TensorGroup(f"{prefix}.kv_b_proj.weight", Role.ATTENTION, latent.kv_lora_rank * kv_b, layers,
+                        latent.kv_lora_rank),
         ]
-    out.append(TensorGroup(f"{prefix}.o_proj.weight", Role.ATTENTION, o_width * hidden, layers))
+    out.append(TensorGroup(f"{prefix}.o_proj.weight", Role.ATTENTION, o_width * hidden, layers, o_width))
     if attn.o_bias:
         out.append(TensorGroup(f"{prefix}.o_proj.bias", Role.BIAS, hidden, layers))
     if attn.qk_norm:
@@ -120,8 +123,8 @@ def _mlp_tensors(mlp: Mlp, hidden: int, count: int, prefix: str, role: Role) -> 
         return []
     width = mlp.intermediate_size
     names = ("gate_proj", "up_proj") if mlp.gated else ("up_proj",)
-    out = [TensorGroup(f"{prefix}.{n}.weight", role, hidden * width, count) for n in names]
-    out.append(TensorGroup(f"{prefix}.down_proj.weight", role, width * hidden, count))
+    out = [TensorGroup(f"{prefix}.{n}.weight", role, hidden * width, count, hidden) for n in names]
+    out.append(TensorGroup(f"{prefix}.down_proj.weight", role, width * hidden, count, width))
     if mlp.bias:
         out += [TensorGroup(f"{prefix}.{n}.bias", Role.BIAS, width, count) for n in names]
         out.append(TensorGroup(f"{prefix}.down_proj.bias", Role.BIAS, hidden, count))
@@ -139,7 +142,7 @@ def _moe_tensors(arch: Architecture) -> list[TensorGroup]:
     if moe is None or not moe_layers:
         return out
     expert = Mlp(intermediate_size=moe.expert_intermediate_size, gated=arch.mlp.gated)
-    out.append(TensorGroup("layers.*.mlp.gate.weight", Role.ROUTER, h * moe.num_experts, moe_layers))
+    out.append(TensorGroup("layers.*.mlp.gate.weight", Role.ROUTER, h * moe.num_experts, moe_layers, h))
     if moe.router_bias:
         out.append(TensorGroup("layers.*.mlp.gate.bias", Role.BIAS, moe.num_experts, moe_layers))
     expert = expert.model_copy(update={"bias": moe.expert_bias})
@@ -167,7 +170,7 @@ def tensor_inventory(arch: Architecture) -> tuple[TensorGroup, ...]:
     out += _attention_tensors(arch.attention, h, arch.mixer_count("attention"), "layers.*.self_attn")
     if arch.mixer_count("linear"):  # DeciLM's replace_with_linear: a bias-free hidden × hidden projection
         out.append(TensorGroup("layers.*.self_attn.linear_attn.weight", Role.ATTENTION, h * h,
-                               arch.mixer_count("linear")))
+                               arch.mixer_count("linear"), h))
     cross = arch.mixer_count("cross_attention")
     if cross:  # mllama MllamaTextCrossAttention: the text attention's projections, per-head q/k norms, two gates
         out += _attention_tensors(arch.attention.model_copy(update={"qk_norm": True, "qk_norm_full_width": False}),
@@ -185,7 +188,7 @@ def tensor_inventory(arch: Architecture) -> tuple[TensorGroup, ...]:
     if arch.final_norm:
         out.append(TensorGroup("norm", Role.NORM, _norm_numel(arch), 1))
     if arch.pooler:
-        out.append(TensorGroup("pooler.dense.weight", Role.POOLER, h * h, 1))
+        out.append(TensorGroup("pooler.dense.weight", Role.POOLER, h * h, 1, h))
         out.append(TensorGroup("pooler.dense.bias", Role.BIAS, h, 1))
     if arch.lm_head and not arch.tie_word_embeddings:
         out.append(TensorGroup("lm_head.weight", Role.LM_HEAD, h * arch.vocab_size, 1))

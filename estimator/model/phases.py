@@ -25,6 +25,7 @@ from estimator.model.decode_attention import kv_read_factor, pair_share, repeat_
 from estimator.model.elementwise import maximum
 from estimator.model.experts import expert_parallel_weights_bytes
 from estimator.model.footprint import rank_kv_bytes
+from estimator.model.gemms import Gemm, prefill_gemms
 from estimator.model.grouped_experts import ExpertWork, expert_work, routed_expert_params
 from estimator.model.inventory import Role
 from estimator.model.memory import (
@@ -126,7 +127,16 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
         fp32=act == 4,
         math_attention_flops=math_attention_flops(arch, batch, prompt) / tp if math else 0,
         host_prologue=True,
+        gemms=_shaped_gemms(arch, rt, tp, batch, prompt, positions, math=math),
     )
+
+
+def _shaped_gemms(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: int, positions: int, *,
+                  math: bool) -> tuple[Gemm, ...]:
+    """The prefill's GEMMs by shape where the profile times fp32 GEMMs so (model.gemms); () otherwise."""
+    if rt.profile.fp32_gemm is None or rt.activation_bytes_per_element != 4:
+        return ()
+    return prefill_gemms(arch, batch, prompt, logits_positions=positions, tp=tp, math_attention=math) or ()
 
 
 def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: int, weights_read: float,

@@ -1,7 +1,7 @@
 """Time: the roofline bound (datasheet peaks) and the expected time (an efficiency profile applied).
 
 bound    = max(FLOPs / peak FLOP/s, bytes / peak bandwidth)            — no implementation beats it
-expected = max(Σ FLOPs / (peak × efficiency) + Σ bytes / (bandwidth × efficiency) + layers × per-layer cost
+expected = max(Σ FLOPs / (peak × efficiency) (or GEMM by GEMM, model.gemms) + Σ bytes / (bandwidth × efficiency) + layers × per-layer cost
                + the host's preamble before the first kernel (eager prefill),
                layers × host dispatch per layer)                        — calibrated, see specs/profiles/
 Tensor parallelism adds two all-reduces of the activations per layer (Megatron-LM, Shoeybi et al. 2019).
@@ -17,6 +17,7 @@ from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import ComputeDType, GpuSpec, MemoryType
 from estimator.errors import WorkloadInvalid
 from estimator.model.elementwise import maximum, where
+from estimator.model.gemms import Gemm, gemms_s
 from estimator.model.grouped_experts import ExpertWork, experts_s
 
 Bound = Literal["memory", "compute"]
@@ -78,6 +79,9 @@ class PhaseCost:
     # a prefill's routed experts where the profile runs them as grouped GEMMs (model.grouped_experts), apart from
     # matmul_flops and weight_bytes, which then hold the rest
     experts: ExpertWork | None = None
+    # a prefill's GEMMs by shape where the profile times them so (model.gemms: fp32_gemm); they then replace
+    # matmul_flops and math_attention_flops in the compute time, which keep the FLOPs for the bound
+    gemms: tuple[Gemm, ...] = ()
 
     @property
     def flops(self) -> float:
@@ -236,9 +240,11 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     if cost.fp32 and profile.fp32_attention_flop_efficiency is not None:
         attention_efficiency = profile.fp32_attention_flop_efficiency
     fp32_peak = hw.fp32_flop_per_s or hw.peak_flop_per_s
-    compute_s = (cost.matmul_flops / (hw.peak_flop_per_s * matmul_flop_fraction(profile, fp32=cost.fp32))
-                 + cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency)
-                 + cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True)))
+    compute_s = cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency) + (
+        gemms_s(cost.gemms, profile.fp32_gemm, fp32_peak, hw.bandwidth_bytes_per_s, 4)
+        if cost.gemms and profile.fp32_gemm is not None else
+        cost.matmul_flops / (hw.peak_flop_per_s * matmul_flop_fraction(profile, fp32=cost.fp32))
+        + cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True)))
     weights_s, elementwise_s = cost.weight_bytes / bandwidth, cost.elementwise_bytes / bandwidth
     kv_s = (cache_attention_s(cost, profile) or cost.kv_bytes * cost.kv_read_factor / kv_bandwidth) + repeat_kv_s(
         cost, profile)
