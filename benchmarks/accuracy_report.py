@@ -73,9 +73,11 @@ Every figure below is read off the tables above; the formula named is the one th
    mistral-7b-v0.1, which moved to the fitting set) and counts all causal pairs for such models: held-out
    gemma-2-9b went from −16/−24/−12% to −10/−3/−6%. Fixed since: MoE models ran 22–56% slower than predicted;
    transformers' grouped_mm experts are now timed as their grouped GEMMs and dispatch, measured alone (item 21
-   under *Random architectures*): 8 of 9 within target. Still missed: the smallest model's short prompt
-   (qwen2.5-0.5b +38.9% at batch 1 × 2,048), set by the host (items 5, 8 and 16 under *Random architectures*), and
-   gemma-3-1b at batch 1 (−28.2% / −16.8%).
+   under *Random architectures*): 8 of 9 within target; and a prefill's GEMMs are timed one by one by shape and
+   its non-vectorized elementwise kernels by their elements (items 23–24): 25 → 28 of 34 within target. Still
+   missed: the smallest model's short prompt (qwen2.5-0.5b +38.9% at batch 1 × 2,048), set by the host (items 5,
+   8 and 16 under *Random architectures*), gemma-3-1b at batch 1 × 2,048 (−28.2%) and Falcon's math-kernel
+   prefills (−19% to −31%).
 6. **First-case artifacts** (qwen2.5-7b KV +6 MB and static cache +28 MB on the first case; qwen3-30b-a3b,
    llama-3.2-1b and gpt2-xl static cache b1 −4 to −5%): the first call of a GEMM kind allocates a cuBLASLt
    workspace through PyTorch's allocator, counted in that case. Rows from the second call warm up first
@@ -123,8 +125,8 @@ Every figure below is read off the tables above; the formula named is the one th
      alive through the layers (2,048 B per token at s = 2,048), which was also mistral-7b-v0.1's −6.4% at 8k; the
      `hf` prefill peak now counts it: gemma-3-1b −4.5% to +5.0%, mistral +0.0% to +2.1%.
    - *Still missed*: DeepSeek-V2-Lite's prefill time at batch 1 × 2,048 (−26.7%; −57% before item 21's grouped
-     experts; its MLA decompression runs as separate HF kernels) and gemma-3-1b's (−28% / −17%, a 1B model with
-     5:1 local/global masks, near the host floor).
+     experts; its MLA decompression runs as separate HF kernels) and gemma-3-1b's at batch 1 × 2,048 (−28%, a 1B
+     model with 5:1 local/global masks, near the host floor).
    These fixes came from traces of the same models, so their rows now confirm the mechanisms rather than test them.
 """
 

@@ -43,12 +43,34 @@ WIDTHS = ((256, 512), (512, 512), (256, 1024))  # (hidden, FFN): the base, then 
 VOCAB = 512
 
 
+def runs_strided(inputs: list[torch.Tensor], out: torch.Tensor) -> bool:
+    """Whether CUDA runs this operation on TensorIterator's generic, non-vectorized kernels (``elementwise_kernel``,
+    ``unrolled_elementwise_kernel``; benchmarks/measure_elementwise_paths.py): an operand broadcast (more than one
+    element, fewer than the output's) or not contiguous (rotary embedding on the transposed heads, RMSNorm's
+    ``hidden * rsqrt(variance)`` and ``weight * hidden``), a non-contiguous output, or a cast to a wider type
+    (16-bit to fp32; fp32 to 16-bit has its own vectorized copy). A reduction (an input larger than its output, as
+    RMSNorm's mean) reads at the bandwidth."""
+    if not out.is_contiguous():
+        return True
+    for t in inputs:
+        if t.numel() <= 1:
+            continue
+        if t.numel() < out.numel() or not t.is_contiguous():
+            return True
+        if t.dtype != out.dtype and t.element_size() < out.element_size():
+            return True
+    return False
+
+
 class ElementwiseBytes(TorchDispatchMode):
-    """Bytes the elementwise operations of a forward read and write."""
+    """Bytes the elementwise operations of a forward read and write; of those, the bytes and the output elements of
+    the operations CUDA runs on the non-vectorized paths (`runs_strided`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.total = 0
+        self.strided_bytes = 0
+        self.strided_elements = 0
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
@@ -60,8 +82,13 @@ class ElementwiseBytes(TorchDispatchMode):
         storages = {t.untyped_storage().data_ptr() for t in inputs}
         fresh = [o for o in outputs if o.untyped_storage().data_ptr() not in storages]
         if fresh or name in IN_PLACE:
-            self.total += sum(t.numel() * t.element_size() for t in inputs if t.numel() > 1)
-            self.total += sum(o.numel() * o.element_size() for o in fresh)
+            moved = sum(t.numel() * t.element_size() for t in inputs if t.numel() > 1)
+            moved += sum(o.numel() * o.element_size() for o in fresh)
+            self.total += moved
+            written = max(fresh or inputs[:1], key=lambda t: t.numel())
+            if runs_strided([t for t in inputs if t is not written or name not in IN_PLACE], written):
+                self.strided_bytes += moved
+                self.strided_elements += written.numel()
         return out
 
 
@@ -77,7 +104,9 @@ def _config(family: str, hidden: int, layers: int) -> dict[str, Any]:
     return config
 
 
-def forward_bytes(family: str, hidden: int, ffn: int, layers: int, tokens: int, dtype: torch.dtype) -> int:
+def forward_bytes(family: str, hidden: int, ffn: int, layers: int, tokens: int, dtype: torch.dtype
+                  ) -> tuple[int, int, int]:
+    """(bytes moved, of which on the non-vectorized paths, output elements of those) of one forward."""
     config = _config(family, hidden, layers)
     heads = 4
     if family == "gpt2":
@@ -95,35 +124,48 @@ def forward_bytes(family: str, hidden: int, ffn: int, layers: int, tokens: int, 
         mode = ElementwiseBytes()
         with mode:
             model(ids, use_cache=False, logits_to_keep=1)
-    return mode.total
+    return mode.total, mode.strided_bytes, mode.strided_elements
 
 
-def _layer(family: str, hidden: int, ffn: int, tokens: int, dtype: torch.dtype) -> int:
-    return forward_bytes(family, hidden, ffn, 2, tokens, dtype) - forward_bytes(family, hidden, ffn, 1, tokens, dtype)
+def _layer(family: str, hidden: int, ffn: int, tokens: int, dtype: torch.dtype) -> tuple[int, ...]:
+    two, one = (forward_bytes(family, hidden, ffn, layers, tokens, dtype) for layers in (2, 1))
+    return tuple(a - b for a, b in zip(two, one, strict=True))
 
 
-def passes(family: str, dtype: torch.dtype, tokens: tuple[int, int]) -> tuple[float, float]:
-    """(hidden passes, FFN passes) of one layer per token: the difference of two token counts, so what a layer does
-    once per forward (Gemma's RMSNorm computes 1 + weight in fp32 on every call) drops out."""
+def counts(family: str, dtype: torch.dtype, tokens: tuple[int, int]) -> list[tuple[float, float]]:
+    """Per token of one layer, each as (hidden, FFN) multiples: the passes (bytes ÷ the element size), the passes
+    of the non-vectorized operations, and their output elements. The difference of two token counts, so what a
+    layer does once per forward (Gemma's RMSNorm computes 1 + weight in fp32 on every call) drops out."""
     per_token = {}
     for hidden, ffn in WIDTHS:
         more, fewer = (_layer(family, hidden, ffn, t, dtype) for t in tokens)
-        per_token[(hidden, ffn)] = (more - fewer) / (tokens[0] - tokens[1])
+        per_token[(hidden, ffn)] = [(m - f) / (tokens[0] - tokens[1]) for m, f in zip(more, fewer, strict=True)]
     (h0, f0), (h1, _), (_, f2) = WIDTHS
-    per_hidden = (per_token[(h1, f0)] - per_token[(h0, f0)]) / (h1 - h0)
-    per_ffn = (per_token[(h0, f2)] - per_token[(h0, f0)]) / (f2 - f0)
     size = torch.tensor([], dtype=dtype).element_size()
-    return round(per_hidden / size, 1), round(per_ffn / size, 1)
+    out = []
+    for index, unit in enumerate((size, size, 1)):
+        per_hidden = (per_token[(h1, f0)][index] - per_token[(h0, f0)][index]) / (h1 - h0)
+        per_ffn = (per_token[(h0, f2)][index] - per_token[(h0, f0)][index]) / (f2 - f0)
+        out.append((round(per_hidden / unit, 1), round(per_ffn / unit, 1)))
+    return out
+
+
+def passes(family: str, dtype: torch.dtype, tokens: tuple[int, int]) -> tuple[float, float]:
+    """(hidden passes, FFN passes) of one layer per token (`counts`)."""
+    return counts(family, dtype, tokens)[0]
 
 
 def main() -> None:
-    out: dict[str, Any] = {"torch": torch.__version__, "transformers": transformers.__version__, "passes": {}}
+    out: dict[str, Any] = {"torch": torch.__version__, "transformers": transformers.__version__, "passes": {},
+                           "strided": {}}
     for family in (*FAMILIES, *CATALOG_FAMILIES):
-        counted = [passes(family, dtype, tokens) for dtype in (torch.bfloat16, torch.float32)
+        counted = [counts(family, dtype, tokens) for dtype in (torch.bfloat16, torch.float32)
                    for tokens in ((128, 64), (256, 128))]
         assert counted[0] == counted[1] and counted[2] == counted[3], (family, counted)  # linear in tokens
-        out["passes"][family] = [*counted[0], *counted[2]]
-        print(family, out["passes"][family], file=sys.stderr)
+        out["passes"][family] = [*counted[0][0], *counted[2][0]]
+        # the non-vectorized operations: their passes and output elements, in 16-bit, then in fp32
+        out["strided"][family] = [*counted[0][1], *counted[0][2], *counted[2][1], *counted[2][2]]
+        print(family, out["passes"][family], out["strided"][family], file=sys.stderr)
     print(json.dumps(out, indent=1))
 
 

@@ -135,7 +135,8 @@ def main() -> None:
     drift = [f"{k} {getattr(shipped, k)}" for k in ("matmul_flop_efficiency", "attention_flop_efficiency")
              if getattr(shipped, k) != getattr(hf, k)]
     if drift:  # fitted before later prefill terms existed; the four profiles share them (docs/accuracy.md)
-        print(f"   shipped: {'  '.join(drift)} (fitted before items 5-21 moved the other prefill terms)")
+        print(f"   shipped: {'  '.join(drift)} (fitted before items 5-24 moved the other prefill terms; the hf "
+              "profiles' prefill GEMMs with 16-bit or fp32 weights are now timed by shape, items 23-24)")
     for r in data:
         if r["kind"] == "lean_decode":
             _, t = predict(optimized, r["model"], r["batch"], r["context"] - 1, 1)

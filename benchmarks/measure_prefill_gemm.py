@@ -124,7 +124,6 @@ def bmm_rows(pairs: int, seq: int, head_dim: int) -> Iterator[dict[str, Any]]:
     for name, call in (("scores", scores), ("values", values)):
         yield {"kind": "bmm", "gemm": name, "dtype": "fp32", "pairs": pairs, "seq": seq, "head_dim": head_dim,
                "flops": 2 * pairs * seq * seq * head_dim, "time": timed(call), "kernels": _kernels(call)}
-    del q, k, p
 
 
 def main() -> None:

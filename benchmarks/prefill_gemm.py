@@ -1,12 +1,14 @@
-"""Fit and check the fp32 GEMM roofline (`estimator.model.gemms`, the `hf` profiles' ``fp32_gemm``) on the GEMMs
-measured alone (issue 15, item 23; tests/data/measured/h200-2026-12-02-prefill-gemm.jsonl, from
-benchmarks/measure_prefill_gemm.py).
+"""Fit and check the GEMM rooflines (`estimator.model.gemms`, the `hf` profiles' ``gemm`` for 16-bit and
+``fp32_gemm``) on the GEMMs measured alone (issue 15, items 23-24;
+tests/data/measured/h200-2026-12-02-prefill-gemm.jsonl, from benchmarks/measure_prefill_gemm.py).
 
-Each row is timed by the estimator's own `gemms_s` on the H200's datasheet peaks (66.9 TFLOP/s fp32, 4.8 TB/s). A
+Each row is timed by the estimator's own `gemms_s` on the H200's datasheet peaks (989.4 TFLOP/s dense bf16 and fp16,
+66.9 TFLOP/s fp32, 4.8 TB/s); bf16 and fp16 rows are fitted together (the same tensor cores). A
 grid over the kernel's fixed time, the FLOP share and the bandwidth share picks the triple with the least median
-|error| over the ``fit`` rows (the mean of the linear rows' and the batched rows' medians) (even widths and head dims); the ``check`` rows (the others) are judged with it:
+|error| over the ``fit`` rows (even widths and head dims; the mean of the linear rows' and the batched rows'
+medians); the ``check`` rows (the others) are judged with it:
 
-    python benchmarks/prefill_gemm.py            # the fit, then fit and check by kind (linear, bmm)
+    python benchmarks/prefill_gemm.py            # per dtype class: the fit, then fit and check by kind
 """
 
 from __future__ import annotations
@@ -24,14 +26,16 @@ from estimator.model.gemms import Gemm, gemms_s
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "measured" / "h200-2026-12-02-prefill-gemm.jsonl"
 FP32_PEAK, BANDWIDTH = 66.9e12, 4.8e12  # specs/gpus/h200.yaml: fp32 (non-tensor) peak, HBM3e bandwidth
+HALF_PEAK = 989.4e12  # specs/gpus/h200.yaml: dense bf16 / fp16 tensor-core peak
+CLASSES = {"fp32": ("fp32",), "16-bit": ("bf16", "fp16")}
 KERNEL_S = tuple(i * 0.5e-6 for i in range(17))
-FLOP_EFFICIENCY = tuple(round(0.50 + 0.01 * i, 2) for i in range(41))
+FLOP_EFFICIENCY = tuple(round(0.50 + 0.01 * i, 2) for i in range(51))
 BANDWIDTH_EFFICIENCY = tuple(round(0.10 + 0.05 * i, 2) for i in range(19))
 
 
-def rows(path: Path = DATA) -> list[dict[str, Any]]:
+def rows(path: Path = DATA, dtypes: tuple[str, ...] = ("fp32",)) -> list[dict[str, Any]]:
     found = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [r for r in found if r["kind"] in ("linear", "bmm") and r["dtype"] == "fp32"]
+    return [r for r in found if r["kind"] in ("linear", "bmm") and r["dtype"] in dtypes]
 
 
 def gemm_of(row: dict[str, Any]) -> Gemm:
@@ -42,7 +46,8 @@ def gemm_of(row: dict[str, Any]) -> Gemm:
 
 
 def errors(measured: list[dict[str, Any]], spec: GemmRoofline) -> list[float]:
-    return [gemms_s((gemm_of(r),), spec, FP32_PEAK, BANDWIDTH, 4) / r["time"]["median_s"] - 1 for r in measured]
+    return [gemms_s((gemm_of(r),), spec, *((FP32_PEAK, BANDWIDTH, 4) if r["dtype"] == "fp32" else
+                                           (HALF_PEAK, BANDWIDTH, 2))) / r["time"]["median_s"] - 1 for r in measured]
 
 
 def median_abs(values: list[float]) -> float:
@@ -73,14 +78,16 @@ def summary(measured: list[dict[str, Any]], spec: GemmRoofline) -> str:
 
 
 def main() -> None:
-    measured = rows()
-    spec = fit([r for r in measured if r["split"] == "fit"])
-    print(f"fp32 GEMM roofline: kernel_s {spec.kernel_s:.2e}, flop_efficiency {spec.flop_efficiency}, "
-          f"bandwidth_efficiency {spec.bandwidth_efficiency}")
-    for split in ("fit", "check"):
-        for kind in ("linear", "bmm"):
-            chosen = [r for r in measured if r["split"] == split and r["kind"] == kind]
-            print(f"  {split:5} {kind:6} {summary(chosen, spec)}")
+    for name, dtypes in CLASSES.items():
+        measured = rows(dtypes=dtypes)
+        spec = fit([r for r in measured if r["split"] == "fit"])
+        print(f"{name} GEMM roofline: kernel_s {spec.kernel_s:.2e}, flop_efficiency {spec.flop_efficiency}, "
+              f"bandwidth_efficiency {spec.bandwidth_efficiency}")
+        for split in ("fit", "check"):
+            for kind in ("linear", "bmm"):
+                chosen = [r for r in measured if r["split"] == split and r["kind"] == kind]
+                if chosen:
+                    print(f"  {split:5} {kind:6} {summary(chosen, spec)}")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,9 @@ def errors(rows: list[dict[str, Any]], counted: bool) -> dict[tuple[str, str], l
     """(term, split) → (error, row) with the shipped `hf` profile, or with its per-family counts removed."""
     catalog = default_catalog()
     hf = catalog.profiles.get("hf")
-    profile = hf if counted else hf.model_copy(update={"elementwise_passes_by_family": {}})
+    # uncounted: the hand count for every family, and so no family's count of its non-vectorized operations (item 24)
+    profile = hf if counted else hf.model_copy(update={"elementwise_passes_by_family": {},
+                                                       "elementwise_strided_by_family": {}})
     out: dict[tuple[str, str], list[tuple[float, dict[str, Any]]]] = {}
     for row in rows:
         if row.get("error") or row["kind"] not in ("model", "train") or row.get("phase") == "load":
@@ -60,7 +62,8 @@ def _catalog(counted: bool) -> dict[str, list[float]]:
     hf = catalog.profiles.get("hf")
     traced = {catalog.models.get(name).arch.model_type for name in CATALOG_MODELS}  # type: ignore[union-attr]
     profile = hf if counted else hf.model_copy(update={"elementwise_passes_by_family": {
-        f: p for f, p in hf.elementwise_passes_by_family.items() if f not in traced}})
+        f: p for f, p in hf.elementwise_passes_by_family.items() if f not in traced}, "elementwise_strided_by_family": {
+        f: p for f, p in hf.elementwise_strided_by_family.items() if f not in traced}})
     out: dict[str, list[float]] = {}
     for row in load([CATALOG_ROWS]):
         if row.get("phase") == "prefill" and row.get("model") in CATALOG_MODELS and row.get("latency"):

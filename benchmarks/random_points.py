@@ -49,8 +49,11 @@ SPLIT_SEEDS = (5,)
 LEAN_SEEDS = (7,)
 # seed 8: training steps only (measure_random.py --inference 0), measured after item 22's operation count was committed
 TRAIN_SEEDS = (8,)
+# seed 9: prefills only (measure_random.py --prefill-only), measured before item 23's GEMM rule was written, read after
+# it was committed
+PREFILL_SEEDS = (9,)
 SPLITS = ("fit", "held-out", "fresh", *(f"seed {n}{cal}" for n in CALIBRATED_SEEDS for cal in ("", " cal")),
-          *(f"seed {n}" for n in (*LEAN_SEEDS, *TRAIN_SEEDS)))
+          *(f"seed {n}" for n in (*LEAN_SEEDS, *TRAIN_SEEDS, *PREFILL_SEEDS)))
 Profiles = Callable[[str], EfficiencyProfile]
 _PRECISION = {"amp": "amp-bf16", "bf16": "bf16", "fp32": "fp32"}
 # Bounds (datasheet peaks, no profile) judged as the catalog's are: never above a measurement of the same case.
@@ -84,7 +87,7 @@ def split_of(row: dict[str, Any]) -> str:
     seed = row.get("seed", 0)
     if seed in SPLIT_SEEDS and row.get("split") == "fit":
         return "fit"
-    if seed in (*CALIBRATED_SEEDS, *LEAN_SEEDS, *TRAIN_SEEDS):
+    if seed in (*CALIBRATED_SEEDS, *LEAN_SEEDS, *TRAIN_SEEDS, *PREFILL_SEEDS):
         return f"seed {seed}"
     if seed in FRESH_SEEDS:
         return "fresh"

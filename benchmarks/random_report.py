@@ -16,6 +16,7 @@ from random_points import DATA, TARGETS, bound_summary, load, points, summary
 from random_seventh import seventh_pass
 from random_sixth import sixth_pass
 from random_tenth import tenth_pass
+from random_twelfth import twelfth_pass
 
 # `python benchmarks/random_points.py` at commit 4f34dec (before issue 15's mechanisms), on the same files:
 # term -> split -> (cases, within target, median |error|, worst error and its case).
@@ -89,6 +90,8 @@ Seed 7 (`seed 7`: lean decodes only, 30 architectures × 5 batch × context shap
 measured after item 17's kernel tiles were set, to judge them; nothing was fitted on it.
 Seed 8 (`seed 8`: 30 training architectures, `measure_random.py --inference 0 --train 30`, another device session) was
 measured after item 22's operation count was committed, to judge it; nothing was fitted on it.
+Seed 9 (`seed 9`: 24 inference architectures, load and prefill only, `measure_random.py --prefill-only`, another device
+session) was measured before item 23's GEMM rule was written and read after it was committed; nothing was fitted on it.
 `python benchmarks/random_points.py --cases` prints every case (`--calibration host` applies only the host cost).
 """
 
@@ -122,7 +125,8 @@ def section(data: Path = DATA) -> list[str]:
             for split, (cases, within, median, worst) in splits.items():
                 out.append(_row(term, split, cases, within, median, worst))
     passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data),
-              eighth_pass(data), ninth_pass(data), tenth_pass(), eleventh_pass(data)]
+              eighth_pass(data), ninth_pass(data), tenth_pass(), eleventh_pass(data),
+              twelfth_pass(data)]
     return [*out, "", *passes]
 
 

@@ -133,8 +133,9 @@ class EfficiencyProfile(BaseModel):
     # fp32 GEMMs run on CUDA cores (no tensor cores; TF32 off, PyTorch's default): a fraction of the card's fp32 peak
     # (None: matmul_flop_efficiency); the GEMMs of PyTorch's math SDPA kernel run in fp32 whatever the model's dtype
     fp32_matmul_flop_efficiency: float | None = Field(default=None, gt=0, le=1)
-    # an fp32 prefill's GEMMs, each timed by its shape (estimator.model.gemms), the math SDPA kernel's batched ones
-    # too; None: their FLOPs at fp32_matmul_flop_efficiency
+    # a prefill's GEMMs, each timed by its shape (estimator.model.gemms): 16-bit ones with 16-bit weights (gemm), fp32
+    # ones and the math SDPA kernel's batched ones (fp32_gemm); None: their FLOPs at the matmul shares above
+    gemm: GemmRoofline | None = None
     fp32_gemm: GemmRoofline | None = None
     # fp32 attention runs PyTorch's memory-efficient SDPA kernel on CUDA cores (flash takes no fp32), masked or not
     fp32_attention_flop_efficiency: float | None = Field(default=None, gt=0, le=1)
@@ -143,6 +144,13 @@ class EfficiencyProfile(BaseModel):
     # per model_type, the passes its forward makes, counted from a trace of the runtime's code (model.phases
     # .elementwise_elements_per_layer): (hidden, FFN) in 16-bit, then (hidden, FFN) in fp32; others: the two above
     elementwise_passes_by_family: dict[str, tuple[Passes, Passes, Passes, Passes]] = Field(default_factory=dict)
+    # of those passes, the operations CUDA runs on TensorIterator's non-vectorized kernels (strided or broadcast
+    # operands, casts to a wider type), per model_type: [passes, FFN passes, output elements over the hidden width,
+    # over the FFN width] in 16-bit, then the same in fp32; a prefill times them at strided_elements_per_s
+    # (model.phases.strided_elementwise; decode steps and training keep the bytes at the bandwidth)
+    elementwise_strided_by_family: dict[str, tuple[Passes, Passes, Passes, Passes, Passes, Passes, Passes, Passes]] = \
+        Field(default_factory=dict)
+    strided_elements_per_s: ElementRate | None = None
     per_layer_step_s: Seconds
     host_per_layer_s: Seconds
     # host dispatch counted in aten operations (timing.host_dispatch_s): families listed here cost host_fixed_s +

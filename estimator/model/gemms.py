@@ -65,7 +65,8 @@ def prefill_gemms(arch: Architecture, batch: int, prompt: int, *, logits_positio
     if math_attention:
         attn, layers = arch.attention, arch.mixer_count("attention")
         pairs = batch * attn.num_heads // tp
-        out += [Gemm(prompt, attn.head_dim, prompt, layers, pairs), Gemm(prompt, prompt, attn.v_head_dim, layers, pairs)]
+        out += [Gemm(prompt, attn.head_dim, prompt, layers, pairs),
+                Gemm(prompt, prompt, attn.v_head_dim, layers, pairs)]
     return tuple(out)
 
 

@@ -128,15 +128,34 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
         math_attention_flops=math_attention_flops(arch, batch, prompt) / tp if math else 0,
         host_prologue=True,
         gemms=_shaped_gemms(arch, rt, tp, batch, prompt, positions, math=math),
+        strided=strided_elementwise(arch, rt, tp, prompt_tokens) if experts is None else (0.0, 0.0),
     )
 
 
 def _shaped_gemms(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: int, positions: int, *,
                   math: bool) -> tuple[Gemm, ...]:
-    """The prefill's GEMMs by shape where the profile times fp32 GEMMs so (model.gemms); () otherwise."""
-    if rt.profile.fp32_gemm is None or rt.activation_bytes_per_element != 4:
+    """The prefill's GEMMs by shape where the profile times this dtype's GEMMs so (model.gemms: ``fp32_gemm``, or
+    ``gemm`` for 16-bit weights and activations); () otherwise."""
+    fp32 = rt.activation_bytes_per_element == 4
+    spec = rt.profile.fp32_gemm if fp32 else rt.profile.gemm
+    if spec is None or (not fp32 and rt.weight_format.bits_per_weight != 16):
         return ()
-    return prefill_gemms(arch, batch, prompt, logits_positions=positions, tp=tp, math_attention=math) or ()
+    # the math kernel's batched GEMMs are fp32 ones (PyTorch upcasts 16-bit inputs): listed for an fp32 prefill only
+    return prefill_gemms(arch, batch, prompt, logits_positions=positions, tp=tp, math_attention=math and fp32) or ()
+
+
+def strided_elementwise(arch: Architecture, rt: Runtime, tp: int, tokens: int) -> tuple[float, float]:
+    """(bytes, output elements) of a prefill's elementwise operations that CUDA runs on TensorIterator's
+    non-vectorized kernels, over all layers on one of ``tp`` ranks (the profile's `elementwise_strided_by_family`;
+    (0, 0) where it counts none for the family or gives no rate for them)."""
+    counted = rt.profile.elementwise_strided_by_family.get(arch.model_type)
+    if counted is None or rt.profile.strided_elements_per_s is None:
+        return 0.0, 0.0
+    act = rt.activation_bytes_per_element
+    passes_h, passes_f, elements_h, elements_f = counted[4:] if act == 4 else counted[:4]
+    h, ffn = arch.hidden_size, arch.mlp.intermediate_size / tp
+    per_layer = tokens * arch.num_layers
+    return (passes_h * h + passes_f * ffn) * act * per_layer, (elements_h * h + elements_f * ffn) * per_layer
 
 
 def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: int, weights_read: float,

@@ -1,10 +1,12 @@
 """Time: the roofline bound (datasheet peaks) and the expected time (an efficiency profile applied).
 
 bound    = max(FLOPs / peak FLOP/s, bytes / peak bandwidth)            — no implementation beats it
-expected = max(Σ FLOPs / (peak × efficiency) (or GEMM by GEMM, model.gemms) + Σ bytes / (bandwidth × efficiency) + layers × per-layer cost
+expected = max(Σ FLOPs / (peak × efficiency) + Σ bytes / (bandwidth × efficiency) + layers × per-layer cost
                + the host's preamble before the first kernel (eager prefill),
                layers × host dispatch per layer)                        — calibrated, see specs/profiles/
-Tensor parallelism adds two all-reduces of the activations per layer (Megatron-LM, Shoeybi et al. 2019).
+A prefill's GEMMs may instead be timed one by one by shape (model.gemms), its non-vectorized elementwise operations
+by their elements (elementwise_time_s). Tensor parallelism adds two all-reduces of the activations per layer
+(Megatron-LM, Shoeybi et al. 2019).
 Costs and times may be numpy float arrays (a sweep grid): the functions evaluate elementwise.
 """
 
@@ -82,6 +84,9 @@ class PhaseCost:
     # a prefill's GEMMs by shape where the profile times them so (model.gemms: fp32_gemm); they then replace
     # matmul_flops and math_attention_flops in the compute time, which keep the FLOPs for the bound
     gemms: tuple[Gemm, ...] = ()
+    # (bytes, output elements) of the elementwise operations on TensorIterator's non-vectorized kernels, inside
+    # elementwise_bytes (model.phases.strided_elementwise): timed by their elements at strided_elements_per_s
+    strided: tuple[float, float] = (0.0, 0.0)
 
     @property
     def flops(self) -> float:
@@ -230,6 +235,26 @@ def repeat_kv_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     return 0.0 if rates is None else cost.kv_copy_elements / rates[1 if cost.fp32 else 0]
 
 
+def _gemm_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> float:
+    """The phase's linear GEMMs: one by one by shape where the cost lists them (model.gemms), else their FLOPs at the
+    profile's share."""
+    spec = profile.fp32_gemm if cost.fp32 else profile.gemm
+    if cost.gemms and spec is not None:
+        peak = (hw.fp32_flop_per_s or hw.peak_flop_per_s) if cost.fp32 else hw.peak_flop_per_s
+        return gemms_s(cost.gemms, spec, peak, hw.bandwidth_bytes_per_s, 4 if cost.fp32 else 2)
+    return cost.matmul_flops / (hw.peak_flop_per_s * matmul_flop_fraction(profile, fp32=cost.fp32))
+
+
+def elementwise_time_s(cost: PhaseCost, profile: EfficiencyProfile, bandwidth: float) -> float:
+    """The elementwise kernels: the vectorized ones' bytes at the bandwidth, the non-vectorized ones' (`strided`)
+    the longer of their output elements at the profile's rate and their bytes."""
+    strided_bytes, strided_elements = cost.strided
+    if profile.strided_elements_per_s is None:
+        return cost.elementwise_bytes / bandwidth
+    return ((cost.elementwise_bytes - strided_bytes) / bandwidth
+            + maximum(strided_elements / profile.strided_elements_per_s, strided_bytes / bandwidth))
+
+
 def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> PhaseTime:
     """Bound and expected time of one phase (see module docstring)."""
     bound_s, bound = roofline_s(cost, hw)
@@ -240,12 +265,11 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     if cost.fp32 and profile.fp32_attention_flop_efficiency is not None:
         attention_efficiency = profile.fp32_attention_flop_efficiency
     fp32_peak = hw.fp32_flop_per_s or hw.peak_flop_per_s
-    compute_s = cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency) + (
-        gemms_s(cost.gemms, profile.fp32_gemm, fp32_peak, hw.bandwidth_bytes_per_s, 4)
-        if cost.gemms and profile.fp32_gemm is not None else
-        cost.matmul_flops / (hw.peak_flop_per_s * matmul_flop_fraction(profile, fp32=cost.fp32))
-        + cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True)))
-    weights_s, elementwise_s = cost.weight_bytes / bandwidth, cost.elementwise_bytes / bandwidth
+    compute_s = (cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency) + _gemm_s(cost, hw, profile)
+                 # the math kernel's GEMMs run in fp32 whatever the model's dtype: in the list of an fp32 prefill
+                 + (0.0 if cost.gemms and cost.fp32 else
+                    cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True))))
+    weights_s, elementwise_s = cost.weight_bytes / bandwidth, elementwise_time_s(cost, profile, bandwidth)
     kv_s = (cache_attention_s(cost, profile) or cost.kv_bytes * cost.kv_read_factor / kv_bandwidth) + repeat_kv_s(
         cost, profile)
     fixed_s = cost.layers * profile.per_layer_step_s + cost.host_ops * profile.gpu_per_op_s

@@ -35,6 +35,9 @@ def test_the_shipped_counts_are_the_trace_of_the_transformers_the_profile_descri
     assert trace["transformers"] == "5.17.0"  # the version the hf profiles name
     shipped = default_catalog().profiles.get(profile).elementwise_passes_by_family
     assert {family: list(passes) for family, passes in shipped.items()} == trace["passes"]
+    # of those, the operations on TensorIterator's non-vectorized kernels (count_elementwise.runs_strided)
+    strided = default_catalog().profiles.get(profile).elementwise_strided_by_family
+    assert {family: list(counts) for family, counts in strided.items()} == trace["strided"]
 
 
 @pytest.mark.parametrize(("model_type", "fp32", "elements"), [
@@ -65,3 +68,4 @@ def test_the_trace_reproduces_under_the_same_transformers() -> None:
     count_elementwise = benchmark("count_elementwise")
 
     assert count_elementwise.passes("llama", torch.bfloat16, (128, 64)) == (63.0, 5.0)
+    assert count_elementwise.counts("llama", torch.bfloat16, (128, 64))[1:] == [(39.0, 0.0), (15.0, 0.0)]
