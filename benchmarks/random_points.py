@@ -49,9 +49,9 @@ SPLIT_SEEDS = (5,)
 LEAN_SEEDS = (7,)
 # seed 8: training steps only (measure_random.py --inference 0), measured after item 22's operation count was committed
 TRAIN_SEEDS = (8,)
-# seed 9: prefills only (measure_random.py --prefill-only), measured before item 23's GEMM rule was written, read after
-# it was committed
-PREFILL_SEEDS = (9,)
+# seeds 9 and 10: prefills only (measure_random.py --prefill-only); seed 9 measured before item 23's GEMM rule was
+# written and read after it was committed, seed 10 measured after items 23-24 were committed (e8ad999)
+PREFILL_SEEDS = (9, 10)
 SPLITS = ("fit", "held-out", "fresh", *(f"seed {n}{cal}" for n in CALIBRATED_SEEDS for cal in ("", " cal")),
           *(f"seed {n}" for n in (*LEAN_SEEDS, *TRAIN_SEEDS, *PREFILL_SEEDS)))
 Profiles = Callable[[str], EfficiencyProfile]
