@@ -25,11 +25,11 @@ def runs(eighth: Any) -> tuple[Any, Any]:
 
 def test_every_family_s_gpu_bound_prefills_come_within_seven_percent(eighth: Any, runs: tuple[Any, Any]) -> None:
     """With each family's own counts (item 18's passes, item 24's kernel paths) the signed median error of its 16-bit
-    prefills that the GPU sets is within ±7% for all five families (measured: +3.7% to +6.5%, all high); with the hand
-    count for every family (65 hidden passes, all at the bandwidth) Gemma 2 and the llama family read 10–21% low. GPT-2, whose
-    hand count overstates its elementwise work, is the one family the hand count happened to put nearer (+3.8% against
-    +5.7%): its remaining error is the host's preamble (the profile's 1.5 ms, where its rows' wall time exceeds the
-    kernels' busy time by about 0.7 ms), not its passes."""
+    prefills that the GPU sets is within ±7% for all five families (measured: +3.7% to +6.5%, all high); with the
+    hand count for every family (65 hidden passes, all at the bandwidth) Gemma 2 and the llama family read 10–21%
+    low. GPT-2, whose hand count overstates its elementwise work, is the one family the hand count happened to put
+    nearer (+3.8% against +5.7%): its remaining error is the host's preamble (the profile's 1.5 ms, where its rows'
+    wall time exceeds the kernels' busy time by about 0.7 ms), not its passes."""
     before, after = (eighth._gpu_bound_16bit(run) for run in runs)
     assert set(after) == {"gemma2", "gpt2", "llama", "mistral", "qwen2"}
     assert all(abs(error) <= 0.07 for error in after.values()), after
