@@ -91,8 +91,8 @@ measured after item 17's kernel tiles were set, to judge them; nothing was fitte
 Seed 8 (`seed 8`: 30 training architectures, `measure_random.py --inference 0 --train 30`, another device session) was
 measured after item 22's operation count was committed, to judge it; nothing was fitted on it.
 Seed 9 (`seed 9`: 24 inference architectures, load and prefill only, `measure_random.py --prefill-only`, another device
-session) was measured before item 23's GEMM rule was written and read after it was committed; seed 10 (`seed 10`: 30 more,
-the same way, a later call) was measured after items 23–24 were committed (e8ad999). Nothing was fitted on either.
+session) was measured before item 23's GEMM rule was written and read after it was committed; seed 10 (`seed 10`: 30
+more, the same way, a later call) was measured after items 23–24 were committed (e8ad999). Nothing was fitted on either.
 `python benchmarks/random_points.py --cases` prints every case (`--calibration host` applies only the host cost).
 """
 
