@@ -28,8 +28,22 @@ def decode_attention_notes(arch: Architecture | None, profile: EfficiencyProfile
                  repeat=reads.repeat)]
 
 
+def prefill_kernel_notes(profile: EfficiencyProfile, cost: PhaseCost) -> list[Note]:
+    """One note where the prefill's GEMMs are timed by shape or its elementwise operations by kernel path."""
+    spec = profile.fp32_gemm if cost.fp32 else profile.gemm
+    strided = float(cost.strided[1]) if profile.strided_elements_per_s is not None else 0.0
+    if not cost.gemms and not strided:
+        return []
+    gemms = sum(g.count for g in cost.gemms)
+    return [note(NoteCode.PREFILL_KERNELS, profile=profile.name, gemms=gemms, dtype="fp32" if cost.fp32 else "16-bit",
+                 kernel_s=spec.kernel_s if spec and gemms else None,
+                 flop_efficiency=spec.flop_efficiency if spec and gemms else None,
+                 bandwidth_efficiency=spec.bandwidth_efficiency if spec and gemms else None,
+                 strided_elements=strided, elements_per_s=profile.strided_elements_per_s)]
+
+
 def phase_notes(arch: Architecture | None, profile: EfficiencyProfile, tp: int, prefill_cost: PhaseCost,
                 prefill: PhaseTime, decode_cost: PhaseCost, decode: PhaseTime | None) -> list[Note]:
     """Every phase's assumptions under ``profile`` on one of ``tp`` ranks."""
     return [*host_state_notes(profile, prefill_cost, prefill, decode_cost, decode),
-            *decode_attention_notes(arch, profile, tp, decode)]
+            *decode_attention_notes(arch, profile, tp, decode), *prefill_kernel_notes(profile, prefill_cost)]

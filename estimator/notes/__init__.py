@@ -71,6 +71,7 @@ class NoteCode(str, Enum):
     HOST_BOUND = "host-bound"
     DECODE_ATTENTION = "decode-attention"
     TRAIN_DISPATCH = "train-dispatch"
+    PREFILL_KERNELS = "prefill-kernels"
     SAVED_ACTIVATIONS = "saved-activations"
     LOSS_ONLY = "loss-only"
     STEADY_STATE = "steady-state"

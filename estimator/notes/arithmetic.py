@@ -161,9 +161,31 @@ def train_dispatch(v: Mapping[str, Any]) -> str:
     return f"one micro-batch ({v['profile']}): {phase('forward')}; {phase('backward')} — {what}"
 
 
+PREFILL_KERNELS: dict[str, type | tuple[type, ...]] = {
+    "profile": str, "gemms": int, "dtype": str, "kernel_s": (float, type(None)), "flop_efficiency": (float, type(None)),
+    "bandwidth_efficiency": (float, type(None)), "strided_elements": float, "elements_per_s": (float, type(None))}
+
+
+def prefill_kernels(v: Mapping[str, Any]) -> str:
+    """How the prefill's GEMMs and elementwise kernels are timed where the profile times them by shape and kernel
+    path (`estimator.model.gemms`, `timing.elementwise_time_s`; docs/accuracy.md items 23–24)."""
+    parts = []
+    if v["gemms"]:
+        parts.append(f"{v['gemms']:,} {v['dtype']} GEMM kernels, each {format_seconds(v['kernel_s'])} plus the longer "
+                     f"of its FLOPs at {v['flop_efficiency']:.2f} of the peak and its operands' and output's bytes at "
+                     f"{v['bandwidth_efficiency']:.2f} of the bandwidth")
+    if v["strided_elements"]:
+        parts.append(f"{v['strided_elements']:,.0f} output elements of its elementwise operations on PyTorch's "
+                     f"non-vectorized kernels (strided or broadcast operands, casts to a wider type) at "
+                     f"{v['elements_per_s']:.3g} a second")
+    return (f"prefill kernels ({v['profile']}): {'; '.join(parts)} — rates measured alone on an H200, "
+            "docs/accuracy.md items 23–24")
+
+
 # code → (values, wording) of the assumptions a phase's time carries, merged into the notes' table (`estimator.notes`)
 PHASE_SPECS: dict[str, tuple[dict[str, type | tuple[type, ...]], Callable[[Mapping[str, Any], Bytes], str]]] = {
     "prefill-bound": (PREFILL_BOUND, prefill_bound),
     "host-bound": (HOST_BOUND, lambda v, b: host_bound(v)),
     "decode-attention": (DECODE_ATTENTION, lambda v, b: decode_attention(v)),
-    "train-dispatch": (TRAIN_DISPATCH, lambda v, b: train_dispatch(v))}
+    "train-dispatch": (TRAIN_DISPATCH, lambda v, b: train_dispatch(v)),
+    "prefill-kernels": (PREFILL_KERNELS, lambda v, b: prefill_kernels(v))}

@@ -137,3 +137,25 @@ def test_strided_elementwise_operations_are_timed_by_their_elements() -> None:
 def test_the_shipped_strided_rate_is_the_probe_s() -> None:
     probe = benchmark("elementwise_paths")
     assert default_catalog().profiles.get("hf").strided_elements_per_s == float(f"{probe.rate(probe.rows()):.3g}")
+
+
+def test_the_estimate_says_how_its_prefill_kernels_are_timed() -> None:
+    """llama-3.2-1b (16 layers, 32 query heads over 8 KV heads): 7 projections a layer and the head, and in fp32 the
+    math kernel's two batched GEMMs a layer — 145 kernels; in bf16 113; the optimized profile times none by shape."""
+    from estimator.inference.estimate import estimate
+
+    catalog = default_catalog()
+    model, h200 = catalog.models.get("llama-3.2-1b"), catalog.gpus.get("h200")
+
+    def kernels_note(dtype: str, profile: str) -> list[str]:
+        fmt = catalog.formats.get(dtype)
+        workload = InferenceWorkload(batch=1, prompt_tokens=2048, output_tokens=1, weight_format=fmt, kv_format=fmt,
+                                     profile=catalog.profiles.get(profile))
+        report = estimate(model, h200, workload)
+        return [n.text for n in report.assumptions if n.code == "prefill-kernels"]
+
+    fp32, bf16 = kernels_note("fp32", "hf"), kernels_note("bf16", "hf")
+    assert len(fp32) == 1 and fp32[0].startswith("prefill kernels (hf): 145 fp32 GEMM kernels, each 4.0 µs")
+    assert len(bf16) == 1 and bf16[0].startswith("prefill kernels (hf): 113 16-bit GEMM kernels")
+    assert "non-vectorized kernels" in bf16[0] and "3.18e+11 a second" in bf16[0]
+    assert kernels_note("bf16", "optimized") == []
