@@ -57,8 +57,10 @@ def errors(rows: list[dict[str, Any]], base: Chosen) -> dict[str, list[tuple[str
     return out
 
 
-def _table(before: dict[str, list[tuple[str, float]]], after: dict[str, list[tuple[str, float]]]) -> list[str]:
-    lines = ["   | split | cases | within ±15%: per layer → counted | median abs error | worst |",
+def _table(before: dict[str, list[tuple[str, float]]], after: dict[str, list[tuple[str, float]]],
+           what: str = "per layer → counted") -> list[str]:
+    """Per split: cases, within ±15% before → after, the median |error| and the worst case of each."""
+    lines = [f"   | split | cases | within ±15%: {what} | median abs error | worst |",
              "   | --- | ---: | ---: | ---: | --- |"]
     for split in (s for s in SPLITS if s in after):
         runs = [before[split], after[split]]

@@ -14,7 +14,8 @@ from typing import Any
 
 import elementwise_paths
 import prefill_gemm
-from random_points import DATA, SPLITS, _model_points, load, split_of
+from random_eleventh import _table
+from random_points import DATA, _model_points, load, split_of
 
 from estimator import default_catalog
 from estimator.catalog.profiles import EfficiencyProfile
@@ -56,18 +57,6 @@ def errors(rows: list[dict[str, Any]], chosen: Callable[[str], EfficiencyProfile
                 name = f"s{row.get('seed', 0)}/{row['model']} {row.get('dtype')} {case}"
                 out.setdefault(split_of(row), []).append((name, predicted / measured - 1))
     return out
-
-
-def _table(before: Errors, after: Errors, what: str = "before → after") -> list[str]:
-    lines = [f"   | split | cases | within ±15%: {what} | median abs error | worst |",
-             "   | --- | ---: | ---: | ---: | --- |"]
-    for split in (s for s in SPLITS if s in after):
-        runs = [before[split], after[split]]
-        within = " → ".join(str(sum(abs(e) <= 0.15 for _, e in v)) for v in runs)
-        median = " → ".join(f"{statistics.median(abs(e) for _, e in v):.1%}" for v in runs)
-        worst = " → ".join(f"{_pct(w[1])} ({w[0]})" for w in (max(v, key=lambda x: abs(x[1])) for v in runs))
-        lines.append(f"   | {split} | {len(runs[1])} | {within} | {median} | {worst} |")
-    return lines
 
 
 def _probe_text(before: Errors) -> str:
@@ -152,6 +141,6 @@ def twelfth_pass(data: Path = DATA) -> str:
     lines += ["", _wrap(_paths_text()), ""]
     lines += _table(errors(rows, _fp32_only, fp32=False), errors(rows, shipped, fp32=False), "item 23 → 24")
     lines += ["", _wrap("Every prefill (all dtypes), before both items → after:"), ""]
-    lines += _table(errors(rows, _before, fp32=None), errors(rows, shipped, fp32=None))
+    lines += _table(errors(rows, _before, fp32=None), errors(rows, shipped, fp32=None), "before → after")
     lines += [""]
     return "\n".join(lines)
