@@ -29,12 +29,12 @@ def test_every_bound_is_at_most_its_measurement(random_points: Any, measured: li
 
 def test_gpt2_prefill_peaks_count_its_hidden_locals(measured: list[Any]) -> None:
     # GPT-2 holds 6 hidden-wide tensors through its MLP where other families hold 4 (memory.EAGER_HIDDEN_LOCALS,
-    # traced on gpt2-xl); the random gpt2 rows, none of them traced, are within the ±5% target but for one or two
+    # traced on gpt2-xl); the random gpt2 rows, none of them traced, are within the ±5% target but for the six below
     gpt2 = [p for p in measured if p.family == "gpt2" and p.term == "prefill activation" and
             not p.split.endswith(" cal")]  # a calibration changes no memory term: each row once
     assert len(gpt2) >= 90
     within = sum(abs(p.error) <= 0.05 for p in gpt2)
     # measured: 138 of 144 — misses −24.5% at 128 tokens, −5.0% to −5.7% at 512 (seeds 5 and 10), +5.3% and +5.6% at
-    # b8 s2048 (seeds 0 and 9); seeds 9 and 10 came after this was written: 512 tokens read 4–6% low, a batch of 8
-    # 4–6% high in every seed, which is a term this count does not hold yet
-    assert within >= 0.95 * len(gpt2)
+    # b8 s2048 (seeds 0 and 9). Seeds 9 and 10 came after this was written and added three: at 512 tokens the rows
+    # read 0 to 4.9 MB low (allocator blocks, no term yet), a batch of 8 reads 4–6% high in every seed
+    assert within >= len(gpt2) - 6
