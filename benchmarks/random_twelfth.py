@@ -168,7 +168,8 @@ def twelfth_pass(data: Path = DATA) -> str:
                         f"{count} random 16-bit prefills of 2,048 tokens and more reads {share:.2f} of the peak in "
                         "median (`random_twelfth.attention_share`) — the refit takes up what the other terms now "
                         "overstate (the GPU-bound 16-bit prefills read +3.7% to +6.5% high by family), the kernels "
-                        "say attention is slower still; neither is shipped. Every prefill (all dtypes), before both items → after:"),
+                        "say attention is slower still; neither is shipped. Every prefill (all dtypes), before both "
+                        "items → after:"),
               ""]
     lines += _table(errors(rows, _before, fp32=None), errors(rows, shipped, fp32=None), "before → after")
     lines += [""]
