@@ -177,7 +177,10 @@ EAGER_ACTIVATION_TEMPORARIES = {"gelu_new": 2}
 # `position_embeds`, a local beside `inputs_embeds` for the whole layer loop) and the attention output
 # (GPT2Block.forward's `attn_output`, a local through the MLP). CUDA memory history of gpt2-xl's prefill peak
 # (2 layers, 1,024 tokens, bf16; tests/data/measured/peak-traces/gpt2-xl.json): 6 hidden-wide tensors alive, not 4.
-EAGER_HIDDEN_LOCALS = {"gpt2": 2}
+# The position embeddings' output is 1 × s × h, one row per position shared by the batch (EAGER_POSITION_LOCALS):
+# the random gpt2 rows at batch 2-8 read (batch − 1) × s × h × the element size high with it counted per token.
+EAGER_HIDDEN_LOCALS = {"gpt2": 1}
+EAGER_POSITION_LOCALS = {"gpt2": 1}
 
 
 def moe_live_bytes(arch: Architecture, element_bytes: int, tensor_parallel: int = 1) -> int:
@@ -267,7 +270,8 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
     (transformers' ``lm_head: colwise_rep`` all-gathers its output; vLLM's LogitsProcessor gathers to the sampling
     rank), so the rank that samples holds the full logits + its shard.
     ``eager_activations``: activations written as elementwise chains add `EAGER_ACTIVATION_TEMPORARIES`, and
-    families whose transformers code holds more hidden-wide locals add `EAGER_HIDDEN_LOCALS`.
+    families whose transformers code holds more hidden-wide locals add `EAGER_HIDDEN_LOCALS` per token and
+    `EAGER_POSITION_LOCALS` per position.
     ``explicit_mask``: a boolean b × s × s attention mask is alive through the layers (transformers builds one for
     sliding windows; measured: gemma-3-1b 2,048 B per token at s = 2,048, mistral-7b-v0.1 −6.4% at 8k without it).
     Rotary tables are 2 × the rotated width (MLA rotates only qk_rope_head_dim).
@@ -275,6 +279,7 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
     h = arch.hidden_size
     temporaries = EAGER_ACTIVATION_TEMPORARIES.get(arch.hidden_act or "", 0) if eager_activations else 0
     hidden_copies = 4 + (EAGER_HIDDEN_LOCALS.get(arch.model_type, 0) if eager_activations else 0)
+    position_copies = EAGER_POSITION_LOCALS.get(arch.model_type, 0) if eager_activations else 0
     # gated: act(gate), up and their product; a fused gate_up projection keeps its whole 2·ffn output alive instead
     # of up alone (measured: phi-3-mini −18% without it, docs/accuracy.md)
     per_ffn = (4 if arch.mlp.fused_gate_up else 3 if arch.mlp.gated else 2) + temporaries
@@ -289,7 +294,8 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
     rotated = latent.qk_rope_head_dim if latent is not None else arch.attention.head_dim
     rope = 2 * rotated if arch.position_embeddings == 0 else 0
     tokens_total = batch * tokens
-    layer = tokens_total * (mlp_bytes + (hidden_copies * h + rope) * element_bytes + 8 + router_bytes)
+    layer = (tokens_total * (mlp_bytes + (hidden_copies * h + rope) * element_bytes + 8 + router_bytes)
+             + tokens * position_copies * h * element_bytes)
     if eager_attention:
         layer = maximum(layer, math_attention_bytes(arch, batch, tokens, element_bytes, tensor_parallel))
     if explicit_mask:

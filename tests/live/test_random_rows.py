@@ -28,13 +28,15 @@ def test_every_bound_is_at_most_its_measurement(random_points: Any, measured: li
 
 
 def test_gpt2_prefill_peaks_count_its_hidden_locals(measured: list[Any]) -> None:
-    # GPT-2 holds 6 hidden-wide tensors through its MLP where other families hold 4 (memory.EAGER_HIDDEN_LOCALS,
-    # traced on gpt2-xl); the random gpt2 rows, none of them traced, are within the ±5% target but for the six below
+    # GPT-2 holds 6 hidden-wide tensors through its MLP where other families hold 4 (memory.EAGER_HIDDEN_LOCALS, and
+    # EAGER_POSITION_LOCALS for the position embeddings, one row per position whatever the batch; traced on gpt2-xl);
+    # the random gpt2 rows, none of them traced, are within the ±5% target but for the four below
     gpt2 = [p for p in measured if p.family == "gpt2" and p.term == "prefill activation" and
             not p.split.endswith(" cal")]  # a calibration changes no memory term: each row once
     assert len(gpt2) >= 90
     within = sum(abs(p.error) <= 0.05 for p in gpt2)
-    # measured: 138 of 144 — misses −24.5% at 128 tokens, −5.0% to −5.7% at 512 (seeds 5 and 10), +5.3% and +5.6% at
-    # b8 s2048 (seeds 0 and 9). Seeds 9 and 10 came after this was written and added three: at 512 tokens the rows
-    # read 0 to 4.9 MB low (allocator blocks, no term yet), a batch of 8 reads 4–6% high in every seed
-    assert within >= len(gpt2) - 6
+    # measured: 140 of 144 — misses −24.5% at 128 tokens and −5.0% to −5.7% at 512 (seed 5, and seed 10's two, which
+    # came after this was written: at 512 tokens the rows read 0 to 4.9 MB low, no term yet)
+    assert within >= len(gpt2) - 4
+    # every batch of 2 to 8: the position embeddings counted once per position
+    assert all(abs(p.error) <= 0.05 for p in gpt2 if not p.case.startswith("b1 "))
