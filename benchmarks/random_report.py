@@ -277,8 +277,8 @@ THIRD_PASS = """\
    already counted. `memory.EAGER_HIDDEN_LOCALS` adds the attention output per token and `EAGER_POSITION_LOCALS`
    the position embeddings per position (1 × s × h, shared by the batch: counted per token, the batch-2 to -8 rows
    read (batch − 1) × s × h × the element size high, +2% to +5.6%, found after seeds 9 and 10) for gpt2 under a
-   profile that runs transformers' eager code. The random gpt2 rows were not traced (the trace is of the catalog gpt2-xl, whose rows therefore no longer
-   test it independently): within ±5%, before → after, fit 1 → 8 of 8, held out 6 → 27 of 28 (median 9.3% →
+   profile that runs transformers' eager code. The random gpt2 rows were not traced (the trace is of the catalog
+   gpt2-xl, whose rows therefore no longer test it independently): within ±5%, before → after, fit 1 → 8 of 8, held out 6 → 27 of 28 (median 9.3% →
    0.2%), fresh 6 → 24 of 24 (8.7% → 0.5%), seed 4 2 → 15 of 16 (9.2% → 1.2%; its −24.5% is a 128-token
    prompt). gpt2-xl: −9.1% / −5.5% → +0.0% / +4.0% (the b8 row −0.2% once the position embeddings are counted
    per position).
