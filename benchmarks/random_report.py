@@ -274,14 +274,13 @@ THIRD_PASS = """\
    position embeddings' output (`GPT2Model.forward` keeps `position_embeds` beside `inputs_embeds` through the
    layer loop) and the attention output (`GPT2Block.forward` keeps `attn_output` through the MLP), beside the
    residual stream and its normed copies; the three ffn-wide `gelu_new` temporaries and the `c_fc` output were
-   already counted. `memory.EAGER_HIDDEN_LOCALS` adds the attention output per token and `EAGER_POSITION_LOCALS`
-   the position embeddings per position (1 × s × h, shared by the batch: counted per token, the batch-2 to -8 rows
-   read (batch − 1) × s × h × the element size high, +2% to +5.6%, found after seeds 9 and 10) for gpt2 under a
-   profile that runs transformers' eager code. The random gpt2 rows were not traced (the trace is of the catalog
-   gpt2-xl, whose rows therefore no longer test it independently): within ±5%, before → after, fit 1 → 8 of 8, held out 6 → 27 of 28 (median 9.3% →
-   0.2%), fresh 6 → 24 of 24 (8.7% → 0.5%), seed 4 2 → 15 of 16 (9.2% → 1.2%; its −24.5% is a 128-token
-   prompt). gpt2-xl: −9.1% / −5.5% → +0.0% / +4.0% (the b8 row −0.2% once the position embeddings are counted
-   per position).
+   already counted. `memory.EAGER_HIDDEN_LOCALS` adds the attention output per token and `EAGER_POSITION_LOCALS` the
+   position embeddings per position (1 × s × h, shared by the batch: counted per token, the batch-2 to -8 rows read
+   (batch − 1) × s × h × the element size high, +2% to +5.6%, found after seeds 9 and 10) for gpt2 under a profile that
+   runs transformers' eager code. The random gpt2 rows were not traced (the trace is of the catalog gpt2-xl, whose rows
+   therefore no longer test it independently): within ±5%, before → after, fit 1 → 8 of 8, held out 6 → 27 of 28 (median
+   9.3% → 0.2%), fresh 6 → 24 of 24 (8.7% → 0.5%), seed 4 2 → 15 of 16 (9.2% → 1.2%; its −24.5% is a 128-token prompt).
+   gpt2-xl: −9.1% / −5.5% → +0.0% / +4.0% (the b8 row −0.2% once the position embeddings are counted per position).
 10. **Bounds on the random rows** (the table above): every prefill, HF eager, CUDA-graph and lean decode and
    training step time measured on random architectures is at or above its bound — 633 cases, the closest at
    72.9% of its measurement (`tests/live/test_random_rows.py` asserts it).
