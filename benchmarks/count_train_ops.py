@@ -9,7 +9,7 @@ One layer is the difference of a 2-layer and a 1-layer model, checked against a 
 outside the layers (embedding, final norm, head, loss) is the 1-layer count less one layer.
 
 Attention moves the count: the per-precision figures are a multi-head model's (the fused kernel); one KV head, and
-PyTorch's math kernel (fp32 with grouped KV heads on CUDA, `memory.runs_math_attention`; forced here with
+PyTorch's math kernel (fp32 with grouped KV heads on CUDA, `attention_kernels.runs_math_attention`; forced here with
 `sdpa_kernel(MATH)`, since the CPU's flash kernel takes fp32) add or drop a few operations per layer, given per
 family (phi3's fused QKV projection makes its math kernel one operation fewer).
 

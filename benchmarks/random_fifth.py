@@ -52,8 +52,9 @@ FIFTH_PASS = """\
 15. **Sliding windows in a training step run the masked kernel over every causal pair** (after item 14, Gemma 2's
    GPU-bound 16-bit steps read low: s5/rand-t15 −18.8%, s0/rand-t15 −26.2%). transformers hands SDPA a model's
    sliding windows as an explicit mask in training as in a prefill, so the memory-efficient kernel scores every
-   causal pair — the rule and the figure the prefill already has (`memory.prefill_masked_attention`,
-   `masked_attention_flop_efficiency` 0.17, fitted on mistral-7b's catalog prefills; nothing fitted here):
+   causal pair — the rule and the figure the prefill already has (`attention_kernels.prefill_masked_attention`,
+   `masked_attention_flop_efficiency` 0.17, fitted on mistral-7b's catalog prefills; nothing fitted here; item 25
+   masks only the layers whose window the sequence reaches, at 0.15):
    `eager_step.eager_compute_s` counts attention with the windows ignored at that fraction, forward once and
    backward twice, where the profile splits the step (item 14). Train step time, item 14 → item 15: fit 9.7% →
    9.7% (10 → 11 of 17 within ±15%), held out 6.2% → 6.2% (24 of 35), fresh 5.9% → 4.5% (22 of 25), seed 4

@@ -16,6 +16,7 @@ from random_points import DATA, TARGETS, bound_summary, load, points, summary
 from random_seventh import seventh_pass
 from random_sixth import sixth_pass
 from random_tenth import tenth_pass
+from random_thirteenth import thirteenth_pass
 from random_twelfth import twelfth_pass
 
 # `python benchmarks/random_points.py` at commit 4f34dec (before issue 15's mechanisms), on the same files:
@@ -127,7 +128,7 @@ def section(data: Path = DATA) -> list[str]:
                 out.append(_row(term, split, cases, within, median, worst))
     passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data),
               eighth_pass(data), ninth_pass(data), tenth_pass(), eleventh_pass(data),
-              twelfth_pass(data)]
+              twelfth_pass(data), thirteenth_pass(data)]
     return [*out, "", *passes]
 
 
@@ -142,7 +143,7 @@ MECHANISMS = """\
    the math kernel gives its live set at the peak (inside `_safe_softmax`): the scores plus causal bias, the
    softmax and its boolean all-−inf test (9 bytes per score), the fp32 s × s causal bias, the scaled query and
    the repeated values — 1,232 MiB for 8 heads, 4,096 tokens, head_dim 64, exactly what the probe allocated
-   (`memory.math_attention_bytes`, `memory.runs_math_attention`). Falcon's math-kernel case (item 9 above) now uses
+   (`memory.math_attention_bytes`, `runs_math_attention`). Falcon's math-kernel case (item 9 above) now uses
    the same count. In training the math kernel saves the scaled query, repeated keys and values and the fp32
    probabilities (`training.estimate._activations`), and Gemma 2's final-logit soft-capping saves its tanh output
    (`activations.output_stage`; it was the −12% fitted miss s0/rand-t15).
@@ -187,7 +188,7 @@ rows and on the fresh seed 3, whose figures before and after are in the tables a
    heads with a mask also leave SDPA only the math kernel, −75% to −92%). Three terms, in `timing.phase_time` and
    `phases.prefill_cost`: fp32 GEMMs run on CUDA cores at 0.74 of the fp32 peak (`fp32_matmul_flop_efficiency`,
    the figure the fp32 training GEMMs measured on seed 2, not fitted again; the 16-bit 0.65 had been applied to
-   them); where the math kernel runs (`memory.runs_math_attention`, the rule the peak already used) its QKᵀ and PV
+   them); where the math kernel runs (`runs_math_attention`, the rule the peak already used) its QKᵀ and PV
    GEMMs cover every pair of every head, in fp32 whatever the model's dtype (PyTorch ≥ 2.5 upcasts half inputs),
    and it makes 38 bytes of passes per score — the scores' write, the causal bias add, `_safe_softmax` (softmax,
    the −inf test, its row reduction and `where`) and PV's read, counted from PyTorch's source

@@ -19,8 +19,8 @@ from random_points import DATA, _model_points, load, model_of, split_of
 
 from estimator import default_catalog
 from estimator.catalog.profiles import EfficiencyProfile
+from estimator.model.attention_kernels import prefill_masked_attention
 from estimator.model.compute import attention_flops
-from estimator.model.memory import prefill_masked_attention
 
 KERNELS = DATA.parent / "h200-2026-12-02-prefill-kernels.json"
 Errors = dict[str, list[tuple[str, float]]]
@@ -145,7 +145,7 @@ def attention_share(rows: list[dict[str, Any]]) -> tuple[int, float]:
                 or row["prompt"] < 2048):
             continue
         arch = model_of(row).arch
-        if arch is None or prefill_masked_attention(arch, hf):
+        if arch is None or prefill_masked_attention(arch, hf, row["prompt"]):
             continue
         flops = attention_flops(arch, row["batch"], row["prompt"])
         shares.append(flops / (issue["attention_kernel_s"] * 989.4e12))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from estimator import InferenceWorkload, default_catalog, estimate
 from estimator.catalog.architecture import ModelSpec
-from estimator.model.memory import prefill_activation_peak
+from estimator.model.footprint import activation_peak
 
 DEFAULT = Path(__file__).resolve().parent.parent / "tests/data/measured/reference/h200-measured.jsonl"
 
@@ -70,8 +70,8 @@ def points(path: Path) -> Iterator[Point]:
             case = f"{model.name} prefill b{batch} s{prompt} logits={logits}"
             assert report.memory.kv_cache_bytes is not None
             yield Point(case, "kv_cache_bytes", report.memory.kv_cache_bytes, row["kept_after"])
-            peak = prefill_activation_peak(model.arch, batch, prompt, element_bytes=2, logits_all=logits == "all",
-                                           logits_fp32=False, eager_activations=True).bytes
+            peak = activation_peak(model.arch, catalog.profiles.get("hf"), batch, prompt, element_bytes=2,
+                                   logits_all=logits == "all").bytes
             yield Point(case, "activation_bytes", peak, row["peak_minus_before"] - row["kept_after"])
             if "latency" in row:
                 yield Point(case, "prefill_s hf", report.time.prefill_s, row["latency"]["median_s"])

@@ -19,14 +19,8 @@ from estimator.catalog.specs import GpuSpec
 from estimator.inference.estimate import estimate
 from estimator.inference.report import Report
 from estimator.inference.workload import InferenceWorkload
-from estimator.model.memory import (
-    kv_cache_bytes,
-    prefill_activation_peak,
-    prefill_masked_attention,
-    runs_math_attention,
-    runtime_overhead_bytes,
-    weights_bytes,
-)
+from estimator.model.footprint import activation_peak
+from estimator.model.memory import kv_cache_bytes, runtime_overhead_bytes, weights_bytes
 from estimator.report import Frozen, Versioned
 
 TARGETS: dict[str, float] = {
@@ -178,11 +172,7 @@ def _row_points(row: Mapping[str, Any], p: Predictor) -> Iterator[Point]:
         kept = kv_cache_bytes(arch, prompt, batch, bf16, ignore_windows=p.hf.sliding_window_prefill_full,
                               decompressed_mla=p.hf.decompressed_mla_cache)
         yield Point(name, case, "kv_cache_bytes", kept, row["kept_after"])
-        peak = prefill_activation_peak(arch, batch, prompt, element_bytes=2, logits_all=logits == "all",
-                                       logits_fp32=p.hf.logits_fp32_upcast,
-                                       eager_activations=p.hf.eager_activation_temporaries,
-                                       eager_attention=runs_math_attention(arch, p.hf),
-                                       explicit_mask=prefill_masked_attention(arch, p.hf)).bytes
+        peak = activation_peak(arch, p.hf, batch, prompt, element_bytes=2, logits_all=logits == "all").bytes
         yield Point(name, case, "activation_bytes", peak, row["peak_minus_before"] - row["kept_after"])
         if "latency" in row:
             report = p.report(model, p.hf, batch, prompt, 0, logits)

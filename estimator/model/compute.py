@@ -74,16 +74,16 @@ def attention_flops(arch: Architecture, batch: int, tokens: int, *, past: int = 
 MATH_SDPA_PASS_BYTES_PER_SCORE = 38
 
 
-def math_attention_scores(arch: Architecture, batch: int, tokens: int) -> int:
-    """Scores PyTorch's math SDPA kernel materialises over all layers of a prefill: every query–key pair of
-    every head (it masks the upper triangle after computing it; windows are masks too)."""
-    return arch.num_layers * batch * arch.attention.num_heads * tokens * tokens
+def math_attention_scores(arch: Architecture, batch: int, tokens: int, layers: int | None = None) -> int:
+    """Scores PyTorch's math SDPA kernel materialises over ``layers`` layers of a prefill (all by default): every
+    query–key pair of every head (it masks the upper triangle after computing it; windows are masks too)."""
+    return (arch.num_layers if layers is None else layers) * batch * arch.attention.num_heads * tokens * tokens
 
 
-def math_attention_flops(arch: Architecture, batch: int, tokens: int) -> int:
+def math_attention_flops(arch: Architecture, batch: int, tokens: int, layers: int | None = None) -> int:
     """GEMM FLOPs of the math SDPA kernel: QKᵀ and PV over every scored pair, 2 per multiply–add."""
     attn = arch.attention
-    return 2 * math_attention_scores(arch, batch, tokens) * (attn.head_dim + attn.v_head_dim)
+    return 2 * math_attention_scores(arch, batch, tokens, layers) * (attn.head_dim + attn.v_head_dim)
 
 
 def prefill_matmul_flops(arch: Architecture, batch: int, tokens: int, *, logits_positions: int) -> float:

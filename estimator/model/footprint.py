@@ -10,16 +10,17 @@ import math
 from dataclasses import dataclass
 
 from estimator.catalog.architecture import Architecture, ModelSpec
+from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec
+from estimator.model.attention_kernels import prefill_masked_attention, runs_math_attention
 from estimator.model.elementwise import as_float, is_array, where
 from estimator.model.memory import (
+    ActivationPeak,
     KvLayers,
     generic_weights_bytes,
     kv_cache_layers,
     kv_heads_divisor,
     prefill_activation_peak,
-    prefill_masked_attention,
-    runs_math_attention,
     runtime_overhead_bytes,
     sharded_weights_bytes,
 )
@@ -87,6 +88,19 @@ class GpuMemory:
                          self.per_gpu * tp, self.state * tp)
 
 
+def activation_peak(arch: Architecture, profile: EfficiencyProfile, batch: int, tokens: int, *, element_bytes: int,
+                    logits_all: bool, tensor_parallel: int = 1) -> ActivationPeak:
+    """`memory.prefill_activation_peak` as ``profile``'s runtime runs the prefill: its logits upcast, its eager
+    code's temporaries, and the attention kernel it reaches (`attention_kernels`: the math kernel's scores, the
+    sliding mask once the prompt reaches a window)."""
+    return prefill_activation_peak(
+        arch, batch, tokens, element_bytes=element_bytes, logits_all=logits_all,
+        logits_fp32=profile.logits_fp32_upcast, tensor_parallel=tensor_parallel,
+        eager_activations=profile.eager_activation_temporaries,
+        eager_attention=runs_math_attention(arch, profile, fp32=element_bytes == 4, tokens=tokens),
+        explicit_mask=prefill_masked_attention(arch, profile, tokens))
+
+
 def memory_per_gpu(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: int, prompt: int,
                    output: int) -> GpuMemory:
     """Memory on each of ``tp`` ranks of ``gpu`` for ``batch`` sequences of ``prompt`` + ``output`` tokens."""
@@ -100,13 +114,9 @@ def memory_per_gpu(model: ModelSpec, gpu: GpuSpec, rt: Runtime, tp: int, batch: 
         weights = sharded_weights_bytes(arch, rt.weight_format, tp)
         kv = sum(g.bytes for g in peak_kv_layers(arch, rt, tp, batch, prompt, output))
         shape_batch, shape_tokens = prefill_shape(batch, prompt, rt.profile.prefill_chunk_tokens)
-        activation = prefill_activation_peak(
-            arch, shape_batch, shape_tokens, element_bytes=rt.activation_bytes_per_element,
-            logits_all=rt.logits == "all", logits_fp32=rt.profile.logits_fp32_upcast, tensor_parallel=tp,
-            eager_activations=rt.profile.eager_activation_temporaries,
-            eager_attention=runs_math_attention(arch, rt.profile, fp32=rt.activation_bytes_per_element == 4),
-            explicit_mask=prefill_masked_attention(arch, rt.profile),
-        ).bytes
+        activation = activation_peak(arch, rt.profile, shape_batch, shape_tokens,
+                                     element_bytes=rt.activation_bytes_per_element, logits_all=rt.logits == "all",
+                                     tensor_parallel=tp).bytes
         # recurrent state: fixed per sequence; its heads split over the TP ranks as attention heads do (vLLM)
         state = -(-state_bytes(arch, batch, rt.activation_bytes_per_element) // tp)
         dynamic = kv + state + activation

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import GemmRoofline
-from estimator.model.elementwise import maximum
+from estimator.model.elementwise import any_true, maximum
 from estimator.model.inventory import Role, lm_head_numel, tensor_inventory
 
 _SHAPED = (Role.ATTENTION, Role.MLP, Role.SHARED_EXPERT, Role.ROUTER, Role.POOLER)
@@ -45,8 +45,9 @@ class Gemm:
 
 
 def prefill_gemms(arch: Architecture, batch: int, prompt: int, *, logits_positions: int, tp: int,
-                  math_attention: bool) -> tuple[Gemm, ...] | None:
-    """One rank's GEMMs of a prefill of ``batch`` × ``prompt`` tokens; None where the inventory lacks a shape."""
+                  math_layers: int = 0) -> tuple[Gemm, ...] | None:
+    """One rank's GEMMs of a prefill of ``batch`` × ``prompt`` tokens, with the batched GEMMs of ``math_layers``
+    layers' math SDPA kernel; None where the inventory lacks a shape."""
     tokens = batch * prompt
     out: list[Gemm] = []
     for group in tensor_inventory(arch):
@@ -62,11 +63,11 @@ def prefill_gemms(arch: Architecture, batch: int, prompt: int, *, logits_positio
     head = lm_head_numel(arch)
     if head:
         out.append(Gemm(batch * logits_positions, arch.hidden_size, head // arch.hidden_size // tp, 1))
-    if math_attention:
-        attn, layers = arch.attention, arch.mixer_count("attention")
+    if any_true(math_layers > 0):  # a sweep's array of counts, elementwise
+        attn = arch.attention
         pairs = batch * attn.num_heads // tp
-        out += [Gemm(prompt, attn.head_dim, prompt, layers, pairs),
-                Gemm(prompt, prompt, attn.v_head_dim, layers, pairs)]
+        out += [Gemm(prompt, attn.head_dim, prompt, math_layers, pairs),
+                Gemm(prompt, prompt, attn.v_head_dim, math_layers, pairs)]
     return tuple(out)
 
 

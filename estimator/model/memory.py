@@ -18,7 +18,7 @@ from estimator.catalog.architecture import Architecture
 from estimator.catalog.checkpoint_files import StoredWeights
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import NumberFormat
-from estimator.model.elementwise import maximum, minimum, round_half_even
+from estimator.model.elementwise import any_true, maximum, minimum, round_half_even, where
 from estimator.model.inventory import Role, TensorGroup, tensor_inventory
 
 SIXTEEN_BIT = Fraction(16)
@@ -205,28 +205,6 @@ def moe_live_bytes(arch: Architecture, element_bytes: int, tensor_parallel: int 
     return max(up, down, shared)
 
 
-def prefill_masked_attention(arch: Architecture, profile: EfficiencyProfile) -> bool:
-    """Whether the runtime runs prefill attention with an explicit mask: sliding-window models under a profile
-    that says its kernels take windows as masks (transformers' SDPA)."""
-    return bool(arch.layer_windows) and profile.masked_attention_flop_efficiency is not None
-
-
-def runs_math_attention(arch: Architecture, profile: EfficiencyProfile, *, fp32: bool = False) -> bool:
-    """Whether prefill attention materialises its scores: PyTorch's SDPA is left only its math kernel.
-
-    Under a profile that runs transformers (``math_attention_fallback``) that happens (a) where the model's code
-    hands SDPA unexpanded KV heads with a mask (`Attention.unexpanded_kv_with_mask`, Falcon), and (b) for
-    grouped-query attention in fp32 (``fp32``): transformers 5.x calls SDPA with ``enable_gqa=True`` when it has no
-    mask (``use_gqa_in_sdpa``: torch ≥ 2.5 and a causal prefill without padding), the flash kernel takes no fp32
-    and PyTorch's memory-efficient kernel takes no grouped-query heads, so the math kernel runs — measured on the
-    H200 with PyTorch 2.11: fp32 with 2 of 8 KV heads runs only ``math``, with 8 of 8 ``efficient`` too; fp16 and
-    bf16 run ``flash`` for both (tests/data/measured/random, ``kind=sdpa_probe``)."""
-    if not profile.math_attention_fallback:
-        return False
-    grouped = arch.attention.latent is None and arch.attention.num_kv_heads < arch.attention.num_heads
-    return arch.attention.unexpanded_kv_with_mask or (fp32 and grouped)
-
-
 # PyTorch's math SDPA at its peak (inside _safe_softmax), per score: the scores plus the causal bias (fp32, the
 # add's output), the softmax output (fp32) and the boolean "row is all −inf" test = 4 + 4 + 1 bytes; beside them
 # the fp32 causal bias of s × s, the scaled query and the value heads repeated for every query head (fp32). Traced
@@ -254,13 +232,14 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
                             explicit_mask: bool = False) -> ActivationPeak:
     """Largest set of live tensors during one prefill forward, excluding weights and the KV cache.
 
-    Layer stage (inside the MLP, where the peak sits for every dense model measured): per token, the residual
-    stream and its normed copies (4 × h), the MLP intermediates alive together (gated: act(gate), up and their
-    product = 3 × ffn; plain: 2 × ffn), and the rotary cos/sin tables (2 × head_dim), in the activation dtype,
-    plus one int64 position id. Measured exactly on Llama-3.2-1B and Llama-3.1-8B (h200-measured.jsonl,
-    ``peak_minus_before`` − ``kept_after``). MoE layers hold the top-k experts' intermediates for every token.
-    Math-kernel attention (``eager_attention``, `runs_math_attention`) materialises the b × a × s² scores:
-    `math_attention_bytes`, 9 bytes per score (falcon-7b measured about 9, docs/accuracy.md).
+    Layer stage, inside the MLP: per token, the residual stream and its normed copies (4 × h) and the MLP
+    intermediates alive together (gated: act(gate), up and their product = 3 × ffn; plain: 2 × ffn), in the
+    activation dtype; beside them the rotary cos/sin tables (2 × the rotated width; MLA rotates only
+    qk_rope_head_dim) and one int64 position id. Measured exactly on Llama-3.2-1B and Llama-3.1-8B
+    (h200-measured.jsonl, ``peak_minus_before`` − ``kept_after``). MoE layers hold the top-k experts'
+    intermediates for every token. Where the query is wide the layer's peak is its attention's entry instead
+    (`attention_entry_bytes`). Math-kernel attention (``eager_attention``, `attention_kernels.runs_math_attention`)
+    materialises the b × a × s² scores: `math_attention_bytes`.
 
     Logits stage: the final hidden states and rotary tables, plus b × positions × vocab logits in the activation
     dtype (and their fp32 upcast where the runtime does it). positions = all tokens, or 1 with ``logits_to_keep=1``.
@@ -269,17 +248,17 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
     ⌈vocab / tp⌉ columns, then the gather that sampling needs materialises all of them beside that shard
     (transformers' ``lm_head: colwise_rep`` all-gathers its output; vLLM's LogitsProcessor gathers to the sampling
     rank), so the rank that samples holds the full logits + its shard.
-    ``eager_activations``: activations written as elementwise chains add `EAGER_ACTIVATION_TEMPORARIES`, and
-    families whose transformers code holds more hidden-wide locals add `EAGER_HIDDEN_LOCALS` per token and
-    `EAGER_POSITION_LOCALS` per position.
-    ``explicit_mask``: a boolean b × s × s attention mask is alive through the layers (transformers builds one for
-    sliding windows; measured: gemma-3-1b 2,048 B per token at s = 2,048, mistral-7b-v0.1 −6.4% at 8k without it).
-    Rotary tables are 2 × the rotated width (MLA rotates only qk_rope_head_dim).
+    ``eager_activations`` (transformers' own code): activations written as elementwise chains add
+    `EAGER_ACTIVATION_TEMPORARIES`; families that hold more hidden-wide locals add `EAGER_HIDDEN_LOCALS` per token
+    and `EAGER_POSITION_LOCALS` per position; the rotary tables and position ids are one row per position, shared
+    by the batch (`_positional_bytes`). ``explicit_mask``: a boolean 1 × 1 × s × s attention mask is alive through
+    the layers, broadcast over the batch (`attention_kernels.prefill_masked_attention`; measured: gemma-3-1b 2,048 B
+    per token at b1 s2,048, and s² at b8 — traced, transformers 5.17 builds it from positions alone when no
+    padding mask is passed; a padded batch's attention_mask makes it b × s × s).
     """
     h = arch.hidden_size
     temporaries = EAGER_ACTIVATION_TEMPORARIES.get(arch.hidden_act or "", 0) if eager_activations else 0
     hidden_copies = 4 + (EAGER_HIDDEN_LOCALS.get(arch.model_type, 0) if eager_activations else 0)
-    position_copies = EAGER_POSITION_LOCALS.get(arch.model_type, 0) if eager_activations else 0
     # gated: act(gate), up and their product; a fused gate_up projection keeps its whole 2·ffn output alive instead
     # of up alone (measured: phi-3-mini −18% without it, docs/accuracy.md)
     per_ffn = (4 if arch.mlp.fused_gate_up else 3 if arch.mlp.gated else 2) + temporaries
@@ -290,24 +269,56 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
         mlp_bytes = max(moe_live_bytes(arch, element_bytes, tensor_parallel),
                         mlp_bytes if arch.num_moe_layers < arch.num_layers else 0)
         router_bytes = moe.num_experts * (element_bytes + 4)  # router logits, and their fp32 softmax
-    latent = arch.attention.latent
-    rotated = latent.qk_rope_head_dim if latent is not None else arch.attention.head_dim
-    rope = 2 * rotated if arch.position_embeddings == 0 else 0
     tokens_total = batch * tokens
-    layer = (tokens_total * (mlp_bytes + (hidden_copies * h + rope) * element_bytes + 8 + router_bytes)
-             + tokens * position_copies * h * element_bytes)
-    if eager_attention:
-        layer = maximum(layer, math_attention_bytes(arch, batch, tokens, element_bytes, tensor_parallel))
-    if explicit_mask:
-        layer += batch * tokens * tokens
+    shared, logits_shared = _positional_bytes(arch, batch, tokens, element_bytes, eager=eager_activations)
+    layer = tokens_total * (mlp_bytes + hidden_copies * h * element_bytes + router_bytes) + shared
+    if eager_activations:
+        layer = maximum(layer, attention_entry_bytes(arch, tokens_total, element_bytes, tensor_parallel) + shared)
+    if any_true(eager_attention):  # elementwise on a sweep's arrays, as the mask
+        layer = where(eager_attention, maximum(layer, math_attention_bytes(arch, batch, tokens, element_bytes,
+                                                                           tensor_parallel)), layer)
+    layer = layer + where(explicit_mask, tokens * tokens, 0)
     positions = tokens if logits_all else 1
     logits_elements = batch * positions * arch.vocab_size if arch.lm_head else 0
     copies = 2 if arch.final_logit_softcapping else 1
     logits = logits_elements * (copies * element_bytes + (4 if logits_fp32 else 0))
     if tensor_parallel > 1 and arch.lm_head:  # the rank's vocab shard, alive while the gather fills the whole
         logits += batch * positions * -(-arch.vocab_size // tensor_parallel) * element_bytes
-    logits_stage = tokens_total * (h + rope) * element_bytes + logits
+    logits_stage = tokens_total * h * element_bytes + logits_shared + logits
     return ActivationPeak(layer, logits_stage)
+
+
+def _positional_bytes(arch: Architecture, batch: int, tokens: int, element_bytes: int, *,
+                      eager: bool) -> tuple[int, int]:
+    """Bytes of the tensors every layer of a prefill shares, and the part of them the logits stage still holds:
+    the rotary cos/sin tables (kept to the end), the int64 position ids and the locals of `EAGER_POSITION_LOCALS`.
+    transformers' code (``eager``) builds position ids as ``arange(s).unsqueeze(0)`` when the caller passes none
+    (LlamaModel.forward and its copies, 5.17), so the tables are 1 × s × the rotated width, shared by the batch:
+    counted per token, every random llama / qwen2 / mistral prefill at batch 2-8 read (batch − 1) × s × (2 ×
+    head_dim × element size + 8) high (docs/accuracy.md item 25). Other runtimes: counted per token."""
+    latent = arch.attention.latent
+    rotated = latent.qk_rope_head_dim if latent is not None else arch.attention.head_dim
+    rope = 2 * rotated * element_bytes if arch.position_embeddings == 0 else 0
+    rows = tokens if eager else batch * tokens
+    locals_ = tokens * EAGER_POSITION_LOCALS.get(arch.model_type, 0) * arch.hidden_size * element_bytes \
+        if eager else 0
+    return rows * (rope + 8) + locals_, rows * rope
+
+
+def attention_entry_bytes(arch: Architecture, tokens: int, element_bytes: int, tensor_parallel: int = 1) -> int:
+    """The live set where transformers rotates the query (``q * cos + rotate_half(q) * sin``), per layer: the
+    projected query, ``q * cos``, ``rotate_half(q)`` and its product with sin (4 query widths), and the residual
+    stream, its normed copy and the embedding (3 × h). The key and value projections alive beside them are the
+    size of the layer's cache, not yet written (the cache is counted whole apart). A masked layer's SDPA, holding
+    the repeated keys and values beside the query and its output, is no larger. Above the MLP's live set where
+    heads × head_dim is wide against the MLP: a random gemma2 of 46 heads × 256 over h = 2,944 read −30% at every
+    shape without it; traced op by op (benchmarks/trace_live_cpu.py) its peak is this set exactly, and the H200's
+    within 512 bytes (docs/accuracy.md item 25). 0 without rotary embeddings or with latent attention."""
+    att = arch.attention
+    if arch.position_embeddings or att.latent is not None:
+        return 0
+    heads = math.ceil(att.num_heads / tensor_parallel)
+    return tokens * (4 * heads * att.head_dim + 3 * arch.hidden_size) * element_bytes
 
 
 def runtime_overhead_bytes(capacity_bytes: int, profile: EfficiencyProfile, *, tensor_parallel: int,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.profiles import EfficiencyProfile
+from estimator.model.attention_kernels import masked_attention_layers, math_attention_layers
 from estimator.model.compute import (
     MATH_SDPA_PASS_BYTES_PER_SCORE,
     attention_flops,
@@ -28,14 +29,7 @@ from estimator.model.footprint import rank_kv_bytes
 from estimator.model.gemms import Gemm, prefill_gemms
 from estimator.model.grouped_experts import ExpertWork, expert_work, routed_expert_params
 from estimator.model.inventory import Role
-from estimator.model.memory import (
-    bytes_of,
-    generic_weights_bytes,
-    prefill_masked_attention,
-    runs_math_attention,
-    sharded_weights_bytes,
-    tensor_bits,
-)
+from estimator.model.memory import bytes_of, generic_weights_bytes, sharded_weights_bytes, tensor_bits
 from estimator.model.runtime import Runtime
 from estimator.model.timing import PhaseCost
 
@@ -103,15 +97,23 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
     act, h, layers = rt.activation_bytes_per_element, arch.hidden_size, arch.num_layers
     prompt_tokens = batch * prompt
     positions = prompt if rt.logits == "all" else 1
-    masked = prefill_masked_attention(arch, rt.profile)
-    # PyTorch's math SDPA kernel (memory.runs_math_attention) scores every pair in fp32 with its GEMMs and passes
-    math = runs_math_attention(arch, rt.profile, fp32=act == 4)
-    scores = math_attention_scores(arch, batch, prompt) / tp if math else 0
+    # layers given an explicit mask score every causal pair on the masked kernel; the math SDPA kernel's layers
+    # (attention_kernels.math_attention_layers) score every pair in fp32 with its GEMMs and passes
+    masked = masked_attention_layers(arch, rt.profile, prompt)
+    math = math_attention_layers(arch, rt.profile, fp32=act == 4, tokens=prompt)
+    scores = math_attention_scores(arch, batch, prompt, math) / tp
+    # a profile that takes windows as masks scores every causal pair in every layer: a masked layer's mask, or a
+    # window the prompt does not reach
+    attention = attention_flops(arch, batch, prompt,
+                                ignore_windows=rt.profile.masked_attention_flop_efficiency is not None) / tp
+    every = max(arch.mixer_count("attention"), 1)
+    fused = maximum(every - masked - math, 0) / every
     experts, routed_flops, routed_bytes, routed_elementwise = grouped_expert_work(arch, rt, tp, prompt_tokens,
                                                                                   expert_groups)
     return PhaseCost(
         matmul_flops=prefill_matmul_flops(arch, batch, prompt, logits_positions=positions) / tp - routed_flops,
-        attention_flops=0 if math else attention_flops(arch, batch, prompt, ignore_windows=masked) / tp,
+        attention_flops=attention * fused,
+        masked_attention_flops=attention * masked / every,
         weight_bytes=(sharded_weights_bytes(arch, rt.weight_format, tp) if expert_groups == 1
                       else expert_parallel_weights_bytes(arch, rt.weight_format, tp, tp * expert_groups))
         - routed_bytes,
@@ -122,10 +124,9 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
         layers=layers,
         allreduce_bytes=2 * layers * prompt_tokens * h * act,
         allreduces=2 * layers if tp > 1 else 0,
-        masked_attention=masked,
         host_ops=eager_ops(arch, rt, decode=False),
         fp32=act == 4,
-        math_attention_flops=math_attention_flops(arch, batch, prompt) / tp if math else 0,
+        math_attention_flops=math_attention_flops(arch, batch, prompt, math) / tp,
         host_prologue=True,
         gemms=_shaped_gemms(arch, rt, tp, batch, prompt, positions, math=math),
         strided=strided_elementwise(arch, rt, tp, prompt_tokens) if experts is None else (0.0, 0.0),
@@ -133,7 +134,7 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
 
 
 def _shaped_gemms(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: int, positions: int, *,
-                  math: bool) -> tuple[Gemm, ...]:
+                  math: int) -> tuple[Gemm, ...]:
     """The prefill's GEMMs by shape where the profile times this dtype's GEMMs so (model.gemms: ``fp32_gemm``, or
     ``gemm`` for 16-bit weights and activations); () otherwise."""
     fp32 = rt.activation_bytes_per_element == 4
@@ -141,7 +142,7 @@ def _shaped_gemms(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: 
     if spec is None or (not fp32 and rt.weight_format.bits_per_weight != 16):
         return ()
     # the math kernel's batched GEMMs are fp32 ones (PyTorch upcasts 16-bit inputs): listed for an fp32 prefill only
-    return prefill_gemms(arch, batch, prompt, logits_positions=positions, tp=tp, math_attention=math and fp32) or ()
+    return prefill_gemms(arch, batch, prompt, logits_positions=positions, tp=tp, math_layers=math if fp32 else 0) or ()
 
 
 def strided_elementwise(arch: Architecture, rt: Runtime, tp: int, tokens: int) -> tuple[float, float]:

@@ -61,7 +61,9 @@ class PhaseCost:
     allreduce_bytes: float = 0.0
     allreduces: int = 0
     grouped_kv: bool = False  # decode reads a grouped-query KV cache (fewer KV heads than query heads)
-    masked_attention: bool = False  # attention runs with an explicit mask (see profiles.masked_attention_...)
+    # attention FLOPs of the layers that run with an explicit mask (profiles.masked_attention_flop_efficiency), beside
+    # ``attention_flops`` of the others
+    masked_attention_flops: float = 0.0
     host_ops: float = 0.0  # aten operations the host dispatches one by one (0: host time from layers alone)
     fp32: bool = False  # the phase computes in fp32: GEMMs and attention on CUDA cores (profile's fp32_* figures)
     # GEMM FLOPs of PyTorch's math SDPA kernel (QKᵀ and PV over every pair, in fp32 whatever the model's dtype)
@@ -91,7 +93,8 @@ class PhaseCost:
     @property
     def flops(self) -> float:
         routed = 0.0 if self.experts is None else self.experts.flops
-        return self.matmul_flops + self.attention_flops + self.math_attention_flops + routed
+        return (self.matmul_flops + self.attention_flops + self.masked_attention_flops + self.math_attention_flops
+                + routed)
 
     @property
     def bytes(self) -> float:
@@ -261,11 +264,13 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     bandwidth = hw.bandwidth_bytes_per_s * profile.bandwidth_fraction(hw.memory_type)  # type: ignore[arg-type]
     kv_bandwidth = hw.bandwidth_bytes_per_s * kv_read_fraction(
         profile, hw.memory_type, grouped_kv=cost.grouped_kv)  # type: ignore[arg-type]
-    attention_efficiency = attention_flop_fraction(profile, masked=cost.masked_attention)
+    attention_efficiency = attention_flop_fraction(profile, masked=False)
+    masked_efficiency = attention_flop_fraction(profile, masked=True)
     if cost.fp32 and profile.fp32_attention_flop_efficiency is not None:
-        attention_efficiency = profile.fp32_attention_flop_efficiency
+        attention_efficiency = masked_efficiency = profile.fp32_attention_flop_efficiency
     fp32_peak = hw.fp32_flop_per_s or hw.peak_flop_per_s
     compute_s = (cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency) + _gemm_s(cost, hw, profile)
+                 + cost.masked_attention_flops / (hw.peak_flop_per_s * masked_efficiency)
                  # the math kernel's GEMMs run in fp32 whatever the model's dtype: in the list of an fp32 prefill
                  + (0.0 if cost.gemms and cost.fp32 else
                     cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True))))

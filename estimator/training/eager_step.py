@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec
+from estimator.model.attention_kernels import masked_attention_layers, math_attention_layers
 from estimator.model.compute import (
     MATH_SDPA_PASS_BYTES_PER_SCORE,
     attention_flops,
@@ -27,7 +28,6 @@ from estimator.model.compute import (
     math_attention_scores,
 )
 from estimator.model.inventory import lm_head_numel, tensor_inventory
-from estimator.model.memory import prefill_masked_attention, runs_math_attention
 from estimator.model.phases import elementwise_elements_per_layer
 from estimator.model.timing import attention_flop_fraction
 from estimator.notes import Note, NoteCode, note
@@ -84,18 +84,19 @@ def uses_eager_step(profile: EfficiencyProfile) -> bool:
 
 
 def math_attention_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec) -> tuple[float, float]:
-    """(forward, backward) seconds of PyTorch's math SDPA kernel where it runs (`memory.runs_math_attention`) on
+    """(forward, backward) seconds of PyTorch's math SDPA kernel where it runs (`attention_kernels`) on
     one GPU: its GEMMs over every pair in fp32 (forward QKᵀ and PV, backward twice that) at the fp32 training
     efficiency, and its passes over the scores (`MATH_SDPA_PASS_BYTES_PER_SCORE`, and 36 bytes backward)."""
     prof = w.profile
-    if w.attention != "sdpa" or not runs_math_attention(arch, prof, fp32=w.compute_dtype == "fp32"):
+    layers = math_attention_layers(arch, prof, fp32=w.compute_dtype == "fp32", tokens=w.seq_len)
+    if w.attention != "sdpa" or not layers:
         return 0.0, 0.0
     mp, fp32_peak = w.tp * w.pp, gpu.peak_flop_per_s("fp32")
     efficiency = prof.train_fp32_flop_efficiency or prof.train_flop_efficiency
     if fp32_peak is None or efficiency is None:
         return 0.0, 0.0
-    flops = math_attention_flops(arch, w.batch, w.seq_len) / mp / (fp32_peak * efficiency)
-    scores = math_attention_scores(arch, w.batch, w.seq_len) / mp
+    flops = math_attention_flops(arch, w.batch, w.seq_len, layers) / mp / (fp32_peak * efficiency)
+    scores = math_attention_scores(arch, w.batch, w.seq_len, layers) / mp
     bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
     return (flops + scores * MATH_SDPA_PASS_BYTES_PER_SCORE / bandwidth,
             2 * flops + scores * MATH_SDPA_BACKWARD_BYTES_PER_SCORE / bandwidth)
@@ -154,8 +155,13 @@ def eager_phases(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: fl
     linear = layers + lm_head_numel(arch)
     math_fwd, math_bwd = math_attention_s(arch, w, gpu)  # replaces the fused kernel's attention where it runs
     split = prof.train_backward_elementwise_ratio is not None
-    masked = split and prefill_masked_attention(arch, prof)  # sliding windows as a mask: every causal pair scored
-    attention = 0 if math_fwd else attention_flops(arch, w.batch, w.seq_len, ignore_windows=masked) / tokens
+    # sliding layers whose window the sequence reaches get a mask: every causal pair scored, on the masked kernel
+    masked = masked_attention_layers(arch, prof, w.seq_len) if split else 0
+    math = math_attention_layers(arch, prof, fp32=fp32, tokens=w.seq_len) if math_fwd else 0
+    every = max(arch.mixer_count("attention"), 1)
+    pairs = attention_flops(arch, w.batch, w.seq_len,
+                            ignore_windows=split and prof.masked_attention_flop_efficiency is not None) / tokens
+    attention, masked_attention = pairs * max(every - masked - math, 0) / every, pairs * masked / every
     adapters = trainable_params if lora else 0
     lumped = 0 if split else attention  # one step share for GEMMs and attention alike
     forward = (2 * linear + 2 * adapters + lumped) * tokens / mp
@@ -167,9 +173,9 @@ def eager_phases(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: fl
     ew_fwd, ew_bwd = elementwise_s(arch, w, bandwidth)
     attn_fwd = 0.0
     if split:  # fp32 attention: the memory-efficient kernel on CUDA cores, as a prefill's
-        attn_eff = (prof.fp32_attention_flop_efficiency if fp32 else None) or \
-            attention_flop_fraction(prof, masked=masked)
-        attn_fwd = attention * tokens / mp / (peak * attn_eff)
+        fp32_eff = prof.fp32_attention_flop_efficiency if fp32 else None
+        attn_fwd = sum(flops * tokens / mp / (peak * (fp32_eff or attention_flop_fraction(prof, masked=kind)))
+                       for flops, kind in ((attention, False), (masked_attention, True)))
     gemm_fwd = forward / (peak * efficiency) + attn_fwd
     gemm_bwd = backward / (peak * efficiency) + (3 if full else 2) * attn_fwd
     loss_fwd, loss_bwd = (b / w.tp for b in loss_stage_bytes(arch, tokens))

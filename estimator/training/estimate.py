@@ -27,9 +27,10 @@ from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
 from estimator.errors import WorkloadInvalid
 from estimator.inference.report import GpuInfo, ModelInfo
+from estimator.model.attention_kernels import runs_math_attention
 from estimator.model.capacity import MAX_BATCH, MAX_TOKENS, largest_true, within_position_limit
 from estimator.model.inventory import active_param_count, param_count, tensor_inventory
-from estimator.model.memory import runs_math_attention, runtime_overhead_bytes
+from estimator.model.memory import runtime_overhead_bytes
 from estimator.model.timing import peak_for
 from estimator.notes import Note, NoteCode, note
 from estimator.training.activations import (
@@ -159,9 +160,8 @@ def _activations(arch: Architecture, w: TrainingWorkload, st: _States) -> _Activ
     trainable = Trainable(linears=frozenset(w.lora_targets) if lora else frozenset(ALL_LORA_TARGETS), norms=not lora,
                           head=not lora)
     attention = w.attention
-    if attention == "sdpa" and runs_math_attention(arch, w.profile, fp32=st.compute_bytes == 4):
-        # PyTorch's math SDPA (memory.runs_math_attention) saves what eager attention saves, its softmax in the
-        # compute dtype: the scaled query, the repeated keys and values and the probabilities
+    if attention == "sdpa" and runs_math_attention(arch, w.profile, fp32=st.compute_bytes == 4, tokens=w.seq_len):
+        # the math SDPA kernel saves what eager attention does: scaled query, repeated K and V, 16-bit probabilities
         attention, conv = "eager", replace(conv, softmax_fp32=False, repeat_kv=True)
     layer = layer_saved_tensors(arch, conv, trainable, seq_len=w.seq_len, attention=attention)
     tokens, sp = w.tokens_per_micro_batch, w.sequence_parallel

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import LayerOps, TrainOps
-from estimator.model.memory import runs_math_attention
+from estimator.model.attention_kernels import runs_math_attention
 from estimator.training.workload import TrainingWorkload
 
 MODES = {"bf16": "bf16", "amp-bf16": "amp", "amp-fp16": "amp", "fp32": "fp32"}  # precision -> the count's column
@@ -44,7 +44,8 @@ def family_ops(arch: Architecture, w: TrainingWorkload) -> TrainOps | None:
 def attention_ops(counts: TrainOps, arch: Architecture, w: TrainingWorkload) -> LayerOps:
     """Per-layer operations beyond a multi-head fused kernel's: one KV head, or PyTorch's math kernel."""
     single = arch.attention.latent is None and arch.attention.num_kv_heads == 1
-    if w.attention == "sdpa" and runs_math_attention(arch, w.profile, fp32=w.compute_dtype == "fp32"):
+    if w.attention == "sdpa" and runs_math_attention(arch, w.profile, fp32=w.compute_dtype == "fp32",
+                                                     tokens=w.seq_len):
         return counts.math_single if single else counts.math_grouped
     return counts.fused_single if single else (0, 0, 0, 0)
 

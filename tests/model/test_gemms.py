@@ -24,7 +24,7 @@ def _arch(heads: int = 8, kv_heads: int = 2, tied: bool = False) -> Architecture
 def test_the_gemms_are_the_inventory_s_linear_layers() -> None:
     # batch 3 × 100 tokens; q 512→512, k and v 512→128, o 512→512, gate and up 512→1024, down 1024→512 in 2 layers;
     # the LM head once per sequence (last logits)
-    gemms = prefill_gemms(_arch(), 3, 100, logits_positions=1, tp=1, math_attention=False)
+    gemms = prefill_gemms(_arch(), 3, 100, logits_positions=1, tp=1, math_layers=0)
     assert gemms == (Gemm(300, 512, 512, 2), Gemm(300, 512, 128, 2), Gemm(300, 512, 128, 2),
                      Gemm(300, 512, 512, 2), Gemm(300, 512, 1024, 2), Gemm(300, 512, 1024, 2),
                      Gemm(300, 1024, 512, 2), Gemm(3, 512, 1000, 1))
@@ -32,12 +32,12 @@ def test_the_gemms_are_the_inventory_s_linear_layers() -> None:
 
 
 def test_tied_heads_math_kernel_and_tensor_parallel() -> None:
-    tied = prefill_gemms(_arch(tied=True), 1, 64, logits_positions=64, tp=1, math_attention=True)
+    tied = prefill_gemms(_arch(tied=True), 1, 64, logits_positions=64, tp=1, math_layers=2)
     assert tied is not None and tied[-3] == Gemm(64, 512, 1000, 1)  # the tied head still multiplies every position
     # the math kernel's QKᵀ and PV: 8 heads of one sequence, 64 × 64 scores over head_dim 64, per layer
     assert tied[-2:] == (Gemm(64, 64, 64, 2, 8), Gemm(64, 64, 64, 2, 8))
     assert sum(g.flops for g in tied[-2:]) == math_attention_flops(_arch(), 1, 64)
-    split = prefill_gemms(_arch(), 1, 64, logits_positions=1, tp=2, math_attention=False)
+    split = prefill_gemms(_arch(), 1, 64, logits_positions=1, tp=2, math_layers=0)
     assert split is not None and split[0] == Gemm(64, 512, 256, 2) and split[3] == Gemm(64, 256, 512, 2)
     assert sum(g.flops for g in split) * 2 == prefill_matmul_flops(_arch(), 1, 64, logits_positions=1)
 
@@ -45,7 +45,7 @@ def test_tied_heads_math_kernel_and_tensor_parallel() -> None:
 def test_a_model_with_routed_experts_keeps_the_flop_share() -> None:
     qwen3_moe = default_catalog().models.get("qwen3-30b-a3b").arch
     assert qwen3_moe is not None
-    assert prefill_gemms(qwen3_moe, 1, 128, logits_positions=1, tp=1, math_attention=False) is None
+    assert prefill_gemms(qwen3_moe, 1, 128, logits_positions=1, tp=1, math_layers=0) is None
 
 
 def test_one_gemm_is_its_kernel_time_plus_the_longer_of_flops_and_bytes() -> None:

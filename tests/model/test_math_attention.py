@@ -10,7 +10,8 @@ from pathlib import Path
 
 from estimator import default_catalog
 from estimator.catalog.architecture import Architecture, Attention, Mlp
-from estimator.model.memory import math_attention_bytes, runs_math_attention
+from estimator.model.attention_kernels import runs_math_attention
+from estimator.model.memory import math_attention_bytes
 from estimator.training.activations import output_stage
 from estimator.training.estimate import estimate_training
 from estimator.training.workload import TrainingWorkload

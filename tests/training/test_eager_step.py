@@ -65,9 +65,10 @@ def test_elementwise_bytes_forward_and_backward() -> None:
 
 
 def test_sliding_windows_run_the_masked_kernel_over_every_causal_pair() -> None:
-    """transformers passes sliding windows to SDPA as a mask, as in a prefill: a GPU-bound step (2 layers of width
-    4,096, 8 × 4,096 tokens, GEMMs ≈ 0.12 s against a host floor of 12.6 ms) scores every causal pair at the masked
-    kernel's 0.17 of the peak, forward once and backward twice, where native windows would skip pairs at 0.42."""
+    """transformers passes a sliding window the sequence reaches to SDPA as a mask, as in a prefill: a GPU-bound step
+    (2 layers of width 4,096, 8 × 4,096 tokens, GEMMs ≈ 0.12 s against a host floor of 12.6 ms) scores every causal
+    pair of its sliding layer at the masked kernel's share of the peak, forward once and backward twice; its full
+    layer runs the fused kernel at 0.42 — where native windows would skip the sliding layer's far pairs."""
     catalog = default_catalog()
     hf, h200 = catalog.profiles.get("hf"), catalog.gpus.get("h200")
     arch = Architecture(model_type="mistral", hidden_size=4096, num_layers=2, vocab_size=1000,
@@ -77,13 +78,17 @@ def test_sliding_windows_run_the_masked_kernel_over_every_causal_pair() -> None:
     peak = h200.peak_flop_per_s("bf16")
     assert peak is not None
     native = hf.model_copy(update={"masked_attention_flop_efficiency": None})
-    def step(profile: Any) -> float:
+    def step(profile: Any, model: Architecture = arch) -> float:
         w = TrainingWorkload(batch=8, seq_len=4096, precision="bf16", optimizer="adamw", recompute="none",
                              attention="sdpa", profile=profile)
-        return eager_compute_s(arch, w, h200, peak, 0, 2)[0]
-    masked = attention_flops(arch, 8, 4096, ignore_windows=True) / (peak * 0.17)
+        return eager_compute_s(model, w, h200, peak, 0, 2)[0]
+    assert hf.masked_attention_flop_efficiency is not None
+    every_pair = attention_flops(arch, 8, 4096, ignore_windows=True)  # both layers, each scoring every causal pair
+    masked = every_pair / 2 / (peak * hf.masked_attention_flop_efficiency) + every_pair / 2 / (peak * 0.42)
     windowed = attention_flops(arch, 8, 4096) / (peak * 0.42)
     assert step(hf) - step(native) == pytest.approx(3 * (masked - windowed), rel=1e-9)
+    short = arch.model_copy(update={"layer_windows": (8192, None)})  # a window the sequence does not reach: no mask
+    assert step(hf, short) == step(native, short)
 
 
 def test_step_time_on_held_out_random_architectures() -> None:

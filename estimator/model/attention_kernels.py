@@ -1,0 +1,58 @@
+"""Which of PyTorch's SDPA kernels a prefill's attention reaches under a profile that runs transformers: the
+masked kernel where a sliding layer's keys reach its window, the math kernel where fp32 grouped-query heads (or
+Falcon's unexpanded KV heads) leave it no other. The peak (`memory.prefill_activation_peak`) and the time
+(`phases.prefill_cost`, `training.eager_step`) of a prefill or training step follow the choice."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from estimator.catalog.architecture import Architecture
+from estimator.catalog.profiles import EfficiencyProfile
+from estimator.model.elementwise import where
+
+
+def masked_attention_layers(arch: Architecture, profile: EfficiencyProfile, tokens: int) -> int:
+    """Layers whose prefill attention over ``tokens`` keys runs with an explicit mask, under a profile whose kernels
+    take windows as masks (transformers' SDPA, ``masked_attention_flop_efficiency``): the sliding layers whose
+    window the keys reach. transformers 5.17 skips a layer's mask (SDPA's ``is_causal``, flash in 16-bit) unless
+    ``kv_length >= window`` (``masking_utils._ignore_causal_mask_sdpa``); full-attention layers never get one
+    without padding. Measured: every random gemma2 prefill below its 4,096 window read exactly b × s² bytes high
+    with the mask counted, and those at 4,096 tokens matched with it (docs/accuracy.md item 25)."""
+    if profile.masked_attention_flop_efficiency is None:
+        return 0
+    masked = 0  # elementwise on a sweep's array of token counts
+    for window, layers in Counter(w for w in arch.layer_windows if w is not None).items():
+        masked = masked + where(window <= tokens, layers, 0)
+    return masked
+
+
+def prefill_masked_attention(arch: Architecture, profile: EfficiencyProfile, tokens: int) -> bool:
+    """Whether a prefill of ``tokens`` builds the boolean b × s × s mask (`masked_attention_layers`)."""
+    return masked_attention_layers(arch, profile, tokens) > 0
+
+
+def math_attention_layers(arch: Architecture, profile: EfficiencyProfile, *, fp32: bool, tokens: int) -> int:
+    """Layers whose prefill attention materialises its scores: PyTorch's SDPA is left only its math kernel.
+
+    Under a profile that runs transformers (``math_attention_fallback``) that happens (a) where the model's code
+    hands SDPA unexpanded KV heads with a mask (`Attention.unexpanded_kv_with_mask`, Falcon: every layer), and (b)
+    for grouped-query attention in fp32 (``fp32``) in the layers without a mask: transformers 5.x calls SDPA with
+    ``enable_gqa=True`` when it has no mask (``use_gqa_in_sdpa``), the flash kernel takes no fp32 and PyTorch's
+    memory-efficient kernel takes no grouped-query heads, so the math kernel runs — measured on the H200 with
+    PyTorch 2.11: fp32 with 2 of 8 KV heads runs only ``math``, with 8 of 8 ``efficient`` too; fp16 and bf16 run
+    ``flash`` for both (tests/data/measured/random, ``kind=sdpa_probe``). A masked layer (`masked_attention_layers`)
+    repeats its KV heads first and runs the memory-efficient kernel with the mask."""
+    if not profile.math_attention_fallback:
+        return 0
+    layers = arch.mixer_count("attention")
+    if arch.attention.unexpanded_kv_with_mask:
+        return layers
+    grouped = arch.attention.latent is None and arch.attention.num_kv_heads < arch.attention.num_heads
+    return layers - masked_attention_layers(arch, profile, tokens) if fp32 and grouped else 0
+
+
+def runs_math_attention(arch: Architecture, profile: EfficiencyProfile, *, fp32: bool = False,
+                        tokens: int = 0) -> bool:
+    """Whether any layer of a prefill over ``tokens`` runs the math kernel (`math_attention_layers`)."""
+    return math_attention_layers(arch, profile, fp32=fp32, tokens=tokens) > 0
