@@ -151,6 +151,15 @@ def peak_allocated() -> int:
     return 0 if _cpu() else int(require_cuda().cuda.max_memory_allocated())
 
 
+def requested() -> tuple[int, int]:
+    """(current, peak) bytes the tensors asked PyTorch's caching allocator for, before it rounds them to blocks
+    (``requested_bytes`` of ``torch.cuda.memory_stats``; `peak_allocated` counts the blocks): (0, 0) on the CPU."""
+    if _cpu():
+        return 0, 0
+    stats = require_cuda().cuda.memory_stats()
+    return int(stats.get("requested_bytes.all.current", 0)), int(stats.get("requested_bytes.all.peak", 0))
+
+
 def reset_peak() -> None:
     if not _cpu():
         require_cuda().cuda.reset_peak_memory_stats()

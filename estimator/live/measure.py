@@ -23,6 +23,7 @@ from estimator.live.device import (
     memory_point,
     nvml_used,
     peak_allocated,
+    requested,
     require_cuda,
     require_torch,
     require_transformers,
@@ -111,12 +112,14 @@ def _ids(model: Any, batch: int, tokens: int) -> Any:
 
 def measure_prefill(model: Any, batch: int, prompt: int, logits_to_keep: int, *, latency: bool) -> dict[str, Any]:
     """One forward over ``batch`` × ``prompt`` tokens with a DynamicCache: peak beyond what was allocated before,
-    the cache left afterwards, and (``latency``) the median time of a forward without cache."""
+    the cache left afterwards — both as the allocator's blocks and as the bytes the tensors requested — and
+    (``latency``) the median time of a forward without cache."""
     t = require_cuda()
     ids = _ids(model, batch, prompt)
     free_memory()
     before = allocated()
     reset_peak()
+    asked_before = requested()[0]
     with t.inference_mode():
         out = model(input_ids=ids, use_cache=True, logits_to_keep=logits_to_keep)
         cache = out.past_key_values
@@ -124,8 +127,11 @@ def measure_prefill(model: Any, batch: int, prompt: int, logits_to_keep: int, *,
         sync()
         peak = peak_allocated() - before
         kept = allocated() - before
+        asked, asked_peak = requested()
         row: dict[str, Any] = {"phase": "prefill", "batch": batch, "prompt": prompt,
                                "logits_to_keep": logits_to_keep, "peak_minus_before": peak, "kept_after": kept,
+                               "requested_peak_minus_before": asked_peak - asked_before,
+                               "requested_kept_after": asked - asked_before,
                                "allocated_before": before, "nvml_used_at_end": nvml_used(),
                                "reserved_at_end": reserved()}
         del cache
