@@ -94,6 +94,9 @@ measured after item 22's operation count was committed, to judge it; nothing was
 Seed 9 (`seed 9`: 24 inference architectures, load and prefill only, `measure_random.py --prefill-only`, another device
 session) was measured before item 23's GEMM rule was written and read after it was committed; seed 10 (`seed 10`: 30
 more, the same way, a later call) was measured after items 23–24 were committed (e8ad999). Nothing was fitted on either.
+Seed 11 (`seed 11`: 30 more, the same way, another device session) was measured after item 25's first three rules were
+committed (f72d19e); its rows also carry the bytes the tensors requested (`prefill requested`: the same prediction
+against `requested_bytes`, before the caching allocator's blocks). Nothing was fitted on it.
 `python benchmarks/random_points.py --cases` prints every case (`--calibration host` applies only the host cost).
 """
 

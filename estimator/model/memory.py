@@ -291,18 +291,20 @@ def prefill_activation_peak(arch: Architecture, batch: int, tokens: int, *, elem
 def _positional_bytes(arch: Architecture, batch: int, tokens: int, element_bytes: int, *,
                       eager: bool) -> tuple[int, int]:
     """Bytes of the tensors every layer of a prefill shares, and the part of them the logits stage still holds:
-    the rotary cos/sin tables (kept to the end), the int64 position ids and the locals of `EAGER_POSITION_LOCALS`.
+    the rotary cos/sin tables, the int64 position ids and the locals of `EAGER_POSITION_LOCALS`.
     transformers' code (``eager``) builds position ids as ``arange(s).unsqueeze(0)`` when the caller passes none
     (LlamaModel.forward and its copies, 5.17), so the tables are 1 × s × the rotated width, shared by the batch:
     counted per token, every random llama / qwen2 / mistral prefill at batch 2-8 read (batch − 1) × s × (2 ×
-    head_dim × element size + 8) high (docs/accuracy.md item 25). Other runtimes: counted per token."""
+    head_dim × element size + 8) high (docs/accuracy.md item 25). They are locals of the model's forward, gone
+    when the LM head runs (traced: a 4,096-token all-logits prefill holds the logits and the normed hidden states
+    alone; counted, every such random row read the tables' bytes high). Other runtimes: per token, to the end."""
     latent = arch.attention.latent
     rotated = latent.qk_rope_head_dim if latent is not None else arch.attention.head_dim
     rope = 2 * rotated * element_bytes if arch.position_embeddings == 0 else 0
     rows = tokens if eager else batch * tokens
     locals_ = tokens * EAGER_POSITION_LOCALS.get(arch.model_type, 0) * arch.hidden_size * element_bytes \
         if eager else 0
-    return rows * (rope + 8) + locals_, rows * rope
+    return rows * (rope + 8) + locals_, 0 if eager else rows * rope
 
 
 def attention_entry_bytes(arch: Architecture, tokens: int, element_bytes: int, tensor_parallel: int = 1) -> int:

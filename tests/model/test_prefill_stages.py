@@ -87,3 +87,46 @@ def test_a_wide_query_peaks_where_it_is_rotated() -> None:
     assert attention_entry_bytes(usual, 128, 2) < mlp
     assert activation_peak(usual, HF, 1, 128, element_bytes=2, logits_all=False).layer_bytes \
         == mlp + 128 * (2 * 64 * 2 + 8)
+
+
+H200 = TRACES.parent / "h200-2026-12-02-peak-checks.jsonl"
+SEED11 = TRACES.parents[1] / "random" / "h200-2026-12-02-seed11-prefill.jsonl"
+
+
+def _peak(row: dict[str, object], layers: int | None = None) -> int:
+    config = dict(row["config"])  # type: ignore[call-overload]
+    if layers is not None:
+        config["num_hidden_layers"] = layers
+    arch = model_from_mapping({"name": "measured", "config": config}, Path("measured")).arch
+    assert arch is not None
+    return activation_peak(arch, HF, int(row["batch"]), int(row["prompt"]),  # type: ignore[call-overload]
+                           element_bytes=4 if row["dtype"] == "fp32" else 2,
+                           logits_all=row["logits_to_keep"] == 0).bytes
+
+
+def test_the_h200_s_tensors_are_the_traced_live_set() -> None:
+    """The traced prefills run on the H200 (benchmarks/measure_peak_checks.py): the bytes the tensors requested
+    (torch.cuda.memory_stats' requested_bytes) equal the trace and the formula to the byte in every case; the
+    caching allocator's blocks (max_memory_allocated) hold that or more — what the random rows' ±5% misses are."""
+    rows = [json.loads(line) for line in H200.read_text().splitlines()]
+    assert len(rows) == 9 and not any("error" in r for r in rows)
+    for row in rows:
+        requested = row["requested_peak_minus_before"] - row["requested_kept_after"]
+        assert requested == row["traced"] == _peak(row, row["layers"])
+        assert row["peak_minus_before"] - row["kept_after"] >= requested
+
+
+def test_every_16_bit_prefill_of_seed_11_is_counted_to_the_byte() -> None:
+    """Seed 11 (30 random architectures, measured after item 25 was committed): the 16-bit prefills' requested
+    bytes at the peak equal the prediction exactly; the fp32 ones run the math kernel or the memory-efficient one
+    with grouped heads, whose scratch is the H200 probe's per-score figure, not traced (−2.4% to +0.1% measured)."""
+    rows = [json.loads(line) for line in SEED11.read_text().splitlines()]
+    prefills = [r for r in rows if r.get("kind") == "model" and r.get("phase") == "prefill" and not r.get("error")]
+    assert len(prefills) == 120
+    for row in prefills:
+        requested = row["requested_peak_minus_before"] - row["requested_kept_after"]
+        predicted = _peak(row)
+        if row["dtype"] != "fp32":
+            assert predicted == requested, (row["model"], row["batch"], row["prompt"])
+        else:  # the issue's ±5% target: the math kernel's bytes per score are a measured figure, not a trace
+            assert abs(predicted / requested - 1) <= 0.05, (row["model"], row["batch"], row["prompt"])
