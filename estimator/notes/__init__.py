@@ -72,6 +72,7 @@ class NoteCode(str, Enum):
     DECODE_ATTENTION = "decode-attention"
     TRAIN_DISPATCH = "train-dispatch"
     PREFILL_KERNELS = "prefill-kernels"
+    PREFILL_ATTENTION = "prefill-attention"
     SAVED_ACTIVATIONS = "saved-activations"
     LOSS_ONLY = "loss-only"
     STEADY_STATE = "steady-state"

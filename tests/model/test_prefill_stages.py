@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,3 +131,23 @@ def test_every_16_bit_prefill_of_seed_11_is_counted_to_the_byte() -> None:
             assert predicted == requested, (row["model"], row["batch"], row["prompt"])
         else:  # the issue's ±5% target: the math kernel's bytes per score are a measured figure, not a trace
             assert abs(predicted / requested - 1) <= 0.05, (row["model"], row["batch"], row["prompt"])
+
+
+def test_explain_names_the_attention_kernel_each_layer_reaches() -> None:
+    """The mask decision moves the prefill's time and peak, so the report says which layers get one (and which run
+    the math kernel); a model without windows under a 16-bit prefill carries no such note."""
+    from estimator import InferenceWorkload, estimate
+
+    catalog = default_catalog()
+    h200, bf16, fp32 = catalog.gpus.get("h200"), catalog.formats.get("bf16"), catalog.formats.get("fp32")
+
+    def notes(model: str, prompt: int, fmt: Any = bf16) -> list[str]:
+        w = InferenceWorkload(batch=1, prompt_tokens=prompt, output_tokens=0, weight_format=fmt, kv_format=fmt,
+                              profile=HF)
+        return [n.text for n in estimate(catalog.models.get(model), h200, w).assumptions
+                if n.code == "prefill-attention"]
+
+    assert notes("gemma-2-9b", 8192)[0].startswith("prefill attention (hf): 21 of 42 layers (sliding, window 4,096")
+    assert "does not reach the sliding window (4,096)" in notes("gemma-2-9b", 2048)[0]
+    assert "16 of 16 layers run PyTorch's math kernel" in notes("llama-3.2-1b", 2048, fp32)[0]
+    assert notes("llama-3.2-1b", 2048) == []
