@@ -35,7 +35,7 @@ from estimator.model.collectives import gpu_in_group, group_link
 from estimator.model.compute import expected_distinct_experts
 from estimator.model.experts import experts_per_gpu as experts_held
 from estimator.model.experts import held_expert_bytes
-from estimator.model.footprint import GpuMemory, memory_per_gpu, peak_kv_layers, prefill_shape, rank_kv_bytes
+from estimator.model.footprint import GpuMemory, memory_per_gpu, peak_kv_layers, rank_kv_bytes
 from estimator.model.inventory import active_param_count, param_count, tensor_inventory
 from estimator.model.memory import generic_weights_bytes, weight_shares, weights_bytes
 from estimator.model.parallel import valid_tensor_parallel
@@ -357,8 +357,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     if experts_read is not None and arch is not None and arch.moe is not None:
         e, k = arch.moe.num_experts, arch.moe.experts_per_token
         explain.append(note(NoteCode.MOE_DECODE, experts=e, per_token=k, sequences=wg.batch, experts_read=experts_read))
-    more = phase_notes(arch, w.profile, tp, terms.prefill, times.prefill, terms.decode, times.decode,
-                       prefill_shape(wg.batch, wg.prompt_tokens, w.profile.prefill_chunk_tokens)[1])
+    more = phase_notes(arch, w.profile, tp, terms.prefill, times.prefill, terms.decode, times.decode)
     if ex is not None:
         ep_assumptions, ep_lines = expert_notes(ex, w, decoding=times.decode is not None)
         more, explain = [*ep_assumptions, *more], explain + ep_lines

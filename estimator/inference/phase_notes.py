@@ -7,7 +7,7 @@ from __future__ import annotations
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.inference.host_state import host_state_notes
-from estimator.model.attention_kernels import masked_attention_layers, math_attention_layers
+from estimator.model.attention_kernels import math_attention_layers
 from estimator.model.decode_attention import tile_reads
 from estimator.model.timing import PhaseCost, PhaseTime
 from estimator.notes import Note, NoteCode, note
@@ -43,29 +43,25 @@ def prefill_kernel_notes(profile: EfficiencyProfile, cost: PhaseCost) -> list[No
                  strided_elements=strided, elements_per_s=profile.strided_elements_per_s)]
 
 
-def prefill_attention_notes(arch: Architecture | None, profile: EfficiencyProfile, prompt: int,
-                            cost: PhaseCost) -> list[Note]:
-    """One note where the profile takes sliding windows as masks and the model has them, or some layers run the math
-    kernel: how many layers run which kernel at this prompt (`attention_kernels`)."""
-    if arch is None or not prompt:
+def prefill_attention_notes(arch: Architecture | None, profile: EfficiencyProfile, cost: PhaseCost) -> list[Note]:
+    """One note where the profile takes sliding windows as masks and the model has them, or its fp32 grouped-query
+    (or Falcon's unexpanded) heads leave some layers the math kernel: the rule `attention_kernels` applies (the
+    same at every prompt length, so a sweep's rows share it)."""
+    if arch is None:
         return []
     windows = [w for w in arch.layer_windows if w is not None]
-    takes_masks = profile.masked_attention_flop_efficiency is not None
-    masked = masked_attention_layers(arch, profile, prompt)
-    math = math_attention_layers(arch, profile, fp32=cost.fp32, tokens=prompt)
-    if not math and not (windows and takes_masks):
+    takes_masks = profile.masked_attention_flop_efficiency is not None and bool(windows)
+    math = math_attention_layers(arch, profile, fp32=cost.fp32, tokens=0) > 0
+    if not math and not takes_masks:
         return []
-    reached = [w for w in windows if w <= prompt]
     return [note(NoteCode.PREFILL_ATTENTION, profile=profile.name, layers=arch.mixer_count("attention"),
-                 masked=int(masked), window=(min(reached) if reached else min(windows)) if windows and takes_masks
-                 else None, prompt=prompt, math=int(math),
-                 masked_efficiency=float(profile.masked_attention_flop_efficiency or 0.0),
-                 mask_bytes=prompt * prompt if masked else 0)]
+                 sliding=len(windows), window=min(windows) if takes_masks else None,
+                 masked_efficiency=float(profile.masked_attention_flop_efficiency or 0.0), math=math)]
 
 
 def phase_notes(arch: Architecture | None, profile: EfficiencyProfile, tp: int, prefill_cost: PhaseCost,
-                prefill: PhaseTime, decode_cost: PhaseCost, decode: PhaseTime | None, prompt: int = 0) -> list[Note]:
-    """Every phase's assumptions under ``profile`` on one of ``tp`` ranks, for a prefill of ``prompt`` tokens."""
+                prefill: PhaseTime, decode_cost: PhaseCost, decode: PhaseTime | None) -> list[Note]:
+    """Every phase's assumptions under ``profile`` on one of ``tp`` ranks."""
     return [*host_state_notes(profile, prefill_cost, prefill, decode_cost, decode),
             *decode_attention_notes(arch, profile, tp, decode), *prefill_kernel_notes(profile, prefill_cost),
-            *prefill_attention_notes(arch, profile, prompt, prefill_cost)]
+            *prefill_attention_notes(arch, profile, prefill_cost)]

@@ -183,25 +183,22 @@ def prefill_kernels(v: Mapping[str, Any]) -> str:
 
 
 PREFILL_ATTENTION: dict[str, type | tuple[type, ...]] = {
-    "profile": str, "layers": int, "masked": int, "window": (int, type(None)), "prompt": int, "math": int,
-    "masked_efficiency": float, "mask_bytes": int}
+    "profile": str, "layers": int, "sliding": int, "window": (int, type(None)), "masked_efficiency": float,
+    "math": bool}
 
 
-def prefill_attention(v: Mapping[str, Any], b: Bytes) -> str:
-    """Which of PyTorch's SDPA kernels the prefill's layers reach under a runtime that takes windows as masks
-    (`estimator.model.attention_kernels`)."""
+def prefill_attention(v: Mapping[str, Any]) -> str:
+    """Which of PyTorch's SDPA kernels a prefill's layers reach under a runtime that takes windows as masks
+    (`estimator.model.attention_kernels`): the rule, which holds at every prompt length."""
     parts = []
-    if v["window"] is not None and v["masked"]:
-        parts.append(f"{v['masked']} of {v['layers']} layers (sliding, window {v['window']:,} ≤ the {v['prompt']:,}-"
-                     "token prompt) get transformers' explicit mask: every causal pair on the memory-efficient kernel "
-                     f"at {v['masked_efficiency']:.2f} of the peak, and a {b(v['mask_bytes'])} boolean mask in the "
-                     "peak")
-    elif v["window"] is not None:
-        parts.append(f"the {v['prompt']:,}-token prompt does not reach the sliding window ({v['window']:,}): "
-                     "transformers builds no mask, every layer runs the fused kernel")
+    if v["window"] is not None:
+        parts.append(f"{v['sliding']} of {v['layers']} layers are sliding (window {v['window']:,}): once the prompt "
+                     "reaches the window transformers gives them an explicit mask — every causal pair on the "
+                     f"memory-efficient kernel at {v['masked_efficiency']:.2f} of the peak, and a boolean prompt × "
+                     "prompt mask in the peak; below it, no mask and the fused kernel")
     if v["math"]:
-        parts.append(f"{v['math']} of {v['layers']} layers run PyTorch's math kernel (fp32 grouped-query heads, or "
-                     "unexpanded KV heads with a mask): every score materialised, 9 bytes each at the peak")
+        parts.append("the layers without a mask run PyTorch's math kernel (fp32 grouped-query heads, or unexpanded "
+                     "KV heads with a mask): every score materialised, 9 bytes each at the peak")
     return f"prefill attention ({v['profile']}): {'; '.join(parts)} — docs/accuracy.md item 25"
 
 
@@ -212,4 +209,4 @@ PHASE_SPECS: dict[str, tuple[dict[str, type | tuple[type, ...]], Callable[[Mappi
     "decode-attention": (DECODE_ATTENTION, lambda v, b: decode_attention(v)),
     "train-dispatch": (TRAIN_DISPATCH, lambda v, b: train_dispatch(v)),
     "prefill-kernels": (PREFILL_KERNELS, lambda v, b: prefill_kernels(v)),
-    "prefill-attention": (PREFILL_ATTENTION, prefill_attention)}
+    "prefill-attention": (PREFILL_ATTENTION, lambda v, b: prefill_attention(v))}

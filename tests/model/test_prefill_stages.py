@@ -134,8 +134,9 @@ def test_every_16_bit_prefill_of_seed_11_is_counted_to_the_byte() -> None:
 
 
 def test_explain_names_the_attention_kernel_each_layer_reaches() -> None:
-    """The mask decision moves the prefill's time and peak, so the report says which layers get one (and which run
-    the math kernel); a model without windows under a 16-bit prefill carries no such note."""
+    """The mask decision moves the prefill's time and peak, so the report states the rule: which layers get one
+    once the prompt reaches the window (and which run the math kernel); a model without windows under a 16-bit
+    prefill carries no such note."""
     from estimator import InferenceWorkload, estimate
 
     catalog = default_catalog()
@@ -147,7 +148,8 @@ def test_explain_names_the_attention_kernel_each_layer_reaches() -> None:
         return [n.text for n in estimate(catalog.models.get(model), h200, w).assumptions
                 if n.code == "prefill-attention"]
 
-    assert notes("gemma-2-9b", 8192)[0].startswith("prefill attention (hf): 21 of 42 layers (sliding, window 4,096")
-    assert "does not reach the sliding window (4,096)" in notes("gemma-2-9b", 2048)[0]
-    assert "16 of 16 layers run PyTorch's math kernel" in notes("llama-3.2-1b", 2048, fp32)[0]
+    assert notes("gemma-2-9b", 8192) == notes("gemma-2-9b", 2048)  # the rule, the same at every prompt
+    assert notes("gemma-2-9b", 2048)[0].startswith("prefill attention (hf): 21 of 42 layers are sliding (window "
+                                                   "4,096): once the prompt reaches the window")
+    assert "the layers without a mask run PyTorch's math kernel" in notes("llama-3.2-1b", 2048, fp32)[0]
     assert notes("llama-3.2-1b", 2048) == []
