@@ -69,7 +69,7 @@ def _pct(x: float) -> str:
 def traced() -> tuple[int, int]:
     """(rows, rows whose predicted peak equals the traced live set to the byte)."""
     hf = default_catalog().profiles.get("hf")
-    rows = [json.loads(line) for line in TRACES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = _traces()
     exact = 0
     for row in rows:
         config = {**row["config"], "num_hidden_layers": row["layers"]}
@@ -81,14 +81,10 @@ def traced() -> tuple[int, int]:
     return len(rows), exact
 
 
-def slack(rows: list[dict[str, Any]]) -> list[float]:
-    """Measured minus predicted activation (bytes) of the random 16-bit prefills of at most 512 tokens at batch 1 in
-    the families the traces cover exactly (llama, qwen2, mistral, gpt2): the caching allocator's blocks."""
-    return [extra for extra, _, _ in _slack_rows(rows)]
-
-
-def _slack_rows(rows: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
-    """(measured − predicted, measured, prompt) of `slack`'s rows."""
+def slack(rows: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
+    """(measured − predicted activation in bytes, measured, prompt) of the random 16-bit prefills of at most 512
+    tokens at batch 1 in the families the traces cover exactly (llama, qwen2, mistral, gpt2): the caching
+    allocator's blocks."""
     hf = default_catalog().profiles.get("hf")
     out: list[tuple[int, int, int]] = []
     for row in rows:
@@ -108,7 +104,7 @@ def _share(rows: list[dict[str, Any]]) -> str:
     """What the blocks are worth against the measured activation of those rows, at 128 tokens and at 512."""
     parts = []
     for prompt in (128, 512):
-        shares = [extra / measured for extra, measured, p in _slack_rows(rows) if p == prompt and extra > 0]
+        shares = [extra / measured for extra, measured, p in slack(rows) if p == prompt and extra > 0]
         parts.append(f"{min(shares):.1%}–{max(shares):.1%} of the measured activation at {prompt} tokens")
     return ", ".join(parts)
 
@@ -157,13 +153,12 @@ def _example(rows: list[dict[str, Any]]) -> str:
             f"{row['peak_minus_before'] - row['kept_after']:,} B")
 
 
+def _traces() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in TRACES.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def _trace_of(config: dict[str, Any], prompt: int) -> int:
-    with TRACES.open(encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            if row["config"] == config and row["prompt"] == prompt:
-                return int(row["activation"])
-    raise LookupError("no trace of that case")
+    return next(int(r["activation"]) for r in _traces() if r["config"] == config and r["prompt"] == prompt)
 
 
 def _table(rows: list[dict[str, Any]]) -> list[str]:
@@ -194,7 +189,7 @@ def _catalog() -> str:
 def thirteenth_pass(data: Path = DATA) -> str:
     rows = load(sorted(data.glob("*.jsonl")))
     count, exact = traced()
-    extra = slack(rows)
+    extra = [e for e, _, _ in slack(rows)]
     hf = default_catalog().profiles.get("hf")
     text = (
         "25. **Where a transformers prefill's peak sits, and what the batch shares** (the random prefill peaks missed "
