@@ -157,6 +157,10 @@ class EfficiencyProfile(BaseModel):
     # their operations × host_per_op_s a step instead of layers × host_per_layer_s. Per model_type, the operations
     # one layer dispatches: (prefill, decode with as many KV heads as query heads, decode with grouped KV heads)
     eager_ops_per_layer: dict[str, tuple[Ops, Ops, Ops]] = Field(default_factory=dict)
+    # the operations outside the layers (embedding, rotary tables, masks, final norm, head): (prefill, decode) per
+    # model_type; and what one layer that runs the math SDPA kernel dispatches beyond its count above
+    eager_ops_outside_layers: dict[str, tuple[Ops, Ops]] = Field(default_factory=dict)
+    eager_ops_per_math_layer: Ops = 0
     host_fixed_s: Seconds = 0
     host_per_op_s: Seconds = 0
     # the host's work before a phase's first kernel (the forward's preamble), inside the host time above: no GPU work

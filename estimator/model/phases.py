@@ -79,14 +79,18 @@ def _elementwise_bytes_per_token(arch: Architecture, rt: Runtime, tp: int) -> fl
     return elementwise_elements_per_layer(arch, rt.profile, tp, fp32=act == 4) * act * arch.num_layers
 
 
-def eager_ops(arch: Architecture, rt: Runtime, *, decode: bool) -> int:
+def eager_ops(arch: Architecture, rt: Runtime, *, decode: bool, math_layers: int = 0) -> int:
     """aten operations one step dispatches under the profile's `eager_ops_per_layer` (0 where it lists none): the
-    layers' (the embedding, final norm and head are in the profile's fixed host cost)."""
-    counts = rt.profile.eager_ops_per_layer.get(arch.model_type)
+    layers', the ``math_layers`` that run the math SDPA kernel's further ones, and those outside the layers
+    (`eager_ops_outside_layers`: the embedding, rotary tables, masks, final norm and head)."""
+    profile = rt.profile
+    counts = profile.eager_ops_per_layer.get(arch.model_type)
     if counts is None:
         return 0
     grouped = arch.attention.latent is None and arch.attention.num_kv_heads < arch.attention.num_heads
-    return arch.num_layers * (counts[2 if grouped else 1] if decode else counts[0])
+    outside = profile.eager_ops_outside_layers.get(arch.model_type, (0, 0))[1 if decode else 0]
+    layers = arch.num_layers * (counts[2 if grouped else 1] if decode else counts[0])
+    return outside + layers + (0 if decode else math_layers * profile.eager_ops_per_math_layer)
 
 
 def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: int, context: int,
@@ -124,7 +128,7 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
         layers=layers,
         allreduce_bytes=2 * layers * prompt_tokens * h * act,
         allreduces=2 * layers if tp > 1 else 0,
-        host_ops=eager_ops(arch, rt, decode=False),
+        host_ops=eager_ops(arch, rt, decode=False, math_layers=math),
         fp32=act == 4,
         math_attention_flops=math_attention_flops(arch, batch, prompt, math) / tp,
         host_prologue=True,

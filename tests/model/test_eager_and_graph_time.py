@@ -25,7 +25,7 @@ def test_a_gpu_bound_prefill_waits_through_the_preamble() -> None:
     hf = default_catalog().profiles.get("hf")
     assert hf.host_prologue_s == 1.527e-3  # seed 5's fit rows: wall − kernels' busy time, median
     t = phase_time(_cost(104, prologue=True), HW, hf)
-    # GPU: 0.2 s of GEMMs + 2 layers × 41 µs + the preamble 1.527 ms; host: 104 operations × 16.94 µs = 1.76 ms
+    # GPU: 0.2 s of GEMMs + 2 layers × 41 µs + the preamble 1.527 ms; host: 104 operations × 16.09 µs = 1.67 ms
     assert t.prologue_s == 1.527e-3
     assert t.expected_s == pytest.approx(0.2 + 2 * 4.1e-5 + 1.527e-3, rel=1e-12)
     # the same phase as a decode step (no preamble modelled there: its GPU terms were fitted on step totals)
@@ -35,8 +35,8 @@ def test_a_gpu_bound_prefill_waits_through_the_preamble() -> None:
 def test_a_host_bound_prefill_takes_the_host_time_which_holds_the_preamble() -> None:
     hf = default_catalog().profiles.get("hf")
     t = phase_time(_cost(20_000, prologue=True), HW, hf)
-    # host: 20,000 operations × 16.94 µs = 0.3388 s, more than the GPU's 0.2 s + 82 µs + 1.527 ms
-    assert t.expected_s == pytest.approx(20_000 * 1.694e-5, rel=1e-12)
+    # host: 20,000 operations × 16.09 µs = 0.3218 s, more than the GPU's 0.2 s + 82 µs + 1.527 ms
+    assert t.expected_s == pytest.approx(20_000 * 1.609e-5, rel=1e-12)
 
 
 def test_no_preamble_without_a_host_floor_counted_in_operations() -> None:
