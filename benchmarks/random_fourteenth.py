@@ -9,12 +9,12 @@ figure after the change is computed here, the figures before it are quoted from 
 from __future__ import annotations
 
 import statistics
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import host_state
-from random_points import DATA, _inference, load, model_of, points, split_of
+from random_points import DATA, _inference, load, model_of, split_of
+from random_thirteenth import Before, _wrap, before_after_table
 
 from estimator import default_catalog
 from estimator.catalog.profiles import EfficiencyProfile
@@ -23,7 +23,7 @@ from estimator.model.attention_kernels import math_attention_layers
 from estimator.model.phases import eager_ops
 
 # the same rows under the model at commit 8501b6f, before this pass; the terms it moved
-BEFORE_FOURTEENTH: dict[str, dict[str, tuple[int, int, float, str]]] = {
+BEFORE_FOURTEENTH: Before = {
     "decode hf": {
         "fit": (40, 34, 0.143, "+79.4% (s0/rand-i03 b1 ctx2048)"),
         "held-out": (68, 51, 0.216, "+68.3% (s1/rand-i12 b1 ctx2048)"),
@@ -63,14 +63,6 @@ BEFORE_AT_PROBE = {(3, "prefill_s"): 0.071, (3, "decode hf"): 0.111, (4, "prefil
                    (6, "prefill_s"): 0.098, (6, "decode hf"): 0.157}
 BEFORE_RATIO, BEFORE_PER_OP_S = 1.86, 1.694e-5
 TARGETS = {"prefill_s": 0.15, "decode hf": 0.30, "train step": 0.15}
-
-
-def _wrap(text: str, first: str = "   ") -> str:
-    return textwrap.fill(text, width=120, initial_indent=first, subsequent_indent="   ", break_on_hyphens=False)
-
-
-def _pct(x: float) -> str:
-    return f"{x:+.1%}".replace("-", "−")
 
 
 def _workload(row: dict[str, Any], profile: EfficiencyProfile) -> InferenceWorkload:
@@ -150,27 +142,7 @@ def seed0_per_op(rows: list[dict[str, Any]]) -> tuple[float, float]:
     return statistics.median(by[True]), statistics.median(by[False])
 
 
-def _table(rows: list[dict[str, Any]]) -> list[str]:
-    after: dict[tuple[str, str], list[Any]] = {}
-    for p in points(rows):
-        if p.term in BEFORE_FOURTEENTH:
-            after.setdefault((p.term, p.split), []).append(p)
-    lines = ["   | term | target | split | cases | within target: before → after | median abs error | worst after |",
-             "   | --- | --- | --- | ---: | ---: | ---: | --- |"]
-    for term, splits in BEFORE_FOURTEENTH.items():
-        for split, (cases, within, median, _) in splits.items():
-            now = after[(term, split)]
-            inside = sum(abs(p.error) <= TARGETS[term] for p in now)
-            worst = max(now, key=lambda p: abs(p.error))
-            assert len(now) == cases  # the same rows
-            lines.append(f"   | {term} | ±{TARGETS[term]:.0%} | {split} | {cases} | {within} → {inside} | "
-                         f"{median:.1%} → {statistics.median(abs(p.error) for p in now):.1%} | "
-                         f"{_pct(worst.error)} ({worst.model} {worst.case}) |")
-    return lines
-
-
-def _at_probe(rows: list[dict[str, Any]], ratio: float) -> str:
-    probed = host_state.rows_of(data=DATA) if rows else []
+def _at_probe(probed: list[dict[str, Any]], ratio: float) -> str:
     now = {(c.seed, c.term): c.at_row_probe for c in host_state.compare(probed, ratio)}
     return "; ".join(f"seed {seed} {term} {BEFORE_AT_PROBE[(seed, term)]:.1%} → {now[(seed, term)]:.1%}"
                      for seed, term in BEFORE_AT_PROBE)
@@ -185,7 +157,8 @@ def fourteenth_pass(data: Path = DATA) -> str:
     short = sorted({measured - predicted for measured, predicted in before})
     old_fit, old_rows = per_op_fit(rows, outside_profile(hf))
     new_fit, new_rows = per_op_fit(rows, hf)
-    ratio = host_state.fit_ratio(host_state.rows_of(data=data))
+    probed = host_state.rows_of(data=data)
+    ratio = host_state.fit_ratio(probed)
     gpt2, gpt2_layers = hf.eager_ops_outside_layers["gpt2"], 4 * hf.eager_ops_per_layer["gpt2"][1]
     old32, old16 = seed0_per_op(rows)
     outside = ", ".join(f"{family} {p} / {d}" for family, (p, d) in hf.eager_ops_outside_layers.items())
@@ -210,7 +183,7 @@ def fourteenth_pass(data: Path = DATA) -> str:
         f"{ratio:.2f}.")
     held = (
         "With the host's state taken out (each held-out row's host cost at the ratio × the bare launch probed just "
-        f"before it), median |error| before → after: {_at_probe(rows, ratio)}. With the shipped profile, where the "
+        f"before it), median |error| before → after: {_at_probe(probed, ratio)}. With the shipped profile, where the "
         "host's state (item 16) moves a host-bound step by ±20–40%, the medians move both ways by a few points and "
         "the targets stay missed (table). A calibration's measured cost per operation now stands against "
         f"{hf.host_per_op_s * 1e6:.2f} µs, not {BEFORE_PER_OP_S * 1e6:.2f}, so the training host figures it scales "
@@ -225,7 +198,7 @@ def fourteenth_pass(data: Path = DATA) -> str:
         f"fp32 {old32 * 1e6:.1f} µs, 16-bit {old16 * 1e6:.1f} µs per counted operation), so no ratio from the rows "
         "alone was shipped.")
     return "\n".join(["### Fourteenth pass (item 26): the operations outside the layers", "", _wrap(text, ""), "",
-                      _wrap(held), "", *_table(rows), "", _wrap(fp32)])
+                      _wrap(held), "", *before_after_table(rows, BEFORE_FOURTEENTH, TARGETS), "", _wrap(fp32)])
 
 
 if __name__ == "__main__":

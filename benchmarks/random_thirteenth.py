@@ -161,20 +161,25 @@ def _trace_of(config: dict[str, Any], prompt: int) -> int:
     return next(int(r["activation"]) for r in _traces() if r["config"] == config and r["prompt"] == prompt)
 
 
-def _table(rows: list[dict[str, Any]]) -> list[str]:
+Before = dict[str, dict[str, tuple[int, int, float, str]]]
+
+
+def before_after_table(rows: list[dict[str, Any]], before: Before, targets: dict[str, float]) -> list[str]:
+    """The terms of ``before`` (cases, within target, median |error|, worst, per split, quoted from the commit before
+    a pass) beside the same rows' figures under today's model, as a pass's table in docs/accuracy.md."""
     after: dict[tuple[str, str], list[Any]] = {}
     for p in points(rows):
-        if p.term in BEFORE_THIRTEENTH:
+        if p.term in before:
             after.setdefault((p.term, p.split), []).append(p)
     lines = ["   | term | target | split | cases | within target: before → after | median abs error | worst after |",
              "   | --- | --- | --- | ---: | ---: | ---: | --- |"]
-    for term, splits in BEFORE_THIRTEENTH.items():
+    for term, splits in before.items():
         for split, (cases, within, median, _) in splits.items():
             now = after[(term, split)]
-            inside = sum(abs(p.error) <= TARGETS[term] for p in now)
+            inside = sum(abs(p.error) <= targets[term] for p in now)
             worst = max(now, key=lambda p: abs(p.error))
             assert len(now) == cases  # the same rows
-            lines.append(f"   | {term} | ±{TARGETS[term]:.0%} | {split} | {cases} | {within} → {inside} | "
+            lines.append(f"   | {term} | ±{targets[term]:.0%} | {split} | {cases} | {within} → {inside} | "
                          f"{median:.1%} → {statistics.median(abs(p.error) for p in now):.1%} | "
                          f"{_pct(worst.error)} ({worst.model} {worst.case}) |")
     return lines
@@ -234,4 +239,4 @@ def thirteenth_pass(data: Path = DATA) -> str:
         "fp32 grouped-query rows run the math kernel, whose scratch the CPU (torch 2.13) holds differently from the "
         "H200 (torch 2.11): those traces are not used, and the kernel's 9 bytes per score stay the H200 probe's.")
     return "\n".join(["### Thirteenth pass (item 25): where a prefill's peak sits, and what the batch shares", "",
-                      _wrap(text, ""), "", *_table(rows), "", _wrap(tail), ""])
+                      _wrap(text, ""), "", *before_after_table(rows, BEFORE_THIRTEENTH, TARGETS), "", _wrap(tail), ""])

@@ -90,7 +90,7 @@ def eager_ops(arch: Architecture, rt: Runtime, *, decode: bool, math_layers: int
     grouped = arch.attention.latent is None and arch.attention.num_kv_heads < arch.attention.num_heads
     outside = profile.eager_ops_outside_layers.get(arch.model_type, (0, 0))[1 if decode else 0]
     layers = arch.num_layers * (counts[2 if grouped else 1] if decode else counts[0])
-    return outside + layers + (0 if decode else math_layers * profile.eager_ops_per_math_layer)
+    return outside + layers + math_layers * profile.eager_ops_per_math_layer
 
 
 def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: int, context: int,
