@@ -8,8 +8,8 @@ operations. The random architectures' rows (tests/data/measured/random) show tha
 less in fp32 than in 16-bit in every session (docs/accuracy.md item 26). This measures it apart from the GPU and from
 the host's drift between cases:
 
-- ``kind=layer``: the host issue time of one static-cache decode step of a model at 2 and at 10 layers (random
-  weights, small widths: the GPU keeps up), interleaved repeat by repeat so the host's state shows in both alike, for
+- ``kind=layer``: the host issue time of one static-cache decode step and of one 128-token prefill forward (no cache,
+  last logits) of a model at 2 and at 10 layers (random weights, small widths: the GPU keeps up), interleaved repeat by repeat so the host's state shows in both alike, for
   every family and dtype, MHA and GQA, at two widths; the marginal per layer, the operations counted at each depth
   (``TorchDispatchMode``, by name, and how many return a view of an input: no kernel, no allocation), the kernels one
   step launches (torch.profiler) and the bare probe (`estimator.live.host_cost.bare_op_s`) beside them.
@@ -41,6 +41,8 @@ FAMILIES = ("llama", "qwen2", "mistral", "gemma2", "gpt2")
 DTYPES = ("fp32", "bf16", "fp16")
 DEPTHS = (2, 10)
 CACHE = 1032
+PREFILL = 128
+PHASES = ("decode", "prefill")
 
 
 def layer_config(family: str, hidden: int, kv_ratio: int, layers: int, tiny: bool) -> dict[str, Any]:
@@ -58,7 +60,8 @@ def layer_config(family: str, hidden: int, kv_ratio: int, layers: int, tiny: boo
     return config
 
 
-def decode_step(family: str, config: dict[str, Any], dtype: Any) -> Callable[[], Any]:
+def phase_steps(family: str, config: dict[str, Any], dtype: Any, tiny: bool) -> dict[str, Callable[[], Any]]:
+    """A static-cache decode step and a short prefill forward (no cache, last logits) of one model."""
     transformers, t = measure.require_transformers(), measure.require_cuda()
     cfg = transformers.AutoConfig.for_model(family, **config)
     cfg._attn_implementation = "sdpa"
@@ -68,11 +71,16 @@ def decode_step(family: str, config: dict[str, Any], dtype: Any) -> Callable[[],
     ids = t.randint(0, 512, (1, 1), device=device._device())
     position = t.tensor([CACHE - 8], device=device._device())
 
+    prompt = t.randint(0, 512, (1, 16 if tiny else PREFILL), device=device._device())
+
     def step() -> Any:
         return model(input_ids=ids, past_key_values=cache, cache_position=position, use_cache=True,
                      position_ids=position.expand(1, 1))
 
-    return step
+    def prefill() -> Any:
+        return model(input_ids=prompt, use_cache=False, logits_to_keep=1)
+
+    return {"decode": step, "prefill": prefill}
 
 
 def op_census(fn: Callable[[], Any]) -> tuple[Counter[str], int]:
@@ -103,28 +111,35 @@ def op_census(fn: Callable[[], Any]) -> tuple[Counter[str], int]:
 
 
 def layer_row(family: str, dtype_name: str, hidden: int, kv_ratio: int, reps: int, tiny: bool) -> dict[str, Any]:
+    """Host issue time of each phase at both depths, interleaved repeat by repeat, with the census beside it."""
     t = measure.require_cuda()
     dtype = {"fp32": t.float32, "fp16": t.float16, "bf16": t.bfloat16}[dtype_name]
-    steps = {n: decode_step(family, layer_config(family, hidden, kv_ratio, n, tiny), dtype) for n in DEPTHS}
+    steps = {n: phase_steps(family, layer_config(family, hidden, kv_ratio, n, tiny), dtype, tiny) for n in DEPTHS}
     row: dict[str, Any] = {"kind": "layer", "family": family, "dtype": dtype_name, "hidden": hidden,
-                           "kv_ratio": kv_ratio, "depths": list(DEPTHS), "probe_before_s": bare_op_s()}
-    times: dict[int, list[float]] = {n: [] for n in DEPTHS}
-    with t.inference_mode():
-        for step in steps.values():
-            step(), step()
-        for _ in range(reps):
-            for n, step in steps.items():
-                times[n].append(host_issue_s(step))
-        census = {n: op_census(step) for n, step in steps.items()}
-        row["kernels"] = {n: kernel_times(step).get("kernels") for n, step in steps.items()}
+                           "kv_ratio": kv_ratio, "depths": list(DEPTHS), "prefill_tokens": 16 if tiny else PREFILL,
+                           "probe_before_s": bare_op_s()}
+    times: dict[str, dict[int, list[float]]] = {p: {n: [] for n in DEPTHS} for p in PHASES}
     low, high = DEPTHS
-    row.update(host_s={n: statistics.median(v) for n, v in times.items()}, host_reps=times,
-               ops={n: sum(c[0].values()) for n, c in census.items()}, views={n: c[1] for n, c in census.items()},
-               layer_ops={k: (census[high][0][k] - census[low][0][k]) / (high - low)
-                          for k in census[high][0] if census[high][0][k] != census[low][0][k]},
-               probe_after_s=bare_op_s())
-    row["layer_s"] = (row["host_s"][high] - row["host_s"][low]) / (high - low)
-    row["layer_op_count"] = (row["ops"][high] - row["ops"][low]) / (high - low)
+    with t.inference_mode():
+        for by_phase in steps.values():
+            for fn in by_phase.values():
+                fn(), fn()
+        for _ in range(reps):
+            for phase in PHASES:
+                for n in DEPTHS:
+                    times[phase][n].append(host_issue_s(steps[n][phase]))
+        for phase in PHASES:
+            census = {n: op_census(steps[n][phase]) for n in DEPTHS}
+            row[phase] = {
+                "host_s": {n: statistics.median(v) for n, v in times[phase].items()}, "host_reps": times[phase],
+                "ops": {n: sum(c[0].values()) for n, c in census.items()}, "views": {n: c[1] for n, c in census.items()},
+                "layer_ops": {k: (census[high][0][k] - census[low][0][k]) / (high - low)
+                              for k in census[high][0] if census[high][0][k] != census[low][0][k]},
+                "kernels": {n: kernel_times(steps[n][phase]).get("kernels") for n in DEPTHS}}
+            by = row[phase]
+            by["layer_s"] = (by["host_s"][high] - by["host_s"][low]) / (high - low)
+            by["layer_op_count"] = (by["ops"][high] - by["ops"][low]) / (high - low)
+    row["probe_after_s"] = bare_op_s()
     del steps
     device.free_memory()
     return row
@@ -224,8 +239,9 @@ def main() -> None:
                 row = {"kind": "layer", "family": family, "dtype": dtype, "error": f"{type(error).__name__}: {error}"}
             out.write(json.dumps(row) + "\n")
             out.flush()
-            print(json.dumps({k: row.get(k) for k in ("family", "dtype", "hidden", "kv_ratio", "layer_s",
-                                                      "layer_op_count", "error")}), flush=True)
+            print(json.dumps({**{k: row.get(k) for k in ("family", "dtype", "hidden", "kv_ratio", "error")},
+                              **{p: {k: row[p][k] for k in ("layer_s", "layer_op_count")} for p in PHASES
+                                 if p in row}}), flush=True)
 
 
 if __name__ == "__main__":
