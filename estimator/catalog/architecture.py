@@ -184,6 +184,9 @@ class Architecture(_Arch):
     layer_windows: tuple[Annotated[int, Field(le=MAX_WIDTH)] | None, ...] = ()
     norm: Literal["rms", "layer", "layer_nobias"] = "rms"  # layer_nobias: LayerNorm with a weight only (Cohere)
     norms_per_layer: int = Field(default=2, ge=0, le=MAX_WIDTH)
+    # the RMSNorm scales by its weight in fp32 and casts after (Gemma's ``(1 + weight)``, OLMo 2, gpt-oss): the
+    # normalized input it keeps for the weight's gradient is fp32 whatever the model's dtype
+    norm_scale_fp32: bool = False
     final_norm: bool = True
     position_embeddings: int = Field(default=0, ge=0, le=MAX_WIDTH)
     token_type_embeddings: int = Field(default=0, ge=0, le=MAX_WIDTH)

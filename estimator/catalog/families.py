@@ -143,6 +143,7 @@ class Family(_Spec):
     norm: Literal["rms", "layer", "layer_nobias"] = "rms"
     rms_norm_by: str | None = None  # this config field false: LayerNorm with weight and bias instead (ChatGLM rmsnorm)
     norms_per_layer: int = Field(default=2, ge=0, le=2**24)  # architecture.MAX_WIDTH, as the architecture's field
+    norm_scale_fp32: bool = False  # the RMSNorm multiplies by its weight in fp32, then casts (Gemma, OLMo 2)
     block_norms: bool = False  # one norm before each block a layer has, none for an absent block (DeciLM)
     final_norm: Switch = True
     lm_head_bias: Switch = False

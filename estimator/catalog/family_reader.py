@@ -264,6 +264,7 @@ def read_family(family: Family, config: Mapping[str, Any]) -> Architecture:
         layer_mlp_widths=tuple(layout.widths) if len(set(layout.widths)) > 1 else (),
         norm="layer" if layer_norm else family.norm,
         norms_per_layer=family.norms_per_layer,
+        norm_scale_fp32=family.norm_scale_fp32,
         block_norms=family.block_norms,
         final_norm=c.switch(family.final_norm),
         lm_head_bias=c.switch(family.lm_head_bias),

@@ -50,6 +50,8 @@ class Convention:
     (transformers' RMSNorm: fp32 copy of the input + normalized output + fp32 rstd) or ``input`` (LayerNorm:
     its input + mean and rstd). ``softmax_fp32``: eager attention's softmax in fp32 then cast (transformers).
     ``repeat_kv``: eager attention expands K/V to every query head (transformers' ``repeat_kv``).
+    ``norm_scale_fp32``: the RMSNorm scales by its weight in fp32 before casting (Gemma, OLMo 2), so the normalized
+    input it keeps for the weight's gradient is fp32.
     """
 
     name: Literal["hf", "megatron"]
@@ -59,13 +61,14 @@ class Convention:
     dropout: bool
     softmax_fp32: bool
     repeat_kv: bool
+    norm_scale_fp32: bool = False
 
 
 def hf_convention(arch: Architecture, *, residual_bytes: int, compute_bytes: int) -> Convention:
     """Hugging Face transformers under PyTorch: RMSNorm models upcast to fp32, LayerNorm models save the input.
     Dropout is off (modern configs set it to 0; fine-tuning recipes disable it)."""
     return Convention("hf", residual_bytes, compute_bytes, "rms_fp32" if arch.norm == "rms" else "input",
-                      dropout=False, softmax_fp32=True, repeat_kv=True)
+                      dropout=False, softmax_fp32=True, repeat_kv=True, norm_scale_fp32=arch.norm_scale_fp32)
 
 
 MEGATRON_GPT3 = Convention("megatron", 2, 2, "input", dropout=True, softmax_fp32=False, repeat_kv=False)
@@ -89,15 +92,44 @@ def _mlp_width(arch: Architecture) -> int:
     return arch.mlp.intermediate_size
 
 
-def _norm(prefix: str, h: int, conv: Convention, trainable: Trainable) -> list[SavedTensor]:
-    r = conv.residual_bytes
+def _norm(prefix: str, h: int, conv: Convention, trainable: Trainable, *, input_bytes: int | None = None,
+          sharding: Sharding = "sequence", rows: int = 1) -> list[SavedTensor]:
+    """What one norm over ``h`` elements a token saves. ``input_bytes``: its input's dtype (the residual stream's
+    by default; a norm after a block or on q/k normalizes a projection's output, in the compute dtype); ``rows``:
+    how many normalizations a token makes (one per head for per-head q/k norms), each with its own statistic."""
+    r = conv.residual_bytes if input_bytes is None else input_bytes
     if conv.norm == "rms_fp32":
-        out = [SavedTensor(f"{prefix}.input_fp32", Fraction(4 * h), "sequence")]
+        # transformers' RMSNorm upcasts its input (saved, 4 bytes); the normalized input goes back to the input's
+        # dtype before the weight multiplies it (Llama), or stays fp32 where the weight scales it in fp32 (Gemma)
+        out = [SavedTensor(f"{prefix}.input_fp32", Fraction(4 * h), sharding)]
         if trainable.norms:  # weight × normalized saves the normalized input only to grad the weight
-            out.append(SavedTensor(f"{prefix}.normalized", Fraction(r * h), "sequence"))
-        return [*out, SavedTensor(f"{prefix}.rstd_fp32", Fraction(4), "sequence", statistic=True)]
-    return [SavedTensor(f"{prefix}.input", Fraction(r * h), "sequence"),
-            SavedTensor(f"{prefix}.mean_rstd_fp32", Fraction(8), "sequence", statistic=True)]
+            scaled = 4 if conv.norm_scale_fp32 else r
+            out.append(SavedTensor(f"{prefix}.normalized", Fraction(scaled * h), sharding))
+        return [*out, SavedTensor(f"{prefix}.rstd_fp32", Fraction(4 * rows), sharding, statistic=True)]
+    return [SavedTensor(f"{prefix}.input", Fraction(r * h), sharding),
+            SavedTensor(f"{prefix}.mean_rstd_fp32", Fraction(8 * rows), sharding, statistic=True)]
+
+
+def _post_norm(prefix: str, h: int, arch: Architecture, conv: Convention, trainable: Trainable
+               ) -> list[SavedTensor]:
+    """A norm after a block, before the residual add (Gemma 2 and 3, GLM-4: four norms a layer): it normalizes the
+    block's output, in the compute dtype, which nothing else keeps."""
+    if arch.norms_per_layer < 4 or arch.block_norms:
+        return []
+    return _norm(prefix, h, conv, trainable, input_bytes=conv.compute_bytes)
+
+
+def _qk_norms(arch: Architecture, conv: Convention, trainable: Trainable) -> list[SavedTensor]:
+    """Norms on the query and key projections (Qwen 3, Gemma 3, OLMo 2): each saves what a norm saves over the
+    projection's width — per head, or over the whole projection (``qk_norm_full_width``)."""
+    att = arch.attention
+    if not att.qk_norm or att.latent is not None:
+        return []
+    out: list[SavedTensor] = []
+    for name, heads in (("q_norm", att.num_heads), ("k_norm", att.num_kv_heads)):
+        out += _norm(name, heads * att.head_dim, conv, trainable, input_bytes=conv.compute_bytes, sharding="tp",
+                     rows=1 if att.qk_norm_full_width else heads)
+    return out
 
 
 def _linear_inputs(name: str, h: int, consumers: int, conv: Convention) -> list[SavedTensor]:
@@ -119,6 +151,7 @@ def layer_saved_tensors(arch: Architecture, conv: Convention, trainable: Trainab
     lin = trainable.linears
     out = _norm("attn_norm", h, conv, trainable)
     out += _linear_inputs("qkv_input", h, len(lin & {"q", "k", "v"}), conv)
+    out += _qk_norms(arch, conv, trainable)
     if attention == "eager":
         k_saved, v_saved = (a * att.head_dim, a * att.v_head_dim) if conv.repeat_kv else (k_w, v_w)
         scores = a * seq_len  # per query token: one row of a × s probabilities
@@ -137,6 +170,7 @@ def layer_saved_tensors(arch: Architecture, conv: Convention, trainable: Trainab
         out += [SavedTensor("q", Fraction(c * q_w), "tp"), SavedTensor("k", Fraction(c * k_w), "tp"),
                 SavedTensor("v", Fraction(c * v_w), "tp"), SavedTensor("attn_out", Fraction(c * o_w), "tp"),
                 SavedTensor("logsumexp_fp32", Fraction(4 * a), "tp", statistic=True)]
+    out += _post_norm("post_attn_norm", h, arch, conv, trainable)
     if conv.dropout:
         out.append(SavedTensor("attn_residual_dropout_mask", Fraction(h), "sequence"))
 
@@ -151,6 +185,7 @@ def layer_saved_tensors(arch: Architecture, conv: Convention, trainable: Trainab
         out.append(SavedTensor("act_input", Fraction(c * ffn), "tp"))
     if "down" in lin:
         out.append(SavedTensor("down_input", Fraction(c * ffn), "tp"))
+    out += _post_norm("post_mlp_norm", h, arch, conv, trainable)
     if conv.dropout:
         out.append(SavedTensor("mlp_residual_dropout_mask", Fraction(h), "sequence"))
     return out
@@ -176,12 +211,20 @@ def layer_input_bytes_per_token(arch: Architecture, conv: Convention, *, tp: int
 
 @dataclass(frozen=True)
 class OutputStage:
-    """Model-level saved tensors outside the layers, per token: rotary tables, final norm, head input and the
-    loss's saved log-softmax; ``loss_backward_bytes``: the two fp32 vocab-wide gradients that exist together at
-    the start of backward (nll_loss's gradient and log_softmax's)."""
+    """Model-level saved tensors outside the layers, per token: final norm, head input and the loss's saved
+    log-softmax; ``per_position``: those the batch shares, one row per position (transformers' rotary cos and sin,
+    built from position ids ``arange(s)[None]``: traced, tests/data/measured/peak-traces/cpu-train-live-sets.jsonl);
+    ``loss_backward_bytes``: the two fp32 vocab-wide gradients that exist together at the start of backward
+    (nll_loss's gradient and log_softmax's)."""
 
     saved: list[SavedTensor]
     loss_backward_bytes: Fraction
+    per_position: tuple[SavedTensor, ...] = ()
+
+    def bytes(self, tokens: int, positions: int, *, tp: int = 1, sequence_parallel: bool = False) -> int:
+        """What the stage saves for a micro-batch of ``tokens`` tokens over ``positions`` positions."""
+        return (bytes_for(per_token_bytes(self.saved, tp=tp, sequence_parallel=sequence_parallel), tokens)
+                + bytes_for(per_token_bytes(self.per_position, tp=tp, sequence_parallel=sequence_parallel), positions))
 
 
 def output_stage(arch: Architecture, conv: Convention, trainable: Trainable) -> OutputStage:
@@ -193,21 +236,22 @@ def output_stage(arch: Architecture, conv: Convention, trainable: Trainable) -> 
     Megatron (Korthikanti §4.3): final LayerNorm input, head input and fp32 logits (4sbv), gradient in place."""
     h, v = arch.hidden_size, arch.vocab_size if arch.lm_head else 0
     out: list[SavedTensor] = []
+    shared: tuple[SavedTensor, ...] = ()
     if conv.name == "hf" and arch.position_embeddings == 0 and arch.causal:
-        out.append(SavedTensor("rotary_cos_sin", Fraction(2 * arch.attention.head_dim * conv.residual_bytes),
-                               "sequence"))
+        shared = (SavedTensor("rotary_cos_sin", Fraction(2 * arch.attention.head_dim * conv.residual_bytes),
+                              "sequence"),)
     if arch.final_norm:
         out += _norm("final_norm", h, conv, trainable)
     if trainable.head:
         out += _linear_inputs("lm_head_input", h, 1, conv)
     if conv.name == "megatron":
-        return OutputStage([*out, SavedTensor("logits_fp32", Fraction(4 * v), "tp")], Fraction(0))
+        return OutputStage([*out, SavedTensor("logits_fp32", Fraction(4 * v), "tp")], Fraction(0))  # no rotary
     out.append(SavedTensor("log_softmax_fp32", Fraction(4 * v), "tp"))
     if arch.final_logit_softcapping:  # cap × tanh(logits ÷ cap) (Gemma 2): tanh's output is saved for backward
         out.append(SavedTensor("softcap_tanh", Fraction(conv.compute_bytes * v), "tp"))
     if trainable.head:  # the embedding's backward keeps the int64 token ids
         out.append(SavedTensor("input_ids_int64", Fraction(8), "sequence"))
-    return OutputStage(out, Fraction(8 * v))
+    return OutputStage(out, Fraction(8 * v), shared)
 
 
 def bytes_for(per_token: Fraction, tokens: int) -> int:

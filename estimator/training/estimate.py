@@ -180,7 +180,7 @@ def _activations(arch: Architecture, w: TrainingWorkload, st: _States) -> _Activ
     first_stage = bytes_for(kept_token * held_layer_micro_batches(split, w.grad_accum) * interleaved, tokens)
     last_stage = bytes_for(kept_token * split[-1], tokens)
     out = output_stage(arch, conv, trainable)
-    output_bytes = bytes_for(per_token_bytes(out.saved, tp=w.tp, sequence_parallel=sp), tokens)
+    output_bytes = out.bytes(tokens, w.seq_len // w.cp, tp=w.tp, sequence_parallel=sp)
     loss_bwd = bytes_for(out.loss_backward_bytes / w.tp, tokens)
     if w.pp == 1 or first_stage >= last_stage + output_bytes + loss_bwd:
         activation, on_last = first_stage + (output_bytes if w.pp == 1 else 0), w.pp == 1
