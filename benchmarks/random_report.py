@@ -10,6 +10,7 @@ from pathlib import Path
 from random_eighth import eighth_pass
 from random_eleventh import eleventh_pass
 from random_fifth import BEFORE_FIFTH, FIFTH_PASS
+from random_fifteenth import fifteenth_pass
 from random_fourteenth import fourteenth_pass
 from random_fourth import BEFORE_FOURTH, FOURTH_PASS
 from random_ninth import ninth_pass
@@ -132,7 +133,7 @@ def section(data: Path = DATA) -> list[str]:
                 out.append(_row(term, split, cases, within, median, worst))
     passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data),
               eighth_pass(data), ninth_pass(data), tenth_pass(), eleventh_pass(data),
-              twelfth_pass(data), thirteenth_pass(data), fourteenth_pass(data)]
+              twelfth_pass(data), thirteenth_pass(data), fourteenth_pass(data), fifteenth_pass(data)]
     return [*out, "", *passes]
 
 
