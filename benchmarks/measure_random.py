@@ -46,6 +46,10 @@ from estimator.live import device, measure
 from estimator.live.host_cost import count_ops
 
 FAMILIES = ("llama", "qwen2", "mistral", "gemma2", "gpt2")
+TRAIN_FAMILIES = FAMILIES[:4]  # gpt2 trains too, but its 1,024-wide family is covered by inference
+# --train-families may add these: q/k norms (qwen3), and four norms a layer with q/k norms and Gemma's fp32 scaling
+# (gemma3_text), for the training count's norms (docs/accuracy.md item 27)
+MORE_TRAIN_FAMILIES = ("qwen3", "gemma3_text")
 DTYPES = ("fp32", "fp16", "bf16")
 TRAIN_MODES = ("amp", "bf16", "fp32")
 
@@ -57,7 +61,8 @@ def _heads(rng: random.Random, hidden: int, family: str) -> tuple[int, int, int]
     if family == "gpt2":
         head_dim = rng.choice([d for d in (64, 64, 80, 96, 128) if hidden % d == 0])
         return hidden // head_dim, hidden // head_dim, head_dim
-    head_dim = 256 if family == "gemma2" and rng.random() < 0.5 else rng.choice((64, 80, 96, 128, 128, 160))
+    gemma = family in ("gemma2", "gemma3_text")
+    head_dim = 256 if gemma and rng.random() < 0.5 else rng.choice((64, 80, 96, 128, 128, 160))
     # transformers checks hidden % heads == 0 even where head_dim is explicit (LlamaConfig, 5.x)
     near = [n for n in range(2, hidden // 32 + 1) if hidden % n == 0 and 0.7 <= n * head_dim / hidden <= 1.3]
     heads = rng.choice(near) if near else hidden // 64
@@ -81,8 +86,11 @@ def random_config(rng: random.Random, family: str, hidden: int, layers: int) -> 
     }
     if family == "mistral":
         config["sliding_window"] = None
-    if family == "qwen2":
+    if family in ("qwen2", "qwen3"):
         config["use_sliding_window"] = False
+    if family == "gemma3_text":
+        config.update(vocab_size=262144, sliding_window=rng.choice((512, 1024, 4096)), query_pre_attn_scalar=head_dim,
+                      tie_word_embeddings=True, hidden_activation="gelu_pytorch_tanh")
     if family == "gemma2":
         config.update(vocab_size=256000, sliding_window=4096, query_pre_attn_scalar=head_dim,
                       final_logit_softcapping=30.0, attn_logit_softcapping=None, tie_word_embeddings=True,
@@ -103,11 +111,11 @@ def inference_archs(rng: random.Random, count: int) -> list[dict[str, Any]]:
     return out
 
 
-def train_archs(rng: random.Random, count: int) -> list[dict[str, Any]]:
+def train_archs(rng: random.Random, count: int, families: tuple[str, ...] = TRAIN_FAMILIES) -> list[dict[str, Any]]:
     """Widths of 0.1–14 B models; deep ones cut to the layers that fit an H200 with their mode's states."""
     out = []
     for index in range(count):
-        family = FAMILIES[index % 4]  # gpt2 trains too, but its 1,024-wide family is covered by inference
+        family = families[index % len(families)]
         hidden = 128 * round(rng.choice((640, 1024, 1536, 2048, 3072, 4096, 5120)) * rng.uniform(0.85, 1.15) / 128)
         mode = TRAIN_MODES[index % 3]
         full_layers = max(4, round(hidden / 128 * rng.uniform(0.6, 1.2)))
@@ -438,6 +446,8 @@ def main() -> None:
     parser.add_argument("--host", type=int, default=0, help="instead: this many small models, host vs GPU time")
     parser.add_argument("--lean", type=int, default=0, help="instead: this many architectures, lean decode only")
     parser.add_argument("--prefill-only", action="store_true", help="inference architectures: load and prefill only")
+    parser.add_argument("--train-families", default=",".join(TRAIN_FAMILIES),
+                        help=f"training families, comma-separated, of {', '.join(TRAIN_FAMILIES + MORE_TRAIN_FAMILIES)}")
     args = parser.parse_args()
     run = Run(args)
     rng = random.Random(args.seed)
@@ -450,7 +460,10 @@ def main() -> None:
             measure_set(run, rng, count)
             run.sink.close()
             return
-    infer, train = inference_archs(rng, args.inference), train_archs(rng, args.train)
+    families = tuple(args.train_families.split(","))
+    if not set(families) <= set(TRAIN_FAMILIES + MORE_TRAIN_FAMILIES):
+        parser.error(f"--train-families: one of {', '.join(TRAIN_FAMILIES + MORE_TRAIN_FAMILIES)}, got {families}")
+    infer, train = inference_archs(rng, args.inference), train_archs(rng, args.train, families)
     if args.tiny:
         measure.dry_run_on_cpu()
     else:
