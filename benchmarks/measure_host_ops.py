@@ -9,10 +9,11 @@ less in fp32 than in 16-bit in every session (docs/accuracy.md item 26). This me
 the host's drift between cases:
 
 - ``kind=layer``: the host issue time of one static-cache decode step and of one 128-token prefill forward (no cache,
-  last logits) of a model at 2 and at 10 layers (random weights, small widths: the GPU keeps up), interleaved repeat by repeat so the host's state shows in both alike, for
-  every family and dtype, MHA and GQA, at two widths; the marginal per layer, the operations counted at each depth
-  (``TorchDispatchMode``, by name, and how many return a view of an input: no kernel, no allocation), the kernels one
-  step launches (torch.profiler) and the bare probe (`estimator.live.host_cost.bare_op_s`) beside them.
+  last logits) of a model at 2 and at 10 layers (random weights, small widths: the GPU keeps up), interleaved repeat
+  by repeat so the host's state shows in both alike, for every family and dtype, MHA and GQA, at two widths; the
+  marginal per layer, the operations counted at each depth (``TorchDispatchMode``, by name, and how many return a
+  view of an input: no kernel, no allocation), the kernels one step launches (torch.profiler) and the bare probe
+  (`estimator.live.host_cost.bare_op_s`) beside them.
 - ``kind=op``: one operation of a decode layer at a real size (hidden 2,048, 16 heads of 128, 4 KV heads, 1,032
   cached positions) issued 200 times back to back: host seconds per call, per dtype, with the probe interleaved.
 """
@@ -132,7 +133,8 @@ def layer_row(family: str, dtype_name: str, hidden: int, kv_ratio: int, reps: in
             census = {n: op_census(steps[n][phase]) for n in DEPTHS}
             row[phase] = {
                 "host_s": {n: statistics.median(v) for n, v in times[phase].items()}, "host_reps": times[phase],
-                "ops": {n: sum(c[0].values()) for n, c in census.items()}, "views": {n: c[1] for n, c in census.items()},
+                "ops": {n: sum(c[0].values()) for n, c in census.items()},
+                "views": {n: c[1] for n, c in census.items()},
                 "layer_ops": {k: (census[high][0][k] - census[low][0][k]) / (high - low)
                               for k in census[high][0] if census[high][0][k] != census[low][0][k]},
                 "kernels": {n: kernel_times(steps[n][phase]).get("kernels") for n in DEPTHS}}

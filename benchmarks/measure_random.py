@@ -130,6 +130,15 @@ def train_archs(rng: random.Random, count: int, families: tuple[str, ...] = TRAI
     return out
 
 
+def train_families(text: str) -> tuple[str, ...]:
+    """--train-families: comma-separated names of TRAIN_FAMILIES and MORE_TRAIN_FAMILIES."""
+    families = tuple(text.split(","))
+    unknown = set(families) - set(TRAIN_FAMILIES + MORE_TRAIN_FAMILIES)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"not a training family: {', '.join(sorted(unknown))}")
+    return families
+
+
 def tiny_config(config: dict[str, Any]) -> dict[str, Any]:
     """The same family at toy size, for a CPU dry run."""
     small = dict(config)
@@ -446,8 +455,8 @@ def main() -> None:
     parser.add_argument("--host", type=int, default=0, help="instead: this many small models, host vs GPU time")
     parser.add_argument("--lean", type=int, default=0, help="instead: this many architectures, lean decode only")
     parser.add_argument("--prefill-only", action="store_true", help="inference architectures: load and prefill only")
-    parser.add_argument("--train-families", default=",".join(TRAIN_FAMILIES),
-                        help=f"training families, comma-separated, of {', '.join(TRAIN_FAMILIES + MORE_TRAIN_FAMILIES)}")
+    parser.add_argument("--train-families", type=train_families, default=TRAIN_FAMILIES,
+                        help=f"training families, comma-separated: {', '.join(TRAIN_FAMILIES + MORE_TRAIN_FAMILIES)}")
     args = parser.parse_args()
     run = Run(args)
     rng = random.Random(args.seed)
@@ -460,10 +469,7 @@ def main() -> None:
             measure_set(run, rng, count)
             run.sink.close()
             return
-    families = tuple(args.train_families.split(","))
-    if not set(families) <= set(TRAIN_FAMILIES + MORE_TRAIN_FAMILIES):
-        parser.error(f"--train-families: one of {', '.join(TRAIN_FAMILIES + MORE_TRAIN_FAMILIES)}, got {families}")
-    infer, train = inference_archs(rng, args.inference), train_archs(rng, args.train, families)
+    infer, train = inference_archs(rng, args.inference), train_archs(rng, args.train, args.train_families)
     if args.tiny:
         measure.dry_run_on_cpu()
     else:

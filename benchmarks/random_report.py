@@ -9,8 +9,8 @@ from pathlib import Path
 # benchmarks/random_points.py, beside this file
 from random_eighth import eighth_pass
 from random_eleventh import eleventh_pass
-from random_fifth import BEFORE_FIFTH, FIFTH_PASS
 from random_fifteenth import fifteenth_pass
+from random_fifth import BEFORE_FIFTH, FIFTH_PASS
 from random_fourteenth import fourteenth_pass
 from random_fourth import BEFORE_FOURTH, FOURTH_PASS
 from random_ninth import ninth_pass
