@@ -59,9 +59,20 @@ def prefill_attention_notes(arch: Architecture | None, profile: EfficiencyProfil
                  masked_efficiency=float(profile.masked_attention_flop_efficiency or 0.0), math=math)]
 
 
+def decode_math_notes(arch: Architecture | None, profile: EfficiencyProfile, cost: PhaseCost) -> list[Note]:
+    """One note where the decode step's attention runs the math SDPA kernel (`attention_kernels.math_decode_work`)."""
+    rates, spec = profile.repeat_kv_elements_per_s, profile.fp32_gemm
+    if arch is None or not cost.math_gemms or rates is None or spec is None:
+        return []
+    return [note(NoteCode.DECODE_MATH_ATTENTION, profile=profile.name, heads=arch.attention.num_heads,
+                 layers=arch.mixer_count("attention"), copies=float(cost.math_kv_copy_elements),
+                 elements_per_s=rates[1], gemms=sum(g.count for g in cost.math_gemms), kernel_s=spec.kernel_s,
+                 bandwidth_efficiency=spec.bandwidth_efficiency)]
+
+
 def phase_notes(arch: Architecture | None, profile: EfficiencyProfile, tp: int, prefill_cost: PhaseCost,
                 prefill: PhaseTime, decode_cost: PhaseCost, decode: PhaseTime | None) -> list[Note]:
     """Every phase's assumptions under ``profile`` on one of ``tp`` ranks."""
     return [*host_state_notes(profile, prefill_cost, prefill, decode_cost, decode),
             *decode_attention_notes(arch, profile, tp, decode), *prefill_kernel_notes(profile, prefill_cost),
-            *prefill_attention_notes(arch, profile, prefill_cost)]
+            *prefill_attention_notes(arch, profile, prefill_cost), *decode_math_notes(arch, profile, decode_cost)]

@@ -1,7 +1,8 @@
 """Which of PyTorch's SDPA kernels a prefill's attention reaches under a profile that runs transformers: the
 masked kernel where a sliding layer's keys reach its window, the math kernel where fp32 grouped-query heads (or
 Falcon's unexpanded KV heads) leave it no other. The peak (`memory.prefill_activation_peak`) and the time
-(`phases.prefill_cost`, `training.eager_step`) of a prefill or training step follow the choice."""
+(`phases.prefill_cost`, `training.eager_step`) of a prefill or training step follow the choice; a decode step on the
+math kernel (Falcon's) copies its KV head per query head (`math_decode_work`, `phases.decode_cost`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections import Counter
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.model.elementwise import where
+from estimator.model.gemms import Gemm
 
 
 def masked_attention_layers(arch: Architecture, profile: EfficiencyProfile, tokens: int) -> int:
@@ -56,3 +58,23 @@ def runs_math_attention(arch: Architecture, profile: EfficiencyProfile, *, fp32:
                         tokens: int = 0) -> bool:
     """Whether any layer of a prefill over ``tokens`` runs the math kernel (`math_attention_layers`)."""
     return math_attention_layers(arch, profile, fp32=fp32, tokens=tokens) > 0
+
+
+def math_decode_work(arch: Architecture, profile: EfficiencyProfile, tp: int, batch: int, context: int
+                     ) -> tuple[float, tuple[Gemm, ...]]:
+    """A decode step's attention where it runs PyTorch's math SDPA kernel: the model hands SDPA unexpanded KV heads
+    with a mask (`Attention.unexpanded_kv_with_mask`, Falcon's multi-query attention) under a profile that runs
+    transformers (``math_attention_fallback``) and times the pieces (``repeat_kv_elements_per_s``, ``fp32_gemm``).
+    The kernel upcasts q, k and v to fp32, and each of its two matmuls broadcasts the KV head over the query heads:
+    ``expand`` then ``reshape`` copies K (then V) once per query head, in fp32, before a batched fp32 GEMM of one
+    query row per (sequence, head) — traced from ``_scaled_dot_product_attention_math`` (torch 2.13 on the CPU; the
+    composite every device runs). Returns the fp32 elements those copies write and the GEMMs, over every layer on
+    one of ``tp`` ranks; (0, ()) where the decode runs another kernel."""
+    att = arch.attention
+    if (not profile.math_attention_fallback or not att.unexpanded_kv_with_mask or profile.fp32_gemm is None
+            or profile.repeat_kv_elements_per_s is None):
+        return 0.0, ()
+    layers, pairs = arch.mixer_count("attention"), batch * att.num_heads // tp
+    copies = layers * pairs * context * (att.head_dim + att.v_head_dim)
+    return copies, (Gemm(m=1, k=att.head_dim, n=context, count=layers, batch=pairs),
+                    Gemm(m=1, k=context, n=att.v_head_dim, count=layers, batch=pairs))

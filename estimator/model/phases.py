@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.profiles import EfficiencyProfile
-from estimator.model.attention_kernels import masked_attention_layers, math_attention_layers
+from estimator.model.attention_kernels import masked_attention_layers, math_attention_layers, math_decode_work
 from estimator.model.compute import (
     MATH_SDPA_PASS_BYTES_PER_SCORE,
     attention_flops,
@@ -169,6 +169,7 @@ def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: i
     ranks' weights, ``kv_bytes`` the rank's KV cache at ``context``."""
     act, h, layers = rt.activation_bytes_per_element, arch.hidden_size, arch.num_layers
     tiles, repeats = rt.profile.decode_attention, rt.profile.repeats_kv
+    math_copies, math_gemms = math_decode_work(arch, rt.profile, tp, batch, context)
     return PhaseCost(
         matmul_flops=decode_matmul_flops(arch, batch) / tp,
         attention_flops=attention_flops(arch, batch, 1, past=context - 1) / tp,
@@ -185,6 +186,8 @@ def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: i
         cache_key_pairs=layers * context * batch * arch.attention.num_heads / tp * pair_share(arch, tiles, tp, repeats),
         kv_read_factor=kv_read_factor(arch, tiles, tp, repeats),
         kv_copy_elements=kv_bytes * 8 / rt.kv_format.bits_per_weight * repeat_kv_copies(arch, tp, repeats),
+        math_kv_copy_elements=math_copies,
+        math_gemms=math_gemms,
     )
 
 

@@ -80,6 +80,10 @@ class PhaseCost:
     # elements the runtime writes repeating grouped KV heads per query head before the decode's attention (repeat_kv;
     # the profile's repeat_kv_elements_per_s times them)
     kv_copy_elements: float = 0.0
+    # a decode step on PyTorch's math SDPA kernel (attention_kernels.math_decode_work): the fp32 elements its matmuls
+    # write broadcasting the KV heads over the query heads, and its batched fp32 GEMMs of one query row
+    math_kv_copy_elements: float = 0.0
+    math_gemms: tuple[Gemm, ...] = ()
     # a prefill's routed experts where the profile runs them as grouped GEMMs (model.grouped_experts), apart from
     # matmul_flops and weight_bytes, which then hold the rest
     experts: ExpertWork | None = None
@@ -238,6 +242,16 @@ def repeat_kv_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     return 0.0 if rates is None else cost.kv_copy_elements / rates[1 if cost.fp32 else 0]
 
 
+def math_decode_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> float:
+    """A decode step's attention on the math SDPA kernel (0 elsewhere): its fp32 KV copies at the profile's fp32
+    copy rate (repeat_kv's: the same expand-and-reshape) and its GEMMs by shape at the fp32 GEMM figures."""
+    rates, spec = profile.repeat_kv_elements_per_s, profile.fp32_gemm
+    if not cost.math_gemms or rates is None or spec is None:
+        return 0.0
+    return cost.math_kv_copy_elements / rates[1] + gemms_s(cost.math_gemms, spec, hw.fp32_flop_per_s or
+                                                           hw.peak_flop_per_s, hw.bandwidth_bytes_per_s, 4)
+
+
 def _gemm_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> float:
     """The phase's linear GEMMs: one by one by shape where the cost lists them (model.gemms), else their FLOPs at the
     profile's share."""
@@ -275,8 +289,8 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
                  + (0.0 if cost.gemms and cost.fp32 else
                     cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True))))
     weights_s, elementwise_s = cost.weight_bytes / bandwidth, elementwise_time_s(cost, profile, bandwidth)
-    kv_s = (cache_attention_s(cost, profile) or cost.kv_bytes * cost.kv_read_factor / kv_bandwidth) + repeat_kv_s(
-        cost, profile)
+    kv_s = ((cache_attention_s(cost, profile) or cost.kv_bytes * cost.kv_read_factor / kv_bandwidth)
+            + repeat_kv_s(cost, profile) + math_decode_s(cost, hw, profile))
     fixed_s = cost.layers * profile.per_layer_step_s + cost.host_ops * profile.gpu_per_op_s
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.

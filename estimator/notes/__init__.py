@@ -73,6 +73,7 @@ class NoteCode(str, Enum):
     TRAIN_DISPATCH = "train-dispatch"
     PREFILL_KERNELS = "prefill-kernels"
     PREFILL_ATTENTION = "prefill-attention"
+    DECODE_MATH_ATTENTION = "decode-math-attention"
     SAVED_ACTIVATIONS = "saved-activations"
     LOSS_ONLY = "loss-only"
     STEADY_STATE = "steady-state"

@@ -202,6 +202,20 @@ def prefill_attention(v: Mapping[str, Any]) -> str:
     return f"prefill attention ({v['profile']}): {'; '.join(parts)} — docs/accuracy.md item 25"
 
 
+DECODE_MATH_ATTENTION: dict[str, type | tuple[type, ...]] = {
+    "profile": str, "heads": int, "layers": int, "copies": float, "elements_per_s": float, "gemms": int,
+    "kernel_s": float, "bandwidth_efficiency": float}
+
+
+def decode_math_attention(v: Mapping[str, Any]) -> str:
+    """A decode step on PyTorch's math SDPA kernel (`estimator.model.attention_kernels.math_decode_work`)."""
+    return (f"decode attention ({v['profile']}): the model hands SDPA its one KV head with a mask, so PyTorch runs its "
+            f"math kernel in fp32: K and V copied for each of {v['heads']:,} query heads in {v['layers']:,} layers "
+            f"({v['copies']:,.0f} elements a step at {v['elements_per_s']:.3g} a second), then {v['gemms']:,} batched "
+            f"GEMMs of one query row, each {format_seconds(v['kernel_s'])} plus its bytes at "
+            f"{v['bandwidth_efficiency']:.2f} of the bandwidth — docs/accuracy.md item 28")
+
+
 # code → (values, wording) of the assumptions a phase's time carries, merged into the notes' table (`estimator.notes`)
 PHASE_SPECS: dict[str, tuple[dict[str, type | tuple[type, ...]], Callable[[Mapping[str, Any], Bytes], str]]] = {
     "prefill-bound": (PREFILL_BOUND, prefill_bound),
@@ -209,4 +223,5 @@ PHASE_SPECS: dict[str, tuple[dict[str, type | tuple[type, ...]], Callable[[Mappi
     "decode-attention": (DECODE_ATTENTION, lambda v, b: decode_attention(v)),
     "train-dispatch": (TRAIN_DISPATCH, lambda v, b: train_dispatch(v)),
     "prefill-kernels": (PREFILL_KERNELS, lambda v, b: prefill_kernels(v)),
-    "prefill-attention": (PREFILL_ATTENTION, lambda v, b: prefill_attention(v))}
+    "prefill-attention": (PREFILL_ATTENTION, lambda v, b: prefill_attention(v)),
+    "decode-math-attention": (DECODE_MATH_ATTENTION, lambda v, b: decode_math_attention(v))}
