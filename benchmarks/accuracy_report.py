@@ -91,8 +91,8 @@ Every figure below is read off the tables above; the formula named is the one th
    19 under *Random architectures*, measured alone): qwen2.5-7b −10.0% / −3.3%, gemma-2-9b −15.9% / −12.4%,
    qwen3-30b-a3b −17.9% / −10.6% (was −49% / −46%), the held-out median 38.0% → 22.8%. MHA llama-2-7b stays
    +20% to +42%, set by the host-dispatch floor. Still off: MoE models (mixtral −16% to −41%) loop over experts in
-   Python; falcon-7b, whose math kernel walks 71 heads, +50% at batch 1 and −75% to −86% at 16–64; gpt2-xl +64%
-   at batch 16.
+   Python; falcon-7b +50% at batch 1 (the host's floor); its batches of 16–64, −75% to −86% until the math kernel's
+   fp32 copies of its KV head were counted, are within 10% (item 28); gpt2-xl +64% at batch 16.
 8. **Lean (optimized) decode**: SDPA (`q` as b × heads × 1, `enable_gqa`; PyTorch 2.11 runs cuDNN's decode kernels
    there, item 17 below) is the faster attention on most cases; on long contexts with few KV heads that kernel has
    too few thread blocks and runs far under bandwidth; the batched-GEMM attention (flash-decoding's split over the
