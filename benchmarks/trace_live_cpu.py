@@ -70,6 +70,18 @@ class LiveSet(TorchDispatchMode):
         return out
 
 
+def grouped(at_peak: list[tuple[int, str, tuple[int, ...], str]], per: int = 1) -> list[list[Any]]:
+    """The storages alive at the peak grouped by the operation, shape and dtype that made them, largest first:
+    [operation, shape, dtype, how many, their bytes ÷ ``per``]."""
+    groups: collections.Counter[tuple[str, tuple[int, ...], str]] = collections.Counter()
+    sizes: dict[tuple[str, tuple[int, ...], str], int] = {}
+    for size, op, shape, kind in at_peak:
+        groups[(op, shape, kind)] += 1
+        sizes[(op, shape, kind)] = size
+    return sorted(([op, list(shape), kind, n, sizes[(op, shape, kind)] * n / per]
+                   for (op, shape, kind), n in groups.items()), key=lambda row: -row[4])
+
+
 def trace(config: dict[str, Any], dtype: str, batch: int, prompt: int, keep: int, *,
           math: bool = False) -> dict[str, Any]:
     """``math``: SDPA held to PyTorch's math kernel, the one CUDA leaves fp32 grouped-query heads (on the CPU its
@@ -88,16 +100,10 @@ def trace(config: dict[str, Any], dtype: str, batch: int, prompt: int, keep: int
             del out
         kept = mode.current
         del cache
-    groups: collections.Counter[tuple[str, tuple[int, ...], str]] = collections.Counter()
-    sizes: dict[tuple[str, tuple[int, ...], str], int] = {}
-    for size, op, shape, kind in mode.at_peak:
-        groups[(op, shape, kind)] += 1
-        sizes[(op, shape, kind)] = size
     tokens = batch * prompt
     return {"peak": mode.peak, "kept": kept, "activation": mode.peak - kept,
             "per_token": (mode.peak - kept) / tokens,
-            "at_peak": sorted(([op, list(shape), kind, n, sizes[(op, shape, kind)] * n / tokens]
-                               for (op, shape, kind), n in groups.items()), key=lambda row: -row[4])}
+            "at_peak": grouped(mode.at_peak, tokens)}
 
 
 def main() -> None:

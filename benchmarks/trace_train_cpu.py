@@ -16,14 +16,13 @@ only: the CPU's autocast casts another list of operations than CUDA's. Diagnosti
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 from typing import Any
 
 import torch
 import transformers
 from torch.utils._pytree import tree_flatten
-from trace_live_cpu import LiveSet
+from trace_live_cpu import LiveSet, grouped
 from transformers import AutoConfig, AutoModelForCausalLM
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
@@ -84,15 +83,9 @@ def trace(config: dict[str, Any], mode: str, batch: int, seq: int, *, checkpoint
     live = StepLiveSet(_storages(held))
     with live:
         step()
-    groups: collections.Counter[tuple[str, tuple[int, ...], str]] = collections.Counter()
-    sizes: dict[tuple[str, tuple[int, ...], str], int] = {}
-    for size, op, shape, kind in live.at_peak:
-        groups[(op, shape, kind)] += 1
-        sizes[(op, shape, kind)] = size
     return {"persistent": persistent, "dynamic_peak": live.peak, "steady_peak": persistent + live.peak,
             "peak_op": live.peak_op, "ops": live.ops,
-            "at_peak": sorted(([op, list(shape), kind, n, sizes[(op, shape, kind)] * n]
-                               for (op, shape, kind), n in groups.items()), key=lambda row: -row[4])}
+            "at_peak": grouped(live.at_peak)}
 
 
 def main() -> None:
@@ -118,7 +111,7 @@ def main() -> None:
           f"{result['dynamic_peak']:,} (reached in {result['peak_op'][0]}, op {result['peak_op'][1]:,} of "
           f"{result['ops']:,})")
     for op, shape, kind, n, size in result["at_peak"][:25]:
-        print(f"  {size:16,d} B {size / tokens:12,.1f} B/token  {n:3d} x {op} {shape} {kind}")
+        print(f"  {size:16,.0f} B {size / tokens:12,.1f} B/token  {n:3d} x {op} {shape} {kind}")
 
 
 if __name__ == "__main__":
