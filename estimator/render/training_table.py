@@ -52,7 +52,8 @@ _LABELS = {
     "autocast_copy_bytes": "autocast 16-bit weight copies",
     "fp8_weight_bytes": "FP8 weight copies (Transformer Engine)",
     "gathered_params_bytes": "gathered parameters (ZeRO-3/FSDP)", "activation_bytes": "activations",
-    "loss_backward_bytes": "loss gradients at backward start", "recompute_bytes": "one layer recomputed",
+    "loss_backward_bytes": "loss gradients at backward start", "loss_forward_bytes": "logits at the loss (forward end)",
+    "recompute_bytes": "one layer recomputed",
     "optimizer_step_bytes": "optimizer step temporaries",
 }
 

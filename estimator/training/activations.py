@@ -220,6 +220,9 @@ class OutputStage:
     saved: list[SavedTensor]
     loss_backward_bytes: Fraction
     per_position: tuple[SavedTensor, ...] = ()
+    # the logits in the compute dtype and their fp32 copy, beside the saved log-softmax while the loss runs (no copy
+    # where the logits are fp32 already): what the forward's end holds in place of the loss gradients
+    loss_forward_bytes: Fraction = Fraction(0)
 
     def bytes(self, tokens: int, positions: int, *, tp: int = 1, sequence_parallel: bool = False) -> int:
         """What the stage saves for a micro-batch of ``tokens`` tokens over ``positions`` positions."""
@@ -251,7 +254,8 @@ def output_stage(arch: Architecture, conv: Convention, trainable: Trainable) -> 
         out.append(SavedTensor("softcap_tanh", Fraction(conv.compute_bytes * v), "tp"))
     if trainable.head:  # the embedding's backward keeps the int64 token ids
         out.append(SavedTensor("input_ids_int64", Fraction(8), "sequence"))
-    return OutputStage(out, Fraction(8 * v), shared)
+    logits = conv.compute_bytes * v + (4 * v if conv.compute_bytes != 4 else 0)
+    return OutputStage(out, Fraction(8 * v), shared, Fraction(logits))
 
 
 def bytes_for(per_token: Fraction, tokens: int) -> int:

@@ -1,14 +1,10 @@
 """`estimate_training`: model + GPU + TrainingWorkload → TrainingReport. Orchestration of the pure terms in
 train_states (model states) and train_activations (saved tensors), plus the step-time model.
 
-Peak memory per GPU is the largest of three phases of a steady-state step (the first step is lower: optimizer
-states are created lazily during it):
-  forward-backward  resident states + autocast copies + saved activations + the loss gradients at backward start
-  recompute         (full recomputation) resident + layer checkpoints + one layer's activations rebuilt
-  optimizer-step    weights + gradients + master + optimizer states + the step's temporaries
-Gradients are resident during forward only when they persist between micro-batches (gradient accumulation);
-otherwise ``zero_grad(set_to_none=True)`` (PyTorch ≥ 2.0 default; DeepSpeed and FSDP free reduced gradients
-likewise) frees them before forward.
+Peak memory per GPU is the largest of three phases of a steady-state step (`estimator.training.step_phases`; the
+first step is lower: optimizer states are created lazily during it). Gradients are resident during forward only when
+they persist between micro-batches (gradient accumulation); otherwise ``zero_grad(set_to_none=True)`` (PyTorch ≥ 2.0
+default; DeepSpeed and FSDP free reduced gradients likewise) frees them before forward.
 
 Step time (`estimator.training.step_time`) = compute (eager: `eager_step`'s kernels beside the host's dispatch)
 ÷ (1 − pipeline bubble) + optimizer step + the traffic the profile does not run behind compute (its
@@ -61,32 +57,16 @@ from estimator.training.states import (
     ModelStates,
     adafactor_state_bytes,
     autocast_weight_numel,
+    checkpointed_autocast_numel,
     fp8_weight_numel,
     frozen_base_bytes,
     lora_params,
     optimizer_step_transient_bytes,
     state_dtype_bytes,
 )
+from estimator.training.step_phases import Held, Phases, step_phases
 from estimator.training.step_time import StepInputs, StepTime, fp8_gemm_peak, step_time
 from estimator.training.workload import ALL_LORA_TARGETS, TrainingWorkload, check_layout
-
-Term = tuple[str, int]  # a TrainingMemoryReport field held in a phase and its bytes in that phase
-
-
-@dataclass(frozen=True)
-class _Phases:
-    forward_backward: tuple[Term, ...]
-    recompute: tuple[Term, ...]  # empty without full recomputation
-    optimizer_step: tuple[Term, ...]
-
-    def all(self) -> list[tuple[PeakPhase, tuple[Term, ...]]]:
-        phases: list[tuple[PeakPhase, tuple[Term, ...]]] = [
-            ("forward-backward", self.forward_backward), ("recompute", self.recompute),
-            ("optimizer-step", self.optimizer_step)]
-        return [(name, terms) for name, terms in phases if terms]
-
-    def peak(self) -> tuple[PeakPhase, int]:
-        return max(((name, sum(b for _, b in terms)) for name, terms in self.all()), key=lambda p: p[1])
 
 
 @dataclass(frozen=True)
@@ -96,6 +76,7 @@ class _States:
     trainable_params: int
     states: ModelStates
     autocast: int  # 16-bit weight copies autocast keeps from forward to backward
+    autocast_layers: int  # of those, the recomputed layers' (full recompute: not saved for backward)
     gathered: int  # ZeRO-3/FSDP parameters gathered for the unit in use and the one prefetched
     fp8_weights: int  # FP8 training: the FP8 copy of every linear weight, kept from forward to backward
     ddp_buckets: int
@@ -114,10 +95,13 @@ def _model_states(arch: Architecture, w: TrainingWorkload) -> _States:
     states = sharded_states(arch, w, trainable_params, deepspeed=deepspeed, adafactor_bytes=adafactor,
                             frozen_bytes=frozen_base_bytes(arch, w) if lora else 0)
     c_bytes = 4 if w.compute_dtype == "fp32" else 2
-    autocast = 0
+    autocast = autocast_layers = 0
     if w.amp and stage == 0:
         cast = 2 * trainable_params if lora else 2 * held_params(arch, w, autocast_weight_numel(arch))
         autocast = math.ceil(cast * autocast_share(arch, w.pp) / mp)
+        if w.recompute == "full" and not lora:  # step_phases: nothing saves the recomputed layers' copies
+            layers = 2 * held_params(arch, w, checkpointed_autocast_numel(arch))
+            autocast_layers = math.ceil(layers * autocast_share(arch, w.pp) / mp)
     gathered = 0
     if stage == 3 or w.fsdp is not None:
         layer_params = sum(g.numel for g in tensor_inventory(arch) if g.count == arch.num_layers)
@@ -132,8 +116,8 @@ def _model_states(arch: Architecture, w: TrainingWorkload) -> _States:
     step_transient = optimizer_step_transient_bytes(w.optimizer, optimizer_params=opt_params, state_bytes=s_bytes,
                                                     largest_tensor=largest, foreach=not deepspeed)
     fp8 = math.ceil(held_params(arch, w, fp8_weight_numel(arch)) * linear_share(arch, w.pp) / mp) if w.fp8 else 0
-    return _States(trainable_params, states, autocast, gathered, fp8, ddp_buckets, step_transient, c_bytes,
-                   deepspeed)
+    return _States(trainable_params, states, autocast, autocast_layers, gathered, fp8, ddp_buckets, step_transient,
+                   c_bytes, deepspeed)
 
 
 @dataclass(frozen=True)
@@ -149,6 +133,7 @@ class _Activations:
     recompute: int  # one layer's activations rebuilt under full recompute (0 otherwise)
     output_bytes: int
     loss_backward: int
+    loss_forward: int  # the logits at the loss in the forward (step_phases: the forward's end)
     activation: int
     on_last_stage: bool  # the peak stage holds the output layer and the loss
 
@@ -186,8 +171,8 @@ def _activations(arch: Architecture, w: TrainingWorkload, st: _States) -> _Activ
         activation, on_last = first_stage + (output_bytes if w.pp == 1 else 0), w.pp == 1
     else:
         activation, on_last = last_stage + output_bytes, True
-    return _Activations(residual, layer, per_layer_token, per_layer, stage_layers, in_flight, recompute,
-                        output_bytes, loss_bwd, activation, on_last)
+    return _Activations(residual, layer, per_layer_token, per_layer, stage_layers, in_flight, recompute, output_bytes,
+                        loss_bwd, bytes_for(out.loss_forward_bytes / w.tp, tokens), activation, on_last)
 
 
 @dataclass(frozen=True)
@@ -196,26 +181,16 @@ class _Peak:
     tensors: int
     overhead: int
     per_gpu: int
-    phases: _Phases
+    phases: Phases
 
 
-def _phases(st: _States, act: _Activations, w: TrainingWorkload) -> _Phases:
-    """Each phase's tensors, term by term (the sums the module docstring gives); zero terms left out."""
-    s = st.states
-    loss_now = act.loss_backward if act.on_last_stage else 0
-    base: list[Term] = [("weights_bytes", s.weights_bytes), ("master_weights_bytes", s.master_bytes),
-                        ("optimizer_bytes", s.optimizer_bytes), ("ddp_bucket_bytes", st.ddp_buckets)]
-    if w.grad_accum > 1:  # gradients persist between micro-batches
-        base.insert(1, ("gradient_bytes", s.gradient_bytes))
-    base += [("autocast_copy_bytes", st.autocast), ("gathered_params_bytes", st.gathered),
-             ("fp8_weight_bytes", st.fp8_weights)]
-    forward = [*base, ("activation_bytes", act.activation), ("loss_backward_bytes", loss_now)]
-    recompute = [*base, ("activation_bytes", act.activation - (act.output_bytes if act.on_last_stage else 0)),
-                 ("recompute_bytes", act.recompute)] if act.recompute else []
-    step = [("weights_bytes", s.weights_bytes), ("gradient_bytes", s.gradient_bytes),
-            ("master_weights_bytes", s.master_bytes), ("optimizer_bytes", s.optimizer_bytes),
-            ("ddp_bucket_bytes", st.ddp_buckets), ("optimizer_step_bytes", st.step_transient)]
-    return _Phases(*(tuple((k, v) for k, v in terms if v) for terms in (forward, recompute, step)))
+def _phases(st: _States, act: _Activations, w: TrainingWorkload) -> Phases:
+    s, last = st.states, act.on_last_stage
+    return step_phases(Held(
+        s.weights_bytes, s.gradient_bytes, s.master_bytes, s.optimizer_bytes, st.ddp_buckets, st.autocast,
+        st.autocast_layers, st.gathered, st.fp8_weights, st.step_transient, w.grad_accum > 1, act.activation,
+        act.output_bytes if last else 0, act.loss_backward if last else 0, act.loss_forward if last else 0,
+        act.recompute, act.stage_layers))
 
 
 def _peak(st: _States, act: _Activations, gpu: GpuSpec, w: TrainingWorkload) -> _Peak:
@@ -326,7 +301,8 @@ def _memory_report(w: TrainingWorkload, gpu: GpuSpec, st: _States, act: _Activat
         ddp_bucket_bytes=st.ddp_buckets,
         activation_bytes=act.activation, activation_per_layer_bytes=act.per_layer,
         in_flight_micro_batches=act.in_flight, output_layer_bytes=act.output_bytes,
-        loss_backward_bytes=act.loss_backward, recompute_bytes=act.recompute, optimizer_step_bytes=st.step_transient,
+        loss_backward_bytes=act.loss_backward, loss_forward_bytes=act.loss_forward, recompute_bytes=act.recompute,
+        optimizer_step_bytes=st.step_transient,
         peak_phase=peak.phase, peak_tensor_bytes=peak.tensors, overhead_bytes=peak.overhead,
         per_gpu_bytes=peak.per_gpu, total_bytes=peak.per_gpu * w.gpus, capacity_bytes=card,
         fits=peak.per_gpu <= card, headroom_bytes=card - peak.per_gpu, layer_tensors=parts,

@@ -84,6 +84,9 @@ class TrainingMemoryReport(Frozen):
     in_flight_micro_batches: int
     output_layer_bytes: int
     loss_backward_bytes: int
+    # the logits at the loss in the forward, beside its saved log-softmax: a term of the forward-backward phase where
+    # the forward's end sets it (autocast with full recompute: estimator.training.step_phases)
+    loss_forward_bytes: int = 0
     recompute_bytes: int
     optimizer_step_bytes: int
     peak_phase: PeakPhase

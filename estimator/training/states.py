@@ -138,6 +138,13 @@ def autocast_weight_numel(arch: Architecture) -> int:
     return sum(autocast_cast_numel(g) for g in tensor_inventory(arch)) + tied_head_numel(arch)
 
 
+def checkpointed_autocast_numel(arch: Architecture) -> int:
+    """Of `autocast_weight_numel`, the decoder layers' — all but the output layer and a pooler: what full
+    recomputation leaves unsaved (`estimator.training.step_phases`)."""
+    outside = sum(autocast_cast_numel(g) for g in tensor_inventory(arch) if g.role in (Role.LM_HEAD, Role.POOLER))
+    return autocast_weight_numel(arch) - outside - tied_head_numel(arch)
+
+
 def fp8_weight_numel(arch: Architecture) -> int:
     """Parameters Transformer Engine casts to FP8 for its GEMMs: the linear layers' weights. The embedding, the
     output layer (Megatron-LM's ColumnParallelLinear outside TE), routers and norms stay in bf16."""

@@ -113,3 +113,21 @@ def test_seed12_training_peaks_measured_after_the_rule() -> None:
     for row in train:
         (_, _, predicted, measured), *_ = random_points._train_points(catalog, row)
         assert abs(predicted / measured - 1) < 0.02, (row["model"], predicted, measured)
+
+
+def test_autocast_with_full_recompute_frees_the_layers_copies() -> None:
+    """Under autocast with full recomputation nothing saves the decoder layers' bf16 weight copies for backward
+    (training.step_phases): llama-3.2-1b amp b4 s2048 checkpointed read +6.7% while every copy was held, and its
+    measured peak is now the estimate to 18,432 bytes (tests/data/measured/h200-2026-11-30.jsonl)."""
+    training_points = benchmark("training_points")
+    extra = TRACES.parents[1] / "h200-2026-11-30.jsonl"
+    rows = [json.loads(line) for line in extra.read_text(encoding="utf-8").splitlines()]
+    row = next(r for r in rows if r.get("kind") == "train" and r["model"] == "llama-3.2-1b" and r["mode"] == "amp"
+               and r["checkpointing"])
+    m = training_points.predict(row, "h200").memory
+    held = {p.phase: {t.term: t.bytes for t in p.terms} for p in m.phases}
+    layers = 2 * 973_078_528  # the 16 layers' linear weights in bf16; the tied head's copy (2 × 128,256 × 2,048) stays
+    assert m.autocast_copy_bytes - held["forward-backward"]["autocast_copy_bytes"] == layers
+    assert held["recompute"]["autocast_copy_bytes"] == m.autocast_copy_bytes - layers + layers // 16
+    assert m.peak_phase == "forward-backward" and m.peak_tensor_bytes == 29_205_848_064
+    assert row["steady_peak"] - m.peak_tensor_bytes == 18_432
