@@ -121,7 +121,9 @@ MATH_DECODE = (
     "layer — before a batched fp32 GEMM of one query row per sequence and head. Timed with figures the profile "
     "already held, nothing fitted here (`attention_kernels.math_decode_work`, `timing.math_decode_s`): the copies at "
     "repeat_kv's fp32 rate (the same expand and reshape, 3.80e11 elements a second, item 19) and the GEMMs by shape "
-    "at the fp32 GEMM figures of item 23 (4.0 µs, operands' and output's bytes at 0.25 of the bandwidth). falcon-7b "
+    "at the fp32 GEMM figures of item 23 (4.0 µs, operands' and output's bytes at 0.25 of the bandwidth), and the "
+    "cache read once by the upcast, where the estimate had charged item 17's tile walks of a decode kernel that "
+    "does not run (43 reads of it for 71 query heads on one KV head). falcon-7b "
     "decode, before → after: {falcon} — the rows that showed the miss are the only ones that judge it, so this is "
     "not blind. `--explain` and the report carry a `decode-math-attention` note. The prefill "
     "of the same model stays −21% to −31% (its scores' passes on the math kernel); not touched here.")

@@ -184,7 +184,8 @@ def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: i
         fp32=act == 4,
         cache_keys=layers * context,
         cache_key_pairs=layers * context * batch * arch.attention.num_heads / tp * pair_share(arch, tiles, tp, repeats),
-        kv_read_factor=kv_read_factor(arch, tiles, tp, repeats),
+        # the math kernel reads the cache once, upcasting it, instead of walking it with the decode kernel's tiles
+        kv_read_factor=1.0 if math_gemms else kv_read_factor(arch, tiles, tp, repeats),
         kv_copy_elements=kv_bytes * 8 / rt.kv_format.bits_per_weight * repeat_kv_copies(arch, tp, repeats),
         math_kv_copy_elements=math_copies,
         math_gemms=math_gemms,

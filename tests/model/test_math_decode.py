@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from estimator import default_catalog
+from estimator import default_catalog, estimate
 from estimator.catalog.architecture import Architecture
+from estimator.inference.workload import InferenceWorkload
 from estimator.model.attention_kernels import math_decode_work
 from estimator.model.gemms import Gemm
 from tests.benchmark_modules import benchmark
@@ -65,3 +66,15 @@ def test_falcon_decodes_on_the_h200() -> None:
              and p.case.startswith("falcon-7b")}
     for case in ("falcon-7b hf decode b16 ctx4096", "falcon-7b hf decode b64 ctx2048"):
         assert abs(found[case].error) < 0.10, (case, found[case].error)
+
+
+def test_the_math_kernel_reads_the_cache_once_and_walks_no_tiles() -> None:
+    """The step's KV term on the math kernel is one read of the cache (the upcast) beside the copies and GEMMs,
+    not the decode kernel's tile walks, and the report says which kernel runs (one decode note, the math one)."""
+    catalog = default_catalog()
+    fmt = catalog.formats.get("bf16")
+    workload = InferenceWorkload(batch=16, prompt_tokens=4096, output_tokens=1, weight_format=fmt, kv_format=fmt,
+                                 profile=catalog.profiles.get("hf"))
+    report = estimate(catalog.models.get("falcon-7b"), catalog.gpus.get("h200"), workload)
+    codes = [n.code.value for n in report.assumptions]
+    assert "decode-math-attention" in codes and "decode-attention" not in codes
