@@ -7,7 +7,7 @@ from __future__ import annotations
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.inference.host_state import host_state_notes
-from estimator.model.attention_kernels import math_attention_layers, math_decode_work
+from estimator.model.attention_kernels import math_attention_layers, runs_math_decode
 from estimator.model.decode_attention import tile_reads
 from estimator.model.timing import PhaseCost, PhaseTime
 from estimator.notes import Note, NoteCode, note
@@ -18,8 +18,7 @@ def decode_attention_notes(arch: Architecture | None, profile: EfficiencyProfile
     """One note where there is a decode step and the profile's tiles make its KV read cost more than one read (none
     for a model known only by its size, latent attention, or a profile without tiles)."""
     tiles = profile.decode_attention
-    math = arch is not None and math_decode_work(arch, profile, tp, 1, 1)[1]  # that kernel walks no tiles
-    reads = (None if arch is None or tiles is None or decode is None or math
+    reads = (None if arch is None or tiles is None or decode is None or runs_math_decode(arch, profile)
              else tile_reads(arch, tiles, tp, profile.repeats_kv))
     if tiles is None or reads is None or (reads.factor == 1 and reads.repeat is None):
         return []

@@ -60,19 +60,25 @@ def runs_math_attention(arch: Architecture, profile: EfficiencyProfile, *, fp32:
     return math_attention_layers(arch, profile, fp32=fp32, tokens=tokens) > 0
 
 
+def runs_math_decode(arch: Architecture, profile: EfficiencyProfile) -> bool:
+    """Whether a decode step's attention runs PyTorch's math SDPA kernel, timed as `math_decode_work`: the model hands
+    SDPA unexpanded KV heads with a mask (`Attention.unexpanded_kv_with_mask`, Falcon's multi-query attention) under a
+    profile that runs transformers (``math_attention_fallback``) and times the pieces (``repeat_kv_elements_per_s``,
+    ``fp32_gemm``). That kernel walks no decode-kernel tiles."""
+    return (profile.math_attention_fallback and arch.attention.unexpanded_kv_with_mask
+            and profile.fp32_gemm is not None and profile.repeat_kv_elements_per_s is not None)
+
+
 def math_decode_work(arch: Architecture, profile: EfficiencyProfile, tp: int, batch: int, context: int
                      ) -> tuple[float, tuple[Gemm, ...]]:
-    """A decode step's attention where it runs PyTorch's math SDPA kernel: the model hands SDPA unexpanded KV heads
-    with a mask (`Attention.unexpanded_kv_with_mask`, Falcon's multi-query attention) under a profile that runs
-    transformers (``math_attention_fallback``) and times the pieces (``repeat_kv_elements_per_s``, ``fp32_gemm``).
-    The kernel upcasts q, k and v to fp32, and each of its two matmuls broadcasts the KV head over the query heads:
-    ``expand`` then ``reshape`` copies K (then V) once per query head, in fp32, before a batched fp32 GEMM of one
-    query row per (sequence, head) — traced from ``_scaled_dot_product_attention_math`` (torch 2.13 on the CPU; the
-    composite every device runs). Returns the fp32 elements those copies write and the GEMMs, over every layer on
-    one of ``tp`` ranks; (0, ()) where the decode runs another kernel."""
+    """A decode step's attention where it runs PyTorch's math SDPA kernel (`runs_math_decode`). The kernel upcasts
+    q, k and v to fp32, and each of its two matmuls broadcasts the KV head over the query heads: ``expand`` then
+    ``reshape`` copies K (then V) once per query head, in fp32, before a batched fp32 GEMM of one query row per
+    (sequence, head) — traced from ``_scaled_dot_product_attention_math`` (torch 2.13 on the CPU; the composite every
+    device runs). Returns the fp32 elements those copies write and the GEMMs, over every layer on one of ``tp``
+    ranks; (0, ()) where the decode runs another kernel."""
     att = arch.attention
-    if (not profile.math_attention_fallback or not att.unexpanded_kv_with_mask or profile.fp32_gemm is None
-            or profile.repeat_kv_elements_per_s is None):
+    if not runs_math_decode(arch, profile):
         return 0.0, ()
     layers, pairs = arch.mixer_count("attention"), batch * att.num_heads // tp
     copies = layers * pairs * context * (att.head_dim + att.v_head_dim)

@@ -187,10 +187,12 @@ class _Peak:
 def _phases(st: _States, act: _Activations, w: TrainingWorkload) -> Phases:
     s, last = st.states, act.on_last_stage
     return step_phases(Held(
-        s.weights_bytes, s.gradient_bytes, s.master_bytes, s.optimizer_bytes, st.ddp_buckets, st.autocast,
-        st.autocast_layers, st.gathered, st.fp8_weights, st.step_transient, w.grad_accum > 1, act.activation,
-        act.output_bytes if last else 0, act.loss_backward if last else 0, act.loss_forward if last else 0,
-        act.recompute, act.stage_layers))
+        weights=s.weights_bytes, gradients=s.gradient_bytes, master=s.master_bytes, optimizer=s.optimizer_bytes,
+        ddp_buckets=st.ddp_buckets, autocast=st.autocast, autocast_layers=st.autocast_layers, gathered=st.gathered,
+        fp8_weights=st.fp8_weights, step_transient=st.step_transient, gradients_persist=w.grad_accum > 1,
+        activation=act.activation, output=act.output_bytes if last else 0,
+        loss_backward=act.loss_backward if last else 0, loss_forward=act.loss_forward if last else 0,
+        recompute=act.recompute, recompute_layers=act.stage_layers))
 
 
 def _peak(st: _States, act: _Activations, gpu: GpuSpec, w: TrainingWorkload) -> _Peak:
