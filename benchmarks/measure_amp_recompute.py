@@ -42,11 +42,18 @@ def cases(seed: int, count: int) -> list[dict[str, Any]]:
     return out
 
 
+def positive(text: str) -> int:
+    """--count: a positive whole number."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a positive whole number, got {text!r}")
+    return int(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--count", type=int, default=8)
+    parser.add_argument("--count", type=positive, default=8)
     parser.add_argument("--tiny", action="store_true", help="CPU dry run at toy sizes")
     args = parser.parse_args()
     if args.tiny:
