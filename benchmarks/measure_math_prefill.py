@@ -9,7 +9,8 @@ from the seed: a mechanism is read from the ``fit`` rows and judged on the other
 Rows: ``kind=model`` as benchmarks/measure_random.py writes its prefill rows (load; prefill peak, ``latency``,
 ``issue`` with the kernels' busy time by kind), plus ``kernels_by_name`` (every CUDA kernel of one forward: name,
 count, seconds); ``kind=sdpa_math``: the SDPA call alone on Falcon's operands (bf16 or fp16 query with every
-head, key and value with one, a 16-bit additive mask) at several shapes, with its kernels by name.
+head, key and value with one, a 16-bit additive mask) and, in fp32, on a grouped-query model's (is_causal,
+enable_gqa), at several shapes, with its kernels by name.
 """
 
 from __future__ import annotations
@@ -103,21 +104,29 @@ def prefill_rows(model: Any, base: dict[str, Any], prefills: list[tuple[int, int
 
 
 def sdpa_rows(dtype_name: str, tiny_run: bool, emit: Any) -> None:
-    """SDPA alone on Falcon's operands: the math kernel's kernels and time without the model around them."""
+    """SDPA alone as transformers calls it where PyTorch runs the math kernel: in 16 bits on Falcon's operands (one
+    KV head, an additive mask, no enable_gqa), in fp32 on a grouped-query model's (``kv_heads`` of every 4 query
+    heads, is_causal and enable_gqa, no mask); its kernels and time without the model around them."""
     t = measure.require_cuda()
-    dtype = {"bf16": t.bfloat16, "fp16": t.float16}[dtype_name]
+    dtype = {"bf16": t.bfloat16, "fp16": t.float16, "fp32": t.float32}[dtype_name]
+    sdpa = t.nn.functional.scaled_dot_product_attention
     for batch, heads, prompt, head_dim in ((1, 4, 32, 16),) if tiny_run else SDPA_SHAPES:
         dev = device._device()
+        kv_heads = max(heads // 4, 1) if dtype_name == "fp32" else 1
         q = t.randn(batch, heads, prompt, head_dim, device=dev, dtype=dtype)
-        k, v = (t.randn(batch, 1, prompt, head_dim, device=dev, dtype=dtype) for _ in range(2))
-        causal = t.ones(prompt, prompt, device=dev, dtype=t.bool).tril()
-        mask = t.zeros(batch, 1, prompt, prompt, device=dev, dtype=dtype).masked_fill(~causal, t.finfo(dtype).min)
-        call = functools.partial(t.nn.functional.scaled_dot_product_attention, q, k, v, attn_mask=mask)
+        k, v = (t.randn(batch, kv_heads, prompt, head_dim, device=dev, dtype=dtype) for _ in range(2))
+        if dtype_name == "fp32":
+            call = functools.partial(sdpa, q, k, v, is_causal=True, enable_gqa=True)
+        else:
+            causal = t.ones(prompt, prompt, device=dev, dtype=t.bool).tril()
+            mask = t.zeros(batch, 1, prompt, prompt, device=dev, dtype=dtype).masked_fill(~causal,
+                                                                                           t.finfo(dtype).min)
+            call = functools.partial(sdpa, q, k, v, attn_mask=mask)
         with t.inference_mode():
-            emit({"kind": "sdpa_math", "dtype": dtype_name, "batch": batch, "heads": heads, "prompt": prompt,
-                  "head_dim": head_dim, **timed_reps(call, 5), **kernel_times(call),
+            emit({"kind": "sdpa_math", "dtype": dtype_name, "batch": batch, "heads": heads, "kv_heads": kv_heads,
+                  "prompt": prompt, "head_dim": head_dim, **timed_reps(call, 5), **kernel_times(call),
                   "kernels_by_name": kernels_by_name(call)})
-        del q, k, v, mask, causal
+        del q, k, v, call
         device.free_memory()
 
 
@@ -142,7 +151,7 @@ def main() -> None:
 
         if not args.tiny:
             emit(measure.device_facts())
-        for dtype in ("bf16", "fp16"):
+        for dtype in ("bf16", "fp16", "fp32"):
             sdpa_rows(dtype, args.tiny, emit)
         for case in cases(args.seed, 2 if args.tiny else args.count):
             if time.monotonic() - start > args.budget_s:
