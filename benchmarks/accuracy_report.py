@@ -79,7 +79,8 @@ Every figure below is read off the tables above; the formula named is the one th
    elements (items 23–24): 25 → 28 of 34 within target. Still
    missed: the smallest model's short prompt (qwen2.5-0.5b +38.9% at batch 1 × 2,048), set by the host (items 5,
    8 and 16 under *Random architectures*), gemma-3-1b at batch 1 × 2,048 (−28.2%) and Falcon's math-kernel
-   prefills (−19% to −31%).
+   prefill at 8,192 tokens (−17.8%; its three prefills were −19% to −31% until item 30 counted the kernel's copy
+   of its probabilities back to 16 bits and timed its fp32 GEMMs by shape: −6.2%, −17.8%, −4.5%).
 6. **First-case artifacts** (qwen2.5-7b KV +6 MB and static cache +28 MB on the first case; qwen3-30b-a3b,
    llama-3.2-1b and gpt2-xl static cache b1 −4 to −5%): the first call of a GEMM kind allocates a cuBLASLt
    workspace through PyTorch's allocator, counted in that case. Rows from the second call warm up first
@@ -117,8 +118,8 @@ Every figure below is read off the tables above; the formula named is the one th
      implementation fact (`Attention.unexpanded_kv_with_mask`) and the `hf` profile counts the math kernel's live
      set (`math_attention_fallback`): first 8 bytes per score (−12% to −14%), now as traced — 9 bytes per score,
      the causal bias, the scaled query and repeated values (`memory.math_attention_bytes`, *Random architectures*
-     below): −0.3% to +0.1%. Falcon's prefill *time* stays −75% to −93%: the math kernel's fp32 matmuls and
-     score traffic are not in the time model.
+     below): −0.3% to +0.1%. Falcon's prefill *time* was −75% to −93%: the math kernel's fp32 matmuls and
+     score traffic were not in the time model (items 4 and 30 under *Random architectures* put them there).
    - *DeepSeek-V2-Lite's prefill peak* was −19%: a memory-history trace (2 layers) showed its router hands fp32
      weights to the experts, so the weighted output and the scattered sum of the down stage are fp32, and its shared
      experts run apart from the routed ones (not added to them); MLA's rotary tables cover only qk_rope_head_dim.

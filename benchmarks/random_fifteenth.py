@@ -126,7 +126,7 @@ MATH_DECODE = (
     "does not run (43 reads of it for 71 query heads on one KV head). falcon-7b "
     "decode, before → after: {falcon} — the rows that showed the miss are the only ones that judge it, so this is "
     "not blind. `--explain` and the report carry a `decode-math-attention` note. The prefill "
-    "of the same model stays −21% to −31% (its scores' passes on the math kernel); not touched here.")
+    "of the same model stays −21% to −31% (its scores' passes on the math kernel); not touched here (item 30).")
 
 
 BEFORE_AMP_RECOMPUTE = {"llama-3.2-1b": 0.0666, "qwen2.5-0.5b": 0.0327}  # amp b4 s2048 checkpointed, at a3c9c80

@@ -16,6 +16,7 @@ from random_fourth import BEFORE_FOURTH, FOURTH_PASS
 from random_ninth import ninth_pass
 from random_points import DATA, TARGETS, bound_summary, load, points, summary
 from random_seventh import seventh_pass
+from random_sixteenth import sixteenth_pass
 from random_sixth import sixth_pass
 from random_tenth import tenth_pass
 from random_thirteenth import thirteenth_pass
@@ -133,7 +134,8 @@ def section(data: Path = DATA) -> list[str]:
                 out.append(_row(term, split, cases, within, median, worst))
     passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data),
               eighth_pass(data), ninth_pass(data), tenth_pass(), eleventh_pass(data),
-              twelfth_pass(data), thirteenth_pass(data), fourteenth_pass(data), fifteenth_pass(data)]
+              twelfth_pass(data), thirteenth_pass(data), fourteenth_pass(data), fifteenth_pass(data),
+              sixteenth_pass(data)]
     return [*out, "", *passes]
 
 

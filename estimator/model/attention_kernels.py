@@ -69,18 +69,19 @@ def runs_math_decode(arch: Architecture, profile: EfficiencyProfile) -> bool:
             and profile.fp32_gemm is not None and profile.repeat_kv_elements_per_s is not None)
 
 
-def math_decode_work(arch: Architecture, profile: EfficiencyProfile, tp: int, batch: int, context: int
-                     ) -> tuple[float, tuple[Gemm, ...]]:
-    """A decode step's attention where it runs PyTorch's math SDPA kernel (`runs_math_decode`). The kernel upcasts
-    q, k and v to fp32, and each of its two matmuls broadcasts the KV head over the query heads: ``expand`` then
-    ``reshape`` copies K (then V) once per query head, in fp32, before a batched fp32 GEMM of one query row per
-    (sequence, head) — traced from ``_scaled_dot_product_attention_math`` (torch 2.13 on the CPU; the composite every
-    device runs). Returns the fp32 elements those copies write and the GEMMs, over every layer on one of ``tp``
-    ranks; (0, ()) where the decode runs another kernel."""
+def math_decode_work(arch: Architecture, profile: EfficiencyProfile, tp: int, batch: int, context: int,
+                     queries: int = 1) -> tuple[float, tuple[Gemm, ...]]:
+    """Attention where it runs PyTorch's math SDPA kernel on unexpanded KV heads (`runs_math_decode`): a decode step
+    (``queries`` 1) or a prefill (``queries`` = ``context``, the prompt). The kernel upcasts q, k and v to fp32, and
+    each of its two matmuls broadcasts the KV head over the query heads: ``expand`` then ``reshape`` copies K (then V)
+    once per query head, in fp32, before a batched fp32 GEMM of ``queries`` rows per (sequence, head) — traced from
+    ``_scaled_dot_product_attention_math`` (torch 2.13 on the CPU; the composite every device runs). Returns the fp32
+    elements those copies write and the GEMMs, over every layer on one of ``tp`` ranks; (0, ()) where the attention
+    runs another kernel."""
     att = arch.attention
     if not runs_math_decode(arch, profile):
         return 0.0, ()
     layers, pairs = arch.mixer_count("attention"), batch * att.num_heads // tp
     copies = layers * pairs * context * (att.head_dim + att.v_head_dim)
-    return copies, (Gemm(m=1, k=att.head_dim, n=context, count=layers, batch=pairs),
-                    Gemm(m=1, k=context, n=att.v_head_dim, count=layers, batch=pairs))
+    return copies, (Gemm(m=queries, k=att.head_dim, n=context, count=layers, batch=pairs),
+                    Gemm(m=queries, k=context, n=att.v_head_dim, count=layers, batch=pairs))

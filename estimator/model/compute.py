@@ -74,6 +74,15 @@ def attention_flops(arch: Architecture, batch: int, tokens: int, *, past: int = 
 MATH_SDPA_PASS_BYTES_PER_SCORE = 38
 
 
+def math_sdpa_pass_bytes(element_bytes: int) -> int:
+    """Bytes the math SDPA kernel moves per score for inputs of ``element_bytes``: `MATH_SDPA_PASS_BYTES_PER_SCORE`,
+    and where the inputs are 16-bit, the probabilities converted back to their dtype (read 4, write 2) — the kernel
+    returns them beside its output (``attn.to(origin_dtype)`` before PV, in PyTorch 2.11-2.13's
+    `_scaled_dot_product_attention_math`; torch.profiler's CPU trace of a bf16 call shows the copy), though SDPA
+    drops them."""
+    return MATH_SDPA_PASS_BYTES_PER_SCORE + (4 + element_bytes if element_bytes < 4 else 0)
+
+
 def math_attention_scores(arch: Architecture, batch: int, tokens: int, layers: int | None = None) -> int:
     """Scores PyTorch's math SDPA kernel materialises over ``layers`` layers of a prefill (all by default): every
     query–key pair of every head (it masks the upper triangle after computing it; windows are masks too)."""

@@ -14,12 +14,12 @@ from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.model.attention_kernels import masked_attention_layers, math_attention_layers, math_decode_work
 from estimator.model.compute import (
-    MATH_SDPA_PASS_BYTES_PER_SCORE,
     attention_flops,
     decode_matmul_flops,
     decode_weight_bytes,
     math_attention_flops,
     math_attention_scores,
+    math_sdpa_pass_bytes,
     prefill_matmul_flops,
 )
 from estimator.model.decode_attention import kv_read_factor, pair_share, repeat_kv_copies
@@ -114,6 +114,8 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
     fused = maximum(every - masked - math, 0) / every
     experts, routed_flops, routed_bytes, routed_elementwise = grouped_expert_work(arch, rt, tp, prompt_tokens,
                                                                                   expert_groups)
+    # unexpanded KV heads (Falcon): the math kernel's KV copies and fp32 batched GEMMs, timed as a decode step's are
+    math_copies, math_gemms = math_decode_work(arch, rt.profile, tp, batch, prompt, queries=prompt)
     return PhaseCost(
         matmul_flops=prefill_matmul_flops(arch, batch, prompt, logits_positions=positions) / tp - routed_flops,
         attention_flops=attention * fused,
@@ -123,7 +125,7 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
         - routed_bytes,
         kv_bytes=kv_bytes * prompt / maximum(context, 1),
         elementwise_bytes=prompt_tokens * _elementwise_bytes_per_token(arch, rt, tp)
-        + scores * MATH_SDPA_PASS_BYTES_PER_SCORE - routed_elementwise,
+        + scores * math_sdpa_pass_bytes(act) - routed_elementwise,
         experts=experts,
         layers=layers,
         allreduce_bytes=2 * layers * prompt_tokens * h * act,
@@ -132,7 +134,9 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
         fp32=act == 4,
         math_attention_flops=math_attention_flops(arch, batch, prompt, math) / tp,
         host_prologue=True,
-        gemms=_shaped_gemms(arch, rt, tp, batch, prompt, positions, math=math),
+        gemms=_shaped_gemms(arch, rt, tp, batch, prompt, positions, math=0 if math_gemms else math),
+        math_kv_copy_elements=math_copies,
+        math_gemms=math_gemms,
         strided=strided_elementwise(arch, rt, tp, prompt_tokens) if experts is None else (0.0, 0.0),
     )
 

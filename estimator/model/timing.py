@@ -285,8 +285,9 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     fp32_peak = hw.fp32_flop_per_s or hw.peak_flop_per_s
     compute_s = (cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency) + _gemm_s(cost, hw, profile)
                  + cost.masked_attention_flops / (hw.peak_flop_per_s * masked_efficiency)
-                 # the math kernel's GEMMs run in fp32 whatever the model's dtype: in the list of an fp32 prefill
-                 + (0.0 if cost.gemms and cost.fp32 else
+                 # the math kernel's GEMMs run in fp32 whatever the model's dtype: by shape in an fp32 prefill's
+                 # list or in math_gemms (math_decode_s), else by their FLOPs here
+                 + (0.0 if (cost.gemms and cost.fp32) or cost.math_gemms else
                     cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True))))
     weights_s, elementwise_s = cost.weight_bytes / bandwidth, elementwise_time_s(cost, profile, bandwidth)
     kv_s = ((cache_attention_s(cost, profile) or cost.kv_bytes * cost.kv_read_factor / kv_bandwidth)

@@ -21,11 +21,11 @@ from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec
 from estimator.model.attention_kernels import masked_attention_layers, math_attention_layers
 from estimator.model.compute import (
-    MATH_SDPA_PASS_BYTES_PER_SCORE,
     attention_flops,
     linear_params_per_token,
     math_attention_flops,
     math_attention_scores,
+    math_sdpa_pass_bytes,
 )
 from estimator.model.inventory import lm_head_numel, tensor_inventory
 from estimator.model.phases import elementwise_elements_per_layer
@@ -86,7 +86,8 @@ def uses_eager_step(profile: EfficiencyProfile) -> bool:
 def math_attention_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec) -> tuple[float, float]:
     """(forward, backward) seconds of PyTorch's math SDPA kernel where it runs (`attention_kernels`) on
     one GPU: its GEMMs over every pair in fp32 (forward QKᵀ and PV, backward twice that) at the fp32 training
-    efficiency, and its passes over the scores (`MATH_SDPA_PASS_BYTES_PER_SCORE`, and 36 bytes backward)."""
+    efficiency, and its passes over the scores (`math_sdpa_pass_bytes` of the dtype it is called in, and 36 bytes
+    backward)."""
     prof = w.profile
     layers = math_attention_layers(arch, prof, fp32=w.compute_dtype == "fp32", tokens=w.seq_len)
     if w.attention != "sdpa" or not layers:
@@ -98,7 +99,8 @@ def math_attention_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec) -> t
     flops = math_attention_flops(arch, w.batch, w.seq_len, layers) / mp / (fp32_peak * efficiency)
     scores = math_attention_scores(arch, w.batch, w.seq_len, layers) / mp
     bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
-    return (flops + scores * MATH_SDPA_PASS_BYTES_PER_SCORE / bandwidth,
+    forward = math_sdpa_pass_bytes(4 if w.compute_dtype == "fp32" else 2)
+    return (flops + scores * forward / bandwidth,
             2 * flops + scores * MATH_SDPA_BACKWARD_BYTES_PER_SCORE / bandwidth)
 
 

@@ -1,0 +1,61 @@
+"""A 16-bit prefill on PyTorch's math SDPA kernel (Falcon's one KV head handed to SDPA with a mask): the kernel
+converts its fp32 probabilities back to the inputs' dtype (`compute.math_sdpa_pass_bytes`), and its KV copies and fp32
+batched GEMMs are those of a decode step with every prompt position as a query row
+(`attention_kernels.math_decode_work`) — against PyTorch's own composite."""
+
+from __future__ import annotations
+
+import pytest
+
+from estimator import default_catalog
+from estimator.catalog.architecture import Architecture
+from estimator.inference.workload import InferenceWorkload
+from estimator.model.attention_kernels import math_decode_work
+from estimator.model.compute import MATH_SDPA_PASS_BYTES_PER_SCORE, math_sdpa_pass_bytes
+from estimator.model.gemms import Gemm
+from estimator.model.phases import prefill_cost
+
+
+def _falcon() -> Architecture:
+    arch = default_catalog().models.get("falcon-7b").arch
+    assert arch is not None and arch.attention.unexpanded_kv_with_mask
+    return arch
+
+
+def test_sixteen_bit_inputs_add_the_probabilities_copy() -> None:
+    assert math_sdpa_pass_bytes(4) == MATH_SDPA_PASS_BYTES_PER_SCORE == 38
+    assert math_sdpa_pass_bytes(2) == 38 + 4 + 2  # read the fp32 probabilities, write them in 16 bits
+
+
+def test_pytorch_math_kernel_converts_its_probabilities_back() -> None:
+    """PyTorch's composite (the one every device runs): from bf16 inputs the b × heads × s × s fp32 probabilities
+    are copied to bf16 before PV; from fp32 inputs no copy of that size is made."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile
+
+    b, heads, s, d = 2, 8, 24, 16
+
+    def copies(dtype: object) -> list[list[int]]:
+        q = torch.randn(b, heads, s, d, dtype=dtype)
+        k, v = (torch.randn(b, 1, s, d, dtype=dtype) for _ in range(2))
+        mask = torch.zeros(b, 1, s, s, dtype=dtype)
+        with torch.inference_mode(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            torch.ops.aten._scaled_dot_product_attention_math(q, k, v, attn_mask=mask)
+        return [e.input_shapes[0] for e in prof.events() if e.name == "aten::_to_copy"]
+
+    assert [b, heads, s, s] in copies(torch.bfloat16)
+    assert [b, heads, s, s] not in copies(torch.float32)
+
+
+def test_falcon_prefill_times_the_math_gemms_and_copies_by_shape() -> None:
+    catalog = default_catalog()
+    hf = catalog.profiles.get("hf")
+    copies, gemms = math_decode_work(_falcon(), hf, 1, 2, 512, queries=512)
+    # 32 layers × 2 sequences × 71 heads × 512 positions × (64 key + 64 value elements)
+    assert copies == 32 * 2 * 71 * 512 * 128
+    assert gemms == (Gemm(m=512, k=64, n=512, count=32, batch=2 * 71), Gemm(m=512, k=512, n=64, count=32, batch=2 * 71))
+    fmt = catalog.formats.get("bf16")
+    w = InferenceWorkload(batch=2, prompt_tokens=512, output_tokens=0, weight_format=fmt, kv_format=fmt, profile=hf)
+    prefill = prefill_cost(_falcon(), w, 1, 2, 512, 512, 0.0)
+    assert prefill.math_gemms == gemms and prefill.math_kv_copy_elements == copies
+    assert not any(g.batch > 1 for g in prefill.gemms)  # the math GEMMs are not also in the linear list
