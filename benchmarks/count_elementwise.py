@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 import torch
 import transformers
 from torch.utils._python_dispatch import TorchDispatchMode

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 import torch
 import torch.nn.functional as F
 

@@ -21,6 +21,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 import torch
 from measure_decode_attention import device, kernels, timed
 

@@ -28,6 +28,7 @@ import random
 import sys
 from typing import Any
 
+import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 import torch
 from measure_decode_attention import device, kernels, timed
 

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 import torch
 import torch.nn.functional as F
 from measure_decode_attention import device, kernels

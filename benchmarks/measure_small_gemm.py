@@ -22,6 +22,7 @@ import json
 import sys
 from typing import Any
 
+import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 import torch
 import torch.nn.functional as F
 from measure_decode_attention import device, kernels, timed

@@ -20,6 +20,7 @@ import json
 import weakref
 from typing import Any
 
+import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 import torch
 import transformers
 from torch.nn.attention import SDPBackend, sdpa_kernel

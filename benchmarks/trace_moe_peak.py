@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 import torch
 import yaml
 from transformers import AutoConfig, AutoModelForCausalLM

@@ -19,6 +19,7 @@ import argparse
 import json
 from typing import Any
 
+import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 import torch
 import transformers
 from torch.utils._pytree import tree_flatten
