@@ -60,7 +60,7 @@ def _expected_line(code: NoteCode, t: PhaseTime, cost: PhaseCost, w: InferenceWo
     return note(code, profile=w.profile.name, compute_s=t.compute_s, weights_s=t.weights_s,
                 elementwise_s=t.elementwise_s, kv_s=t.kv_s, layers=cost.layers,
                 fixed_s=t.fixed_s + t.prologue_s,  # the host's preamble (eager prefill) waits beside the layers'
-                host_s=t.host_s, experts_s=t.experts_s,
+                host_s=t.host_s, experts_s=t.experts_s, math_s=t.math_s,
                 communication_s=t.communication_s, bound_s=t.bound_s, seconds=t.expected_s)
 
 

@@ -136,8 +136,8 @@ class PhaseTime:
     memory_s: float
     communication_s: float
     # the parts `phase_time` combines (memory_s = weights_s + elementwise_s + kv_s), for --explain:
-    # expected = max(max(max(compute_s, weights_s) + elementwise_s + kv_s + fixed_s + prologue_s, host_s)
-    #                + communication_s, bound)
+    # expected = max(max(max(compute_s, weights_s) + elementwise_s + kv_s + fixed_s + prologue_s + experts_s + math_s,
+    #                    host_s) + communication_s, bound)
     weights_s: float = 0.0
     elementwise_s: float = 0.0
     kv_s: float = 0.0
@@ -145,13 +145,15 @@ class PhaseTime:
     host_s: float = 0.0  # layers × the profile's host_per_layer_s (host dispatch, overlapped with the GPU)
     prologue_s: float = 0.0  # the host's preamble before the first kernel, which the GPU waits through
     experts_s: float = 0.0  # a prefill's routed experts run as grouped GEMMs with their dispatch (grouped_experts)
+    math_s: float = 0.0  # the math SDPA kernel on unexpanded KV heads: its fp32 KV copies and GEMMs (math_decode_s)
 
     @property
     def gpu_s(self) -> float:
         """The GPU's time: a GEMM streams its weights while it computes (the larger of the two), then the
-        elementwise kernels, the KV read, the fixed costs and the host's preamble."""
+        elementwise kernels, the KV read, the math kernel's copies and GEMMs, the fixed costs and the host's
+        preamble."""
         return maximum(self.compute_s, self.weights_s) + self.elementwise_s + self.kv_s + self.fixed_s \
-            + self.prologue_s + self.experts_s
+            + self.prologue_s + self.experts_s + self.math_s
 
     def with_communication(self, seconds: float) -> PhaseTime:
         """This phase with ``seconds`` more communication it waits for (e.g. MoE all-to-alls), its expected time
@@ -291,7 +293,7 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
                     cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True))))
     weights_s, elementwise_s = cost.weight_bytes / bandwidth, elementwise_time_s(cost, profile, bandwidth)
     kv_s = ((cache_attention_s(cost, profile) or cost.kv_bytes * cost.kv_read_factor / kv_bandwidth)
-            + repeat_kv_s(cost, profile) + math_decode_s(cost, hw, profile))
+            + repeat_kv_s(cost, profile))
     fixed_s = cost.layers * profile.per_layer_step_s + cost.host_ops * profile.gpu_per_op_s
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.
@@ -302,7 +304,8 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
         cost.experts, profile, hw.peak_flop_per_s, hw.bandwidth_bytes_per_s, 4 if cost.fp32 else 2,
         profile.bandwidth_fraction(hw.memory_type))  # type: ignore[arg-type]
     t = PhaseTime(bound_s, bound, 0.0, compute_s, weights_s + elementwise_s + kv_s, allreduce_s(cost, hw, profile),
-                  weights_s, elementwise_s, kv_s, fixed_s, host_dispatch_s(cost, profile), prologue_s, routed_s)
+                  weights_s, elementwise_s, kv_s, fixed_s, host_dispatch_s(cost, profile), prologue_s, routed_s,
+                  math_decode_s(cost, hw, profile))
     return replace(t, expected_s=expected_time(t.gpu_s, t.host_s, t.communication_s, bound_s))
 
 

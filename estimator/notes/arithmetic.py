@@ -15,7 +15,7 @@ Bytes = Callable[[float], str]  # a byte count → "140.0 GB" or "130.4 GiB"
 EXPECTED: dict[str, type | tuple[type, ...]] = {
     "profile": str, "compute_s": float, "weights_s": float, "elementwise_s": float, "kv_s": float, "layers": int,
     "fixed_s": float, "host_s": float, "communication_s": float, "bound_s": float, "seconds": float,
-    "experts_s": float}
+    "experts_s": float, "math_s": float}
 
 
 def span(window: int | None) -> str:
@@ -56,11 +56,13 @@ def expected(phase: str, v: Mapping[str, Any], b: Bytes) -> str:
     runs beside the GPU (the larger counts); the all-reduces add; the roofline bound is the floor. A part that is 0
     (no host dispatch, one GPU) is left out."""
     s = format_seconds
-    gpu = max(v["compute_s"], v["weights_s"]) + v["elementwise_s"] + v["kv_s"] + v["fixed_s"] + v["experts_s"]
+    gpu = (max(v["compute_s"], v["weights_s"]) + v["elementwise_s"] + v["kv_s"] + v["fixed_s"] + v["experts_s"]
+           + v["math_s"])
     parts = [f"max(compute {s(v['compute_s'])}, weight reads {s(v['weights_s'])})"]
     parts += [f"{name} {s(v[key])}" for name, key in (
         ("routed experts (grouped GEMMs and their dispatch)", "experts_s"), ("elementwise", "elementwise_s"),
-        ("KV reads", "kv_s"), (f"{v['layers']} layers' fixed cost", "fixed_s")) if v[key]]
+        ("KV reads", "kv_s"), ("math-kernel attention (fp32 KV copies and GEMMs)", "math_s"),
+        (f"{v['layers']} layers' fixed cost", "fixed_s")) if v[key]]
     text = f"{phase} expected ({v['profile']}): {' + '.join(parts)} = {s(gpu)} on the GPU"
     if v["host_s"]:
         text += f"; host dispatch {s(v['host_s'])} runs beside it, the larger counts"

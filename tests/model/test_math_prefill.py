@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from estimator import default_catalog
+from estimator import default_catalog, estimate
 from estimator.catalog.architecture import Architecture
 from estimator.inference.workload import InferenceWorkload
 from estimator.model.attention_kernels import math_decode_work
 from estimator.model.compute import MATH_SDPA_PASS_BYTES_PER_SCORE, math_sdpa_pass_bytes
 from estimator.model.gemms import Gemm
 from estimator.model.phases import prefill_cost
+from estimator.model.timing import Hardware, phase_time
 
 
 def _falcon() -> Architecture:
@@ -59,3 +60,20 @@ def test_falcon_prefill_times_the_math_gemms_and_copies_by_shape() -> None:
     prefill = prefill_cost(_falcon(), w, 1, 2, 512, 512, 0.0)
     assert prefill.math_gemms == gemms and prefill.math_kv_copy_elements == copies
     assert not any(g.batch > 1 for g in prefill.gemms)  # the math GEMMs are not also in the linear list
+
+
+def test_the_math_kernel_is_its_own_part_of_the_time() -> None:
+    """--explain names the math kernel's copies and GEMMs apart from the KV read they once hid in, and the parts still
+    sum to the GPU time."""
+    catalog = default_catalog()
+    fmt = catalog.formats.get("bf16")
+    w = InferenceWorkload(batch=1, prompt_tokens=2048, output_tokens=1, weight_format=fmt, kv_format=fmt,
+                          profile=catalog.profiles.get("hf"))
+    report = estimate(catalog.models.get("falcon-7b"), catalog.gpus.get("h200"), w)
+    lines = [n.text for n in report.explain if "expected (hf)" in n.text]
+    assert len(lines) == 2 and all("math-kernel attention (fp32 KV copies and GEMMs)" in line for line in lines)
+    prefill = prefill_cost(_falcon(), w, 1, 1, 2048, 2049, 16 * 2**20)  # its KV cache: 16 MiB
+    t = phase_time(prefill, Hardware(989.4e12, 4.8e12, "HBM3e", None, 1, fp32_flop_per_s=67e12), w.profile)
+    assert t.math_s > t.kv_s > 0
+    parts = t.compute_s + t.elementwise_s + t.kv_s + t.math_s + t.fixed_s + t.prologue_s
+    assert t.gpu_s == pytest.approx(parts, rel=1e-12)  # the same sum in another order (float rounding only)
