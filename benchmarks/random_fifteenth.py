@@ -105,10 +105,16 @@ def layer_scatter() -> tuple[float, float]:
     return min(ratios), max(ratios)
 
 
+def falcon_rows(term: str, before: dict[str, float], prefix: str, suffix: str = "") -> str:
+    """falcon-7b's catalog rows of ``term``, each case's error before → now (cases named without ``prefix`` and
+    ``suffix``)."""
+    now = {p.case.removeprefix(prefix).removesuffix(suffix): p.error for p in reference_points.points(CATALOG)
+           if p.term == term and p.case.startswith("falcon-7b")}
+    return ", ".join(f"{case} {_pct(error)} → {_pct(now[case])}" for case, error in before.items())
+
+
 def falcon_decodes() -> str:
-    now = {p.case.removeprefix("falcon-7b hf decode "): p.error for p in reference_points.points(CATALOG)
-           if p.term == "decode_step_s hf eager" and p.case.startswith("falcon-7b")}
-    return ", ".join(f"{case} {_pct(before)} → {_pct(now[case])}" for case, before in BEFORE_FALCON.items())
+    return falcon_rows("decode_step_s hf eager", BEFORE_FALCON, "falcon-7b hf decode ")
 
 
 MATH_DECODE = (

@@ -9,19 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import reference_points
+from random_fifteenth import falcon_rows
 from random_points import DATA
-from random_thirteenth import _pct, _wrap
+from random_thirteenth import _wrap
 
-CATALOG = DATA.parent / "h200-2026-11-30-extra.jsonl"
 # falcon-7b's HF prefills (the catalog's second run) at 1e8f60f, before item 30
 BEFORE_FALCON = {"b1 s2048": -0.207, "b1 s8192": -0.314, "b8 s2048": -0.193}
 
 
 def falcon_prefills() -> str:
-    now = {p.case.removeprefix("falcon-7b prefill ").removesuffix(" logits=last"): p.error
-           for p in reference_points.points(CATALOG) if p.term == "prefill_s hf" and p.case.startswith("falcon-7b")}
-    return ", ".join(f"{case} {_pct(before)} → {_pct(now[case])}" for case, before in BEFORE_FALCON.items())
+    return falcon_rows("prefill_s hf", BEFORE_FALCON, "falcon-7b prefill ", " logits=last")
 
 
 MATH_PREFILL = (
