@@ -202,7 +202,8 @@ def prefill_attention(v: Mapping[str, Any]) -> str:
         parts.append("the layers without a mask run PyTorch's math kernel (fp32 grouped-query heads, or unexpanded "
                      "KV heads with a mask): every score materialised, 9 bytes each at the peak and 38 moved (44 "
                      "from 16-bit inputs, whose probabilities it converts back), its GEMMs in fp32")
-    return f"prefill attention ({v['profile']}): {'; '.join(parts)} — docs/accuracy.md item 25"
+    items = "items 25 and 30" if v["math"] else "item 25"
+    return f"prefill attention ({v['profile']}): {'; '.join(parts)} — docs/accuracy.md {items}"
 
 
 DECODE_MATH_ATTENTION: dict[str, type | tuple[type, ...]] = {
