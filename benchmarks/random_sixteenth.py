@@ -59,7 +59,7 @@ MATH_PREFILL = (
     "so 4 + 2 more bytes a score, 44 in all (`compute.math_sdpa_pass_bytes`; an fp32 call's conversion returns its "
     "input). And each of its two matmuls broadcasts the KV head over the query heads: K and V are copied once per "
     "head in fp32, then batched fp32 GEMMs of every prompt position run per sequence and head — item 28's decode "
-    "with the whole prompt as queries (`attention_kernels.math_decode_work`, `queries`), so the prefill now times "
+    "with the whole prompt as queries (`attention_kernels.unexpanded_math_work`, `queries`), so the prefill now times "
     "them as the decode does: the copies at repeat_kv's fp32 rate and the GEMMs by shape at item 23's fp32 figures "
     "(4.0 µs, the longer of their FLOPs at 0.70 of the fp32 peak and their bytes at 0.25 of the bandwidth: a QKᵀ of "
     "64-wide heads writes 4 bytes a score for 128 FLOPs, which the SGEMM kernels stage below HBM speed). Nothing "

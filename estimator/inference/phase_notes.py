@@ -7,7 +7,7 @@ from __future__ import annotations
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.inference.host_state import host_state_notes
-from estimator.model.attention_kernels import math_attention_layers, runs_math_decode
+from estimator.model.attention_kernels import math_attention_layers, runs_unexpanded_math
 from estimator.model.decode_attention import tile_reads
 from estimator.model.timing import PhaseCost, PhaseTime
 from estimator.notes import Note, NoteCode, note
@@ -18,7 +18,7 @@ def decode_attention_notes(arch: Architecture | None, profile: EfficiencyProfile
     """One note where there is a decode step and the profile's tiles make its KV read cost more than one read (none
     for a model known only by its size, latent attention, or a profile without tiles)."""
     tiles = profile.decode_attention
-    reads = (None if arch is None or tiles is None or decode is None or runs_math_decode(arch, profile)
+    reads = (None if arch is None or tiles is None or decode is None or runs_unexpanded_math(arch, profile)
              else tile_reads(arch, tiles, tp, profile.repeats_kv))
     if tiles is None or reads is None or (reads.factor == 1 and reads.repeat is None):
         return []
@@ -60,7 +60,8 @@ def prefill_attention_notes(arch: Architecture | None, profile: EfficiencyProfil
 
 
 def decode_math_notes(arch: Architecture | None, profile: EfficiencyProfile, cost: PhaseCost) -> list[Note]:
-    """One note where the decode step's attention runs the math SDPA kernel (`attention_kernels.math_decode_work`)."""
+    """One note where the decode step's attention runs the math SDPA kernel on unexpanded KV heads
+    (`attention_kernels.unexpanded_math_work`)."""
     rates, spec = profile.repeat_kv_elements_per_s, profile.fp32_gemm
     if arch is None or not cost.math_gemms or rates is None or spec is None:
         return []

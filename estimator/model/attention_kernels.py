@@ -1,8 +1,9 @@
 """Which of PyTorch's SDPA kernels a prefill's attention reaches under a profile that runs transformers: the
 masked kernel where a sliding layer's keys reach its window, the math kernel where fp32 grouped-query heads (or
 Falcon's unexpanded KV heads) leave it no other. The peak (`memory.prefill_activation_peak`) and the time
-(`phases.prefill_cost`, `training.eager_step`) of a prefill or training step follow the choice; a decode step on the
-math kernel (Falcon's) copies its KV head per query head (`math_decode_work`, `phases.decode_cost`)."""
+(`phases.prefill_cost`, `training.eager_step`) of a prefill or training step follow the choice; on unexpanded KV
+heads (Falcon's) the math kernel copies the KV head per query head in a prefill and a decode step alike
+(`unexpanded_math_work`, `phases.prefill_cost`, `phases.decode_cost`)."""
 
 from __future__ import annotations
 
@@ -60,18 +61,19 @@ def runs_math_attention(arch: Architecture, profile: EfficiencyProfile, *, fp32:
     return math_attention_layers(arch, profile, fp32=fp32, tokens=tokens) > 0
 
 
-def runs_math_decode(arch: Architecture, profile: EfficiencyProfile) -> bool:
-    """Whether a decode step's attention runs PyTorch's math SDPA kernel, timed as `math_decode_work`: the model hands
-    SDPA unexpanded KV heads with a mask (`Attention.unexpanded_kv_with_mask`, Falcon's multi-query attention) under a
-    profile that runs transformers (``math_attention_fallback``) and times the pieces (``repeat_kv_elements_per_s``,
-    ``fp32_gemm``). That kernel walks no decode-kernel tiles."""
+def runs_unexpanded_math(arch: Architecture, profile: EfficiencyProfile) -> bool:
+    """Whether attention runs PyTorch's math SDPA kernel on unexpanded KV heads, timed as `unexpanded_math_work` in a
+    prefill and a decode step alike: the model hands SDPA unexpanded KV heads with a mask
+    (`Attention.unexpanded_kv_with_mask`, Falcon's multi-query attention) under a profile that runs transformers
+    (``math_attention_fallback``) and times the pieces (``repeat_kv_elements_per_s``, ``fp32_gemm``). That kernel
+    walks no decode-kernel tiles."""
     return (profile.math_attention_fallback and arch.attention.unexpanded_kv_with_mask
             and profile.fp32_gemm is not None and profile.repeat_kv_elements_per_s is not None)
 
 
-def math_decode_work(arch: Architecture, profile: EfficiencyProfile, tp: int, batch: int, context: int,
+def unexpanded_math_work(arch: Architecture, profile: EfficiencyProfile, tp: int, batch: int, context: int,
                      queries: int = 1) -> tuple[float, tuple[Gemm, ...]]:
-    """Attention where it runs PyTorch's math SDPA kernel on unexpanded KV heads (`runs_math_decode`): a decode step
+    """Attention where it runs PyTorch's math SDPA kernel on unexpanded KV heads (`runs_unexpanded_math`): a decode step
     (``queries`` 1) or a prefill (``queries`` = ``context``, the prompt). The kernel upcasts q, k and v to fp32, and
     each of its two matmuls broadcasts the KV head over the query heads: ``expand`` then ``reshape`` copies K (then V)
     once per query head, in fp32, before a batched fp32 GEMM of ``queries`` rows per (sequence, head) — traced from
@@ -79,7 +81,7 @@ def math_decode_work(arch: Architecture, profile: EfficiencyProfile, tp: int, ba
     elements those copies write and the GEMMs, over every layer on one of ``tp`` ranks; (0, ()) where the attention
     runs another kernel."""
     att = arch.attention
-    if not runs_math_decode(arch, profile):
+    if not runs_unexpanded_math(arch, profile):
         return 0.0, ()
     layers, pairs = arch.mixer_count("attention"), batch * att.num_heads // tp
     copies = layers * pairs * context * (att.head_dim + att.v_head_dim)

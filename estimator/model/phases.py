@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.profiles import EfficiencyProfile
-from estimator.model.attention_kernels import masked_attention_layers, math_attention_layers, math_decode_work
+from estimator.model.attention_kernels import masked_attention_layers, math_attention_layers, unexpanded_math_work
 from estimator.model.compute import (
     attention_flops,
     decode_matmul_flops,
@@ -115,7 +115,7 @@ def prefill_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, prompt: i
     experts, routed_flops, routed_bytes, routed_elementwise = grouped_expert_work(arch, rt, tp, prompt_tokens,
                                                                                   expert_groups)
     # unexpanded KV heads (Falcon): the math kernel's KV copies and fp32 batched GEMMs, timed as a decode step's are
-    math_copies, math_gemms = math_decode_work(arch, rt.profile, tp, batch, prompt, queries=prompt)
+    math_copies, math_gemms = unexpanded_math_work(arch, rt.profile, tp, batch, prompt, queries=prompt)
     return PhaseCost(
         matmul_flops=prefill_matmul_flops(arch, batch, prompt, logits_positions=positions) / tp - routed_flops,
         attention_flops=attention * fused,
@@ -173,7 +173,7 @@ def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: i
     ranks' weights, ``kv_bytes`` the rank's KV cache at ``context``."""
     act, h, layers = rt.activation_bytes_per_element, arch.hidden_size, arch.num_layers
     tiles, repeats = rt.profile.decode_attention, rt.profile.repeats_kv
-    math_copies, math_gemms = math_decode_work(arch, rt.profile, tp, batch, context)
+    math_copies, math_gemms = unexpanded_math_work(arch, rt.profile, tp, batch, context)
     return PhaseCost(
         matmul_flops=decode_matmul_flops(arch, batch) / tp,
         attention_flops=attention_flops(arch, batch, 1, past=context - 1) / tp,

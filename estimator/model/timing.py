@@ -80,8 +80,9 @@ class PhaseCost:
     # elements the runtime writes repeating grouped KV heads per query head before the decode's attention (repeat_kv;
     # the profile's repeat_kv_elements_per_s times them)
     kv_copy_elements: float = 0.0
-    # a decode step on PyTorch's math SDPA kernel (attention_kernels.math_decode_work): the fp32 elements its matmuls
-    # write broadcasting the KV heads over the query heads, and its batched fp32 GEMMs of one query row
+    # PyTorch's math SDPA kernel on unexpanded KV heads (attention_kernels.unexpanded_math_work), in a prefill or a
+    # decode step: the fp32 elements its matmuls write broadcasting the KV heads over the query heads, and its batched
+    # fp32 GEMMs
     math_kv_copy_elements: float = 0.0
     math_gemms: tuple[Gemm, ...] = ()
     # a prefill's routed experts where the profile runs them as grouped GEMMs (model.grouped_experts), apart from
@@ -145,7 +146,7 @@ class PhaseTime:
     host_s: float = 0.0  # layers × the profile's host_per_layer_s (host dispatch, overlapped with the GPU)
     prologue_s: float = 0.0  # the host's preamble before the first kernel, which the GPU waits through
     experts_s: float = 0.0  # a prefill's routed experts run as grouped GEMMs with their dispatch (grouped_experts)
-    math_s: float = 0.0  # the math SDPA kernel on unexpanded KV heads: its fp32 KV copies and GEMMs (math_decode_s)
+    math_s: float = 0.0  # the math SDPA kernel on unexpanded KV heads: its fp32 KV copies and GEMMs (math_kernel_s)
 
     @property
     def gpu_s(self) -> float:
@@ -244,9 +245,10 @@ def repeat_kv_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     return 0.0 if rates is None else cost.kv_copy_elements / rates[1 if cost.fp32 else 0]
 
 
-def math_decode_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> float:
-    """A decode step's attention on the math SDPA kernel (0 elsewhere): its fp32 KV copies at the profile's fp32
-    copy rate (repeat_kv's: the same expand-and-reshape) and its GEMMs by shape at the fp32 GEMM figures."""
+def math_kernel_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> float:
+    """Attention on the math SDPA kernel over unexpanded KV heads, prefill or decode (0 elsewhere): its fp32 KV copies
+    at the profile's fp32 copy rate (repeat_kv's: the same expand-and-reshape) and its GEMMs by shape at the fp32 GEMM
+    figures."""
     rates, spec = profile.repeat_kv_elements_per_s, profile.fp32_gemm
     if not cost.math_gemms or rates is None or spec is None:
         return 0.0
@@ -288,7 +290,7 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     compute_s = (cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency) + _gemm_s(cost, hw, profile)
                  + cost.masked_attention_flops / (hw.peak_flop_per_s * masked_efficiency)
                  # the math kernel's GEMMs run in fp32 whatever the model's dtype: by shape in an fp32 prefill's
-                 # list or in math_gemms (math_decode_s), else by their FLOPs here
+                 # list or in math_gemms (math_kernel_s), else by their FLOPs here
                  + (0.0 if (cost.gemms and cost.fp32) or cost.math_gemms else
                     cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True))))
     weights_s, elementwise_s = cost.weight_bytes / bandwidth, elementwise_time_s(cost, profile, bandwidth)
@@ -305,7 +307,7 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
         profile.bandwidth_fraction(hw.memory_type))  # type: ignore[arg-type]
     t = PhaseTime(bound_s, bound, 0.0, compute_s, weights_s + elementwise_s + kv_s, allreduce_s(cost, hw, profile),
                   weights_s, elementwise_s, kv_s, fixed_s, host_dispatch_s(cost, profile), prologue_s, routed_s,
-                  math_decode_s(cost, hw, profile))
+                  math_kernel_s(cost, hw, profile))
     return replace(t, expected_s=expected_time(t.gpu_s, t.host_s, t.communication_s, bound_s))
 
 

@@ -212,7 +212,7 @@ DECODE_MATH_ATTENTION: dict[str, type | tuple[type, ...]] = {
 
 
 def decode_math_attention(v: Mapping[str, Any]) -> str:
-    """A decode step on PyTorch's math SDPA kernel (`estimator.model.attention_kernels.math_decode_work`)."""
+    """A decode step on PyTorch's math SDPA kernel (`estimator.model.attention_kernels.unexpanded_math_work`)."""
     return (f"decode attention ({v['profile']}): the model hands SDPA its one KV head with a mask, so PyTorch runs its "
             f"math kernel in fp32: K and V copied for each of {v['heads']:,} query heads in {v['layers']:,} layers "
             f"({v['copies']:,.0f} elements a step at {v['elements_per_s']:.3g} a second), then {v['gemms']:,} batched "

@@ -1,6 +1,6 @@
 """A decode step on PyTorch's math SDPA kernel (Falcon's one KV head handed to SDPA with a mask): the kernel's matmuls
 copy K and V once per query head in fp32, then run batched fp32 GEMMs of one query row
-(model.attention_kernels.math_decode_work) — against PyTorch's own composite and the H200's falcon-7b decodes."""
+(model.attention_kernels.unexpanded_math_work) — against PyTorch's own composite and the H200's falcon-7b decodes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from estimator import default_catalog, estimate
 from estimator.catalog.architecture import Architecture
 from estimator.inference.workload import InferenceWorkload
-from estimator.model.attention_kernels import math_decode_work
+from estimator.model.attention_kernels import unexpanded_math_work
 from estimator.model.gemms import Gemm
 from tests.benchmark_modules import benchmark
 
@@ -26,7 +26,7 @@ def _falcon() -> Architecture:
 
 def test_falcon_copies_its_kv_head_per_query_head_in_every_layer() -> None:
     catalog = default_catalog()
-    copies, gemms = math_decode_work(_falcon(), catalog.profiles.get("hf"), 1, 16, 4096)
+    copies, gemms = unexpanded_math_work(_falcon(), catalog.profiles.get("hf"), 1, 16, 4096)
     # 32 layers × 16 sequences × 71 heads × 4,096 positions × (64 key + 64 value elements)
     assert copies == 32 * 16 * 71 * 4096 * 128
     assert gemms == (Gemm(m=1, k=64, n=4096, count=32, batch=16 * 71), Gemm(m=1, k=4096, n=64, count=32, batch=16 * 71))
@@ -36,8 +36,8 @@ def test_only_the_math_kernel_and_only_under_transformers() -> None:
     catalog = default_catalog()
     llama = catalog.models.get("llama-3.1-8b").arch
     assert llama is not None
-    assert math_decode_work(llama, catalog.profiles.get("hf"), 1, 16, 4096) == (0.0, ())
-    assert math_decode_work(_falcon(), catalog.profiles.get("optimized"), 1, 16, 4096) == (0.0, ())
+    assert unexpanded_math_work(llama, catalog.profiles.get("hf"), 1, 16, 4096) == (0.0, ())
+    assert unexpanded_math_work(_falcon(), catalog.profiles.get("optimized"), 1, 16, 4096) == (0.0, ())
 
 
 def test_pytorch_math_kernel_copies_the_broadcast_kv_head_in_fp32() -> None:
