@@ -1,20 +1,25 @@
 """A 16-bit prefill on PyTorch's math SDPA kernel (Falcon's one KV head handed to SDPA with a mask): the kernel
 converts its fp32 probabilities back to the inputs' dtype (`compute.math_sdpa_pass_bytes`), and its KV copies and fp32
 batched GEMMs are those of a decode step with every prompt position as a query row
-(`attention_kernels.math_decode_work`) — against PyTorch's own composite."""
+(`attention_kernels.unexpanded_math_work`) — against PyTorch's own composite."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from estimator import default_catalog, estimate
 from estimator.catalog.architecture import Architecture
 from estimator.inference.workload import InferenceWorkload
-from estimator.model.attention_kernels import math_decode_work
+from estimator.model.attention_kernels import unexpanded_math_work
 from estimator.model.compute import MATH_SDPA_PASS_BYTES_PER_SCORE, math_sdpa_pass_bytes
 from estimator.model.gemms import Gemm
 from estimator.model.phases import prefill_cost
 from estimator.model.timing import Hardware, phase_time
+from tests.benchmark_modules import benchmark
+
+EXTRA = Path(__file__).resolve().parents[1] / "data" / "measured" / "h200-2026-11-30-extra.jsonl"
 
 
 def _falcon() -> Architecture:
@@ -51,7 +56,7 @@ def test_pytorch_math_kernel_converts_its_probabilities_back() -> None:
 def test_falcon_prefill_times_the_math_gemms_and_copies_by_shape() -> None:
     catalog = default_catalog()
     hf = catalog.profiles.get("hf")
-    copies, gemms = math_decode_work(_falcon(), hf, 1, 2, 512, queries=512)
+    copies, gemms = unexpanded_math_work(_falcon(), hf, 1, 2, 512, queries=512)
     # 32 layers × 2 sequences × 71 heads × 512 positions × (64 key + 64 value elements)
     assert copies == 32 * 2 * 71 * 512 * 128
     assert gemms == (Gemm(m=512, k=64, n=512, count=32, batch=2 * 71), Gemm(m=512, k=512, n=64, count=32, batch=2 * 71))
@@ -77,3 +82,14 @@ def test_the_math_kernel_is_its_own_part_of_the_time() -> None:
     assert t.math_s > t.kv_s > 0
     parts = t.compute_s + t.elementwise_s + t.kv_s + t.math_s + t.fixed_s + t.prologue_s
     assert t.gpu_s == pytest.approx(parts, rel=1e-12)  # the same sum in another order (float rounding only)
+
+
+def test_falcon_prefills_on_the_h200() -> None:
+    """falcon-7b's HF prefills at 2,048 tokens (batch 1 and 8; −20.7% and −19.3% before this term) within the issue's
+    ±15% prefill target. Not blind: these rows showed the miss. The 8,192-token row (−17.8%) is still outside it and not
+    asserted here (docs/accuracy.md item 30 says what may be missing)."""
+    reference_points = benchmark("reference_points")
+    found = {p.case: p for p in reference_points.points(EXTRA) if p.term == "prefill_s hf"
+             and p.case.startswith("falcon-7b")}
+    for case in ("falcon-7b prefill b1 s2048 logits=last", "falcon-7b prefill b8 s2048 logits=last"):
+        assert abs(found[case].error) < 0.15, (case, found[case].error)
