@@ -61,6 +61,8 @@ def main() -> None:
     parser.add_argument("--kernels", action="store_true")
     parser.add_argument("--split", default="all")
     args = parser.parse_args()
+    if not args.file.is_file():
+        parser.error(f"no such file: {args.file}")
     rows = [json.loads(line) for line in args.file.read_text(encoding="utf-8").splitlines() if line.strip()]
     gpu = gpu_of(rows)
     for r in rows:

@@ -21,6 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 from measure_random import random_config, tiny_config
 
 from estimator.live import device, measure

@@ -27,7 +27,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 from issue_timing import host_probe, kernel_times, timed_reps
+from measure_amp_recompute import positive
 
 from estimator.live import device, measure
 
@@ -134,7 +136,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seed", type=int, default=14)
-    parser.add_argument("--count", type=int, default=12)
+    parser.add_argument("--count", type=positive, default=12)
     parser.add_argument("--budget-s", type=float, default=300.0)
     parser.add_argument("--tiny", action="store_true", help="CPU dry run at toy sizes")
     args = parser.parse_args()
