@@ -15,6 +15,7 @@ from random_fourteenth import fourteenth_pass
 from random_fourth import BEFORE_FOURTH, FOURTH_PASS
 from random_ninth import ninth_pass
 from random_points import DATA, TARGETS, bound_summary, load, points, summary
+from random_seventeenth import seventeenth_pass
 from random_seventh import seventh_pass
 from random_sixteenth import sixteenth_pass
 from random_sixth import sixth_pass
@@ -135,7 +136,7 @@ def section(data: Path = DATA) -> list[str]:
     passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data),
               eighth_pass(data), ninth_pass(data), tenth_pass(), eleventh_pass(data),
               twelfth_pass(data), thirteenth_pass(data), fourteenth_pass(data), fifteenth_pass(data),
-              sixteenth_pass(data)]
+              sixteenth_pass(data), seventeenth_pass(data)]
     return [*out, "", *passes]
 
 

@@ -13,7 +13,7 @@ from estimator.inference.report import MemoryReport
 from estimator.inference.workload import InferenceWorkload
 from estimator.model.footprint import rank_kv_bytes
 from estimator.model.memory import kv_elements_per_token, kv_heads_divisor, replicated_weights_bytes
-from estimator.model.timing import Hardware, PhaseCost, PhaseTime
+from estimator.model.timing import Hardware, PhaseCost, PhaseTime, counts_gpu_ops
 from estimator.notes import Note, NoteCode, note
 
 
@@ -59,6 +59,7 @@ def _per_gpu_line(arch: Architecture | None, memory: MemoryReport, w: InferenceW
 def _expected_line(code: NoteCode, t: PhaseTime, cost: PhaseCost, w: InferenceWorkload) -> Note:
     return note(code, profile=w.profile.name, compute_s=t.compute_s, weights_s=t.weights_s,
                 elementwise_s=t.elementwise_s, kv_s=t.kv_s, layers=cost.layers,
+                fixed_ops=cost.host_ops if counts_gpu_ops(cost, w.profile) else 0,
                 fixed_s=t.fixed_s + t.prologue_s,  # the host's preamble (eager prefill) waits beside the layers'
                 host_s=t.host_s, experts_s=t.experts_s, math_s=t.math_s,
                 communication_s=t.communication_s, bound_s=t.bound_s, seconds=t.expected_s)

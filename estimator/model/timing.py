@@ -142,7 +142,7 @@ class PhaseTime:
     weights_s: float = 0.0
     elementwise_s: float = 0.0
     kv_s: float = 0.0
-    fixed_s: float = 0.0  # layers × the profile's per_layer_step_s + operations × its gpu_per_op_s
+    fixed_s: float = 0.0  # operations × the profile's gpu_per_op_s, or layers × its per_layer_step_s (fixed_gpu_s)
     host_s: float = 0.0  # layers × the profile's host_per_layer_s (host dispatch, overlapped with the GPU)
     prologue_s: float = 0.0  # the host's preamble before the first kernel, which the GPU waits through
     experts_s: float = 0.0  # a prefill's routed experts run as grouped GEMMs with their dispatch (grouped_experts)
@@ -227,6 +227,22 @@ def host_dispatch_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     return cost.layers * profile.host_per_layer_s
 
 
+def counts_gpu_ops(cost: PhaseCost, profile: EfficiencyProfile) -> bool:
+    """Whether the phase's fixed GPU cost is counted per operation (`fixed_gpu_s`)."""
+    return bool(cost.host_ops and profile.gpu_per_op_s)
+
+
+def fixed_gpu_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
+    """The GPU's time beyond the phase's bytes and FLOPs: each small kernel's launch and tail, which a CUDA graph
+    keeps. Where the profile gives a cost per operation and the family's operations are counted, the operations ×
+    that cost (`gpu_per_op_s`: transformers' own kernels); else the layers × the profile's per-layer figure
+    (`per_layer_step_s`: a lean engine's layer, whose kernels' floors it holds). Never both: the per-layer figure
+    holds the floors of the kernels the count already counts (docs/accuracy.md item 31)."""
+    if counts_gpu_ops(cost, profile):
+        return cost.host_ops * profile.gpu_per_op_s
+    return cost.layers * profile.per_layer_step_s
+
+
 def cache_attention_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     """An fp32 decode step's attention over its cache where the profile times it (0 elsewhere): PyTorch's
     memory-efficient SDPA kernel with one query per sequence walks the cache key by key in each (sequence, head)
@@ -296,7 +312,7 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     weights_s, elementwise_s = cost.weight_bytes / bandwidth, elementwise_time_s(cost, profile, bandwidth)
     kv_s = ((cache_attention_s(cost, profile) or cost.kv_bytes * cost.kv_read_factor / kv_bandwidth)
             + repeat_kv_s(cost, profile))
-    fixed_s = cost.layers * profile.per_layer_step_s + cost.host_ops * profile.gpu_per_op_s
+    fixed_s = fixed_gpu_s(cost, profile)
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.
     # The host's work before the phase's first kernel overlaps no GPU work: the GPU starts only when it ends, so a

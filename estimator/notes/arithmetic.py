@@ -14,7 +14,7 @@ TIERS = {"link": "the intra-node link", "pcie": "PCIe between link domains", "ne
 Bytes = Callable[[float], str]  # a byte count → "140.0 GB" or "130.4 GiB"
 EXPECTED: dict[str, type | tuple[type, ...]] = {
     "profile": str, "compute_s": float, "weights_s": float, "elementwise_s": float, "kv_s": float, "layers": int,
-    "fixed_s": float, "host_s": float, "communication_s": float, "bound_s": float, "seconds": float,
+    "fixed_ops": int, "fixed_s": float, "host_s": float, "communication_s": float, "bound_s": float, "seconds": float,
     "experts_s": float, "math_s": float}
 
 
@@ -52,9 +52,9 @@ def weights_split(v: Mapping[str, Any], b: Bytes) -> str:
 
 def expected(phase: str, v: Mapping[str, Any], b: Bytes) -> str:
     """The rule of `estimator.model.timing.phase_time`, with its numbers: the GEMMs take the larger of their compute
-    and their weight reads; elementwise passes, the KV read and a fixed cost per layer add to it; the host's dispatch
-    runs beside the GPU (the larger counts); the all-reduces add; the roofline bound is the floor. A part that is 0
-    (no host dispatch, one GPU) is left out."""
+    and their weight reads; elementwise passes, the KV read and a fixed cost per layer (or per counted operation)
+    add to it; the host's dispatch runs beside the GPU (the larger counts); the all-reduces add; the roofline bound
+    is the floor. A part that is 0 (no host dispatch, one GPU) is left out."""
     s = format_seconds
     gpu = (max(v["compute_s"], v["weights_s"]) + v["elementwise_s"] + v["kv_s"] + v["fixed_s"] + v["experts_s"]
            + v["math_s"])
@@ -62,7 +62,7 @@ def expected(phase: str, v: Mapping[str, Any], b: Bytes) -> str:
     parts += [f"{name} {s(v[key])}" for name, key in (
         ("routed experts (grouped GEMMs and their dispatch)", "experts_s"), ("elementwise", "elementwise_s"),
         ("KV reads", "kv_s"), ("math-kernel attention (fp32 KV copies and GEMMs)", "math_s"),
-        (f"{v['layers']} layers' fixed cost", "fixed_s")) if v[key]]
+        (_fixed_cost(v), "fixed_s")) if v[key]]
     text = f"{phase} expected ({v['profile']}): {' + '.join(parts)} = {s(gpu)} on the GPU"
     if v["host_s"]:
         text += f"; host dispatch {s(v['host_s'])} runs beside it, the larger counts"
@@ -71,6 +71,13 @@ def expected(phase: str, v: Mapping[str, Any], b: Bytes) -> str:
     if v["seconds"] > max(gpu, v["host_s"]) + v["communication_s"]:
         text += f"; raised to the roofline bound {s(v['bound_s'])}"
     return f"{text} → {s(v['seconds'])}"
+
+
+def _fixed_cost(v: Mapping[str, Any]) -> str:
+    """What the fixed GPU cost is counted over: the operations where the profile counts them, else the layers."""
+    if v["fixed_ops"]:
+        return f"{v['fixed_ops']:,} operations' fixed cost (each kernel's launch and tail)"
+    return f"{v['layers']} layers' fixed cost"
 
 
 def gpu_buffers(v: Mapping[str, Any], b: Bytes) -> str:

@@ -28,6 +28,8 @@ CASES = [
     # multi-head latent attention over 8 GPUs: the latent is on every GPU whole
     ("--model", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--batch", "4", "--prompt-tokens", "4k",
      "--dtype", "fp8"),
+    # transformers in a CUDA graph: the fixed cost counted per operation (item 31)
+    ("--model", "llama-3.1-8b", "--gpu", "h200", "--profile", "hf-graph", "--batch", "8", "--output-tokens", "64"),
 ]
 
 
@@ -150,3 +152,14 @@ def test_hf_prefill_keeps_the_whole_prompt_in_window_layers(cli: Cli) -> None:
     assert int(m.group(3)) * int(m.group(4).replace(",", "")) * int(m.group(5)) * int(m.group(6).replace(",", "")) \
         == 5_505_024_000
     assert abs(5_505_024_000 - value) <= err
+
+
+def test_a_counted_family_s_fixed_cost_is_its_operations(cli: Cli) -> None:
+    """hf-graph counts the kernels' floor per operation where the family's operations are counted: llama-3.1-8b's decode
+    step dispatches 32 layers × 63 (grouped KV heads) + 48 outside them; the eager hf profile keeps the per-layer cost
+    beside its host dispatch."""
+    base = ("--model", "llama-3.1-8b", "--gpu", "h200", "--batch", "1", "--output-tokens", "8")
+    graph = next(line for line in _explain(cli, (*base, "--profile", "hf-graph")) if "decode expected" in line)
+    assert "2,064 operations' fixed cost" in graph and "layers' fixed cost" not in graph
+    eager = next(line for line in _explain(cli, (*base, "--profile", "hf")) if "decode expected" in line)
+    assert "32 layers' fixed cost" in eager and "operations' fixed cost" not in eager

@@ -72,7 +72,7 @@ def test_fp32_figures_of_the_hf_profile() -> None:
 def test_graph_profile_has_no_host_floor_and_a_gpu_cost_per_operation() -> None:
     catalog = default_catalog()
     graph, hf = catalog.profiles.get("hf-graph"), catalog.profiles.get("hf")
-    assert (graph.host_per_op_s, graph.host_per_layer_s, graph.gpu_per_op_s) == (0, 0, 1.43e-6)
+    assert (graph.host_per_op_s, graph.host_per_layer_s, graph.gpu_per_op_s) == (0, 0, 1.97e-6)
     assert hf.gpu_per_op_s == 0
     arch = catalog.models.get("llama-3.1-8b").arch
     assert arch is not None
@@ -80,8 +80,14 @@ def test_graph_profile_has_no_host_floor_and_a_gpu_cost_per_operation() -> None:
     decode = job_costs(ModelSpec(name="x", arch=arch), rt, 1, 1, 128, 1, 0).decode
     t = phase_time(decode, _hw(), graph)
     assert t.host_s == 0
-    # 32 layers × 41 µs + 32 × 63 operations × 1.43 µs
-    assert t.fixed_s == pytest.approx(32 * 4.1e-5 + 32 * 63 * 1.43e-6, rel=1e-12)
+    # (32 layers × 63 operations + 48 outside them) × 1.97 µs, and no per-layer cost beside them (item 31)
+    assert decode.host_ops == 32 * 63 + 48
+    assert t.fixed_s == pytest.approx((32 * 63 + 48) * 1.97e-6, rel=1e-12)
+    # a family whose operations are not counted keeps the lean decode's 41 µs per layer, and nothing per operation
+    other = ModelSpec(name="y", arch=arch.model_copy(update={"model_type": "not-counted"}))
+    uncounted = job_costs(other, rt, 1, 1, 128, 1, 0).decode
+    assert uncounted.host_ops == 0
+    assert phase_time(uncounted, _hw(), graph).fixed_s == pytest.approx(32 * 4.1e-5, rel=1e-12)
 
 
 def test_math_kernel_time_in_an_fp32_training_step() -> None:
