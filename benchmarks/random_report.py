@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 # benchmarks/random_points.py, beside this file
+from random_eighteenth import eighteenth_pass
 from random_eighth import eighth_pass
 from random_eleventh import eleventh_pass
 from random_fifteenth import fifteenth_pass
@@ -136,7 +137,7 @@ def section(data: Path = DATA) -> list[str]:
     passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data),
               eighth_pass(data), ninth_pass(data), tenth_pass(), eleventh_pass(data),
               twelfth_pass(data), thirteenth_pass(data), fourteenth_pass(data), fifteenth_pass(data),
-              sixteenth_pass(data), seventeenth_pass(data)]
+              sixteenth_pass(data), seventeenth_pass(data), eighteenth_pass()]
     return [*out, "", *passes]
 
 

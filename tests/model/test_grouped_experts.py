@@ -51,7 +51,8 @@ def test_the_time_rule_adds_weights_flops_and_passes() -> None:
 def _prefill(profile: Any, model: str = "qwen3-30b-a3b") -> Any:
     catalog = default_catalog()
     fmt = catalog.formats.get("bf16")
-    workload = InferenceWorkload(batch=1, prompt_tokens=2048, output_tokens=0, weight_format=fmt, kv_format=fmt,
+    # 8,192 tokens: GPU-bound (at 2,048 the host's dispatch of qwen3-30b-a3b's counted operations sets the time)
+    workload = InferenceWorkload(batch=1, prompt_tokens=8192, output_tokens=0, weight_format=fmt, kv_format=fmt,
                                  profile=profile)
     return estimate(catalog.models.get(model), catalog.gpus.get("h200"), workload)
 

@@ -1,0 +1,63 @@
+"""Every family's eager operations (docs/accuracy.md item 32): the `hf` and `hf-graph` profiles carry the counts of
+benchmarks/count_eager_ops.py (tests/data/measured/eager-ops-cpu.json), whose CPU count gives the five families the
+H200 rows counted exactly as they did; a counted family's step is its operations, so two models of one depth and
+different families no longer take the same host time."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from estimator import InferenceWorkload, default_catalog, estimate
+from estimator.model.phases import eager_ops
+from tests.benchmark_modules import benchmark
+
+COUNTS = Path(__file__).resolve().parent.parent / "data" / "measured" / "eager-ops-cpu.json"
+GPU_COUNTED = ("llama", "qwen2", "mistral", "gemma2", "gpt2")
+
+
+def _counted() -> dict[str, dict[str, list[float]]]:
+    return dict(json.loads(COUNTS.read_text(encoding="utf-8"))["families"])
+
+
+def test_the_cpu_count_is_the_h200_s_for_the_families_it_counted() -> None:
+    eighteenth = benchmark("random_eighteenth")
+    assert eighteenth.cpu_matches_gpu() == (25, 25)
+
+
+@pytest.mark.parametrize("name", ["hf", "hf-graph"])
+def test_the_profiles_carry_every_counted_family(name: str) -> None:
+    profile = default_catalog().profiles.get(name)
+    for family, found in _counted().items():
+        assert list(profile.eager_ops_per_layer[family]) == found["per_layer"], family
+        assert list(profile.eager_ops_outside_layers[family]) == found["outside"], family
+
+
+def test_two_families_of_one_depth_take_their_own_host_time() -> None:
+    """qwen3-8b (36 layers × 79 operations + 51, grouped KV heads) and gemma-2-9b (42 × 87 + 85): each decode step's
+    host time is its own operations × 16.09 µs, not layers × 0.966 ms."""
+    catalog = default_catalog()
+    hf, bf16 = catalog.profiles.get("hf"), catalog.formats.get("bf16")
+    w = InferenceWorkload(batch=1, prompt_tokens=1024, output_tokens=1, weight_format=bf16, kv_format=bf16, profile=hf)
+    for model, ops in (("qwen3-8b", 36 * 79 + 51), ("gemma-2-9b", 42 * 87 + 85), ("phi-3-mini", 32 * 66 + 54)):
+        arch = catalog.models.get(model).arch
+        assert arch is not None
+        assert eager_ops(arch, w, decode=True) == ops, model
+        report = estimate(catalog.models.get(model), catalog.gpus.get("h200"), w)
+        assert report.time.decode_step_s == pytest.approx(ops * hf.host_per_op_s, rel=1e-9), model
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None or importlib.util.find_spec("torch") is None,
+                    reason="needs torch and transformers")
+def test_the_count_reproduces_under_the_same_transformers() -> None:
+    """Re-counts llama (GPU-counted) and phi3 where transformers 5.17 is installed (the count is of its code)."""
+    import transformers
+
+    if transformers.__version__ != "5.17.0":
+        pytest.skip(f"transformers {transformers.__version__}: the shipped counts describe 5.17.0")
+    count_eager_ops = benchmark("count_eager_ops")
+    for family in ("llama", "phi3"):
+        assert count_eager_ops.family_counts(family) == _counted()[family]
