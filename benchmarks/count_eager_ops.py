@@ -9,7 +9,8 @@ prefill and static-cache decode: `prefill_ops`, `decode_ops` in tests/data/measu
 same calls the same way on the CPU, random weights, for those five (it must reproduce their profile counts exactly,
 `--check`) and for the catalog's other families, each from one catalog model's config.json with its widths made
 tiny (the operations do not depend on the widths): one layer is the difference of a 4-layer and a 2-layer model over
-2; the rest of the 2-layer count is outside the layers. Decode is one token at position 32 of a StaticCache, with as
+2 (of two and one periods of a family whose layers repeat a pattern, `PERIODS`); the rest of the shorter model's count
+is outside the layers. Decode is one token at position 32 of a StaticCache, with as
 many KV heads as query heads, then with grouped KV heads.
 
     pip install torch==2.13.0 transformers==5.17.0 pyyaml   # the transformers the hf profiles describe
@@ -38,12 +39,23 @@ MEASURED = ("llama", "qwen2", "mistral", "gemma2", "gpt2")  # counted on the H20
 # families of the catalog, each from one model's config.json in specs/models/ with its widths replaced
 CATALOG_FAMILIES = {"qwen3": "qwen3-8b", "gemma3_text": "gemma-3-1b", "phi3": "phi-3-mini", "olmo2": "olmo-2-7b",
                     "falcon": "falcon-7b", "mixtral": "mixtral-8x7b", "qwen3_moe": "qwen3-30b-a3b",
-                    "deepseek_v2": "deepseek-v2-lite"}
+                    "deepseek_v2": "deepseek-v2-lite", "deepseek_v3": "deepseek-v3", "glm4_moe": "glm-4.7",
+                    "olmo3": "olmo-3.1-32b", "minimax_m2": "minimax-m2.5", "ministral3": "devstral-small-2-24b"}
+# Not counted: exaone4 (its config builds no layer pattern at a tiny depth), gpt_oss (transformers 5.17 gives it no SDPA
+# path), llama4_text (its layers' mean over a period is not a whole number), the multimodal text towers (no causal-LM
+# class of their own) and the hybrids (linear attention, Mamba), whose layers differ by kind.
+# families whose layers repeat a pattern of kinds (sliding and full attention): counted over one and two whole periods,
+# so a layer is the period's mean (exact for a depth that is a whole number of periods)
+PERIODS = {"olmo3": 4}
 # fields of a catalog config that would pin the tiny model to the original's shape or tokens
 DROPPED = ("layer_types", "architectures", "torch_dtype", "pad_token_id", "bos_token_id", "eos_token_id",
            "auto_map", "quantization_config")
 HIDDEN, HEADS, VOCAB, PROMPT, POSITION = 256, 4, 512, 16, 32
-DEPTHS = (2, 4)
+
+
+def depths(family: str) -> tuple[int, int]:
+    period = PERIODS.get(family, 2)
+    return period, 2 * period
 
 
 def _config(family: str, layers: int, kv_heads: int) -> dict[str, Any]:
@@ -53,7 +65,8 @@ def _config(family: str, layers: int, kv_heads: int) -> dict[str, Any]:
         import yaml
 
         spec = yaml.safe_load((SPECS / f"{CATALOG_FAMILIES[family]}.yaml").read_text(encoding="utf-8"))
-        config = {k: v for k, v in spec["config"].items() if k not in DROPPED}
+        found = spec["config"].get("text_config", spec["config"])  # a multimodal model's language model
+        config = {k: v for k, v in found.items() if k not in DROPPED}
         config.update(model_type=family, pad_token_id=0)
     if family == "gpt2":
         config.update(n_embd=HIDDEN, n_head=HEADS, n_layer=layers, vocab_size=VOCAB)
@@ -100,9 +113,9 @@ def forward_ops(family: str, layers: int, kv_heads: int) -> tuple[int, int]:
 def family_counts(family: str) -> dict[str, list[float]]:
     """``per_layer``: [prefill, decode with as many KV heads as query heads, decode with grouped KV heads] (one KV
     head for Falcon; latent attention has no grouped form); ``outside``: [prefill, decode] (the grouped model's)."""
-    grouped = {"falcon": 1, "deepseek_v2": HEADS}.get(family, 2)
-    found = {kv: {depth: forward_ops(family, depth, kv) for depth in DEPTHS} for kv in (HEADS, grouped)}
-    short, long = DEPTHS
+    grouped = {"falcon": 1, "deepseek_v2": HEADS, "deepseek_v3": HEADS}.get(family, 2)
+    short, long = depths(family)
+    found = {kv: {depth: forward_ops(family, depth, kv) for depth in (short, long)} for kv in (HEADS, grouped)}
 
     def per_layer(kv: int, phase: int) -> float:
         return (found[kv][long][phase] - found[kv][short][phase]) / (long - short)
