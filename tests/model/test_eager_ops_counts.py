@@ -5,7 +5,6 @@ different families no longer take the same host time."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from estimator import InferenceWorkload, default_catalog, estimate
 from estimator.model.phases import eager_ops
-from tests.benchmark_modules import benchmark
+from tests.benchmark_modules import benchmark, needs_torch_and_transformers, skip_unless_counted_transformers
 
 COUNTS = Path(__file__).resolve().parent.parent / "data" / "measured" / "eager-ops-cpu.json"
 GPU_COUNTED = ("llama", "qwen2", "mistral", "gemma2", "gpt2")
@@ -50,14 +49,10 @@ def test_two_families_of_one_depth_take_their_own_host_time() -> None:
         assert report.time.decode_step_s == pytest.approx(ops * hf.host_per_op_s, rel=1e-9), model
 
 
-@pytest.mark.skipif(importlib.util.find_spec("transformers") is None or importlib.util.find_spec("torch") is None,
-                    reason="needs torch and transformers")
+@needs_torch_and_transformers
 def test_the_count_reproduces_under_the_same_transformers() -> None:
     """Re-counts llama (GPU-counted) and phi3 where transformers 5.17 is installed (the count is of its code)."""
-    import transformers
-
-    if transformers.__version__ != "5.17.0":
-        pytest.skip(f"transformers {transformers.__version__}: the shipped counts describe 5.17.0")
+    skip_unless_counted_transformers()
     count_eager_ops = benchmark("count_eager_ops")
     for family in ("llama", "phi3"):
         assert count_eager_ops.family_counts(family) == _counted()[family]

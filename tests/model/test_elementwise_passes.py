@@ -3,7 +3,6 @@ profiles' ``elementwise_passes_by_family``): the shipped counts are the trace's,
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from estimator import default_catalog
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.registry import model_from_mapping
 from estimator.model.phases import elementwise_elements_per_layer
-from tests.benchmark_modules import benchmark
+from tests.benchmark_modules import benchmark, needs_torch_and_transformers, skip_unless_counted_transformers
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "measured" / "elementwise-passes.json"
 
@@ -55,14 +54,10 @@ def test_a_family_moves_its_own_passes_in_its_dtype(model_type: str, fp32: bool,
     assert elementwise_elements_per_layer(_arch(model_type), hf, 1, fp32=fp32) == elements
 
 
-@pytest.mark.skipif(importlib.util.find_spec("transformers") is None or importlib.util.find_spec("torch") is None,
-                    reason="needs torch and transformers")
+@needs_torch_and_transformers
 def test_the_trace_reproduces_under_the_same_transformers() -> None:
     """Re-counts llama where transformers 5.17 is installed (the count depends on its modeling code)."""
-    import transformers
-
-    if transformers.__version__ != "5.17.0":
-        pytest.skip(f"transformers {transformers.__version__}: the shipped counts describe 5.17.0")
+    skip_unless_counted_transformers()
     import torch
 
     count_elementwise = benchmark("count_elementwise")

@@ -4,7 +4,6 @@ counts none of keeps the figures per layer."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from estimator.training.eager_step import dispatch_notes, eager_phases
 from estimator.training.estimate import estimate_training
 from estimator.training.host_ops import host_s, step_ops
 from estimator.training.workload import Precision, Recompute, TrainingWorkload
-from tests.benchmark_modules import benchmark
+from tests.benchmark_modules import benchmark, needs_torch_and_transformers, skip_unless_counted_transformers
 
 MEASURED = Path(__file__).resolve().parents[1] / "data" / "measured"
 TRACE = MEASURED / "train-ops.json"  # counted on the H200 (CUDA), what the profiles ship
@@ -106,15 +105,11 @@ def test_the_phase_costs_are_the_fit_of_seed_2() -> None:
     assert [float(f"{c:.4g}") for c in costs.values()] == list(shipped)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("transformers") is None or importlib.util.find_spec("torch") is None,
-                    reason="needs torch and transformers")
+@needs_torch_and_transformers
 def test_the_cpu_trace_reproduces_under_the_installed_transformers() -> None:
     """Re-counts llama on the CPU where transformers 5.17 is installed (the count depends on its modeling code: 5.24
     dispatches one more operation a layer under amp, nine fewer outside the layers, and runs Gemma 2 without SDPA)."""
-    import transformers
-
-    if transformers.__version__ != "5.17.0":
-        pytest.skip(f"transformers {transformers.__version__}: the count is of 5.17")
+    skip_unless_counted_transformers()
     count_train_ops = benchmark("count_train_ops")
     trace = json.loads(CPU_TRACE.read_text(encoding="utf-8"))["ops"]["llama"]
     layer, fixed = count_train_ops.per_layer("llama", "amp", "multi", "cpu", False)
