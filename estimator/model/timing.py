@@ -18,7 +18,7 @@ from typing import Literal
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import ComputeDType, GpuSpec, MemoryType
 from estimator.errors import WorkloadInvalid
-from estimator.model.elementwise import maximum, where
+from estimator.model.elementwise import any_true, maximum, where
 from estimator.model.gemms import Gemm, gemms_s
 from estimator.model.grouped_experts import ExpertWork, experts_s
 
@@ -222,14 +222,14 @@ def host_dispatch_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     """Seconds the host needs to issue the phase's kernels one by one (eager runtimes; overlapped with the GPU):
     a fixed cost plus the phase's aten operations × the cost of one where the profile counts operations, else
     layers × the profile's per-layer figure."""
-    if cost.host_ops and profile.host_per_op_s:
+    if profile.host_per_op_s and any_true(cost.host_ops > 0):  # counted (a sweep's array: counted in every cell)
         return profile.host_fixed_s + cost.host_ops * profile.host_per_op_s
     return cost.layers * profile.host_per_layer_s
 
 
 def counts_gpu_ops(cost: PhaseCost, profile: EfficiencyProfile) -> bool:
     """Whether the phase's fixed GPU cost is counted per operation (`fixed_gpu_s`)."""
-    return bool(cost.host_ops and profile.gpu_per_op_s)
+    return bool(profile.gpu_per_op_s) and any_true(cost.host_ops > 0)
 
 
 def fixed_gpu_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
@@ -243,12 +243,17 @@ def fixed_gpu_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     return cost.layers * profile.per_layer_step_s
 
 
+def walks_cache(cost: PhaseCost, profile: EfficiencyProfile) -> bool:
+    """Whether the profile times an fp32 decode step's attention as a walk over its cache (`cache_attention_s`)."""
+    return cost.fp32 and bool(profile.fp32_cache_attention_key_s or profile.fp32_cache_attention_pair_s)
+
+
 def cache_attention_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     """An fp32 decode step's attention over its cache where the profile times it (0 elsewhere): PyTorch's
     memory-efficient SDPA kernel with one query per sequence walks the cache key by key in each (sequence, head)
     pair's block, so the step pays a cost per key position and one per key position and pair, in place of the KV
     read at a bandwidth (which that walk holds)."""
-    if not cost.fp32 or not (profile.fp32_cache_attention_key_s or profile.fp32_cache_attention_pair_s):
+    if not walks_cache(cost, profile):
         return 0.0
     return (cost.cache_keys * profile.fp32_cache_attention_key_s
             + cost.cache_key_pairs * profile.fp32_cache_attention_pair_s)
@@ -310,14 +315,16 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
                  + (0.0 if (cost.gemms and cost.fp32) or cost.math_gemms else
                     cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True))))
     weights_s, elementwise_s = cost.weight_bytes / bandwidth, elementwise_time_s(cost, profile, bandwidth)
-    kv_s = ((cache_attention_s(cost, profile) or cost.kv_bytes * cost.kv_read_factor / kv_bandwidth)
-            + repeat_kv_s(cost, profile))
+    # (a sweep's arrays are elementwise: which term applies is decided by the dtype and the profile, not the values)
+    kv_s = ((cache_attention_s(cost, profile) if walks_cache(cost, profile)
+             else cost.kv_bytes * cost.kv_read_factor / kv_bandwidth) + repeat_kv_s(cost, profile))
     fixed_s = fixed_gpu_s(cost, profile)
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.
     # The host's work before the phase's first kernel overlaps no GPU work: the GPU starts only when it ends, so a
     # GPU-bound phase takes it plus the GPU's time; a host-bound one, the host's whole time (which holds it).
-    prologue_s = profile.host_prologue_s if cost.host_prologue and cost.host_ops and profile.host_per_op_s else 0.0
+    counted = bool(profile.host_per_op_s) and any_true(cost.host_ops > 0)
+    prologue_s = profile.host_prologue_s if cost.host_prologue and counted else 0.0
     routed_s = 0.0 if cost.experts is None else experts_s(
         cost.experts, profile, hw.peak_flop_per_s, hw.bandwidth_bytes_per_s, 4 if cost.fp32 else 2,
         profile.bandwidth_fraction(hw.memory_type))  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from estimator.catalog.architecture import ModelSpec
+from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import MissingDependency, WorkloadInvalid
 from estimator.inference.estimate import estimate
@@ -236,6 +237,8 @@ def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints, p
     headroom = cols["memory.headroom_bytes"]
     lazy = {"warnings": warnings_column(template.warnings, gpu, model, w, p, o, cols["memory.fits"], required,
                                         by_memory, headroom)}
+    if words_point_figures(w.profile):
+        lazy["assumptions"] = _assumptions_column(model, gpu, w, b, p, o, requested_gpu)
     groups = {"warnings": warnings_groups(model, p, o, cols["memory.fits"], required, by_memory, headroom,
                                           gpu.memory_bytes)}
     joined = {}
@@ -243,6 +246,23 @@ def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints, p
         joined["memory.kv_by_window"] = _kv_by_window(model, w, b, p, o)
     constants = {k: v for k, v in flat.items() if k not in cols and k not in lazy and k not in joined}
     return SweepBlock(constants, cols, lazy, list(flat), len(b), groups, joined)
+
+
+def words_point_figures(profile: EfficiencyProfile) -> bool:
+    """Whether the profile's assumptions carry figures of the point (the prefill's GEMM kernels and strided elements,
+    a host-bound phase's counted operations): then each row's are its own estimate's, not the block's first point's."""
+    return (profile.gemm is not None or profile.fp32_gemm is not None or bool(profile.host_per_op_s)
+            or bool(profile.gpu_per_op_s))
+
+
+def _assumptions_column(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints, p: Ints, o: Ints,
+                        requested_gpu: str) -> Callable[[int], str]:
+    """Point i's assumptions as estimate words them (built only when written: one estimate a row)."""
+    def assumptions(i: int) -> str:
+        point = w.model_copy(update={"batch": int(b[i]), "prompt_tokens": int(p[i]), "output_tokens": int(o[i])})
+        report = estimate(model, gpu, point, requested_gpu=requested_gpu)
+        return str(flatten({"assumptions": report.model_dump(mode="json")["assumptions"]})["assumptions"])
+    return assumptions
 
 
 def _memory_columns(np: Any, model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, mem: GpuMemory, b: Ints,

@@ -71,6 +71,27 @@ def test_sweep_rows_equal_estimate(shipped_catalog: Catalog, workload: Callable[
         _assert_row_is_estimate(row, m, g, w, gpu)
 
 
+@pytest.mark.parametrize(("model", "gpu", "dtype", "tp", "profile"), [
+    ("mistral-7b-v0.1", "h200", "fp32", 1, "hf"), ("qwen2.5-7b", "a100", "fp32", 2, "hf-graph"),
+    ("gemma-2-9b", "h200", "fp32", 1, "hf-graph"), ("llama-3.1-8b", "h200", "bf16", 1, "hf"),
+    ("qwen3-30b-a3b", "h200", "bf16", 2, "hf"), ("llama-3.1-8b", "h100", "bf16", 2, "optimized"),
+    ("llama-3.1-70b", "h100", "bf16", 8, "megatron")])
+def test_sweeps_under_the_shipped_profiles(shipped_catalog: Catalog, model: str, gpu: str, dtype: str, tp: int,
+                                           profile: str) -> None:
+    """Every shipped profile, its rows equal estimate's, assumptions included: the transformers profiles word figures
+    of the point into them (the prefill's GEMM kernels, a host-bound phase's operations), so each row carries its
+    own point's (sweep.words_point_figures); in fp32 grouped-query layers on the math kernel whose count follows the
+    prompt (sliding windows) and the decode's attention timed as a walk over the cache once raised on the arrays."""
+    fmt = shipped_catalog.formats.get(dtype)
+    w = InferenceWorkload(batch=1, prompt_tokens=1, weight_format=fmt, kv_format=fmt, tensor_parallel=tp,
+                          profile=shipped_catalog.profiles.get(profile))
+    m, g = shipped_catalog.model(model), shipped_catalog.gpus.get(gpu)
+    result = sweep([(m, g, w, gpu)], [1, 8], [128, 8192], [0, 64])
+    assert result.size == 8
+    for row in result.rows():
+        _assert_row_is_estimate(row, m, g, w, gpu)
+
+
 def test_sweep_grid_is_the_cartesian_product(catalog: Catalog, workload: Callable[..., InferenceWorkload]) -> None:
     result = sweep([(catalog.model("llama-3.1-8b"), catalog.gpus.get("h100"), workload(), "h100")],
                    [1, 2], [10, 20, 30], [5])
