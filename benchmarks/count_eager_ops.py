@@ -40,15 +40,17 @@ MEASURED = ("llama", "qwen2", "mistral", "gemma2", "gpt2")  # counted on the H20
 CATALOG_FAMILIES = {"qwen3": "qwen3-8b", "gemma3_text": "gemma-3-1b", "phi3": "phi-3-mini", "olmo2": "olmo-2-7b",
                     "falcon": "falcon-7b", "mixtral": "mixtral-8x7b", "qwen3_moe": "qwen3-30b-a3b",
                     "deepseek_v2": "deepseek-v2-lite", "deepseek_v3": "deepseek-v3", "glm4_moe": "glm-4.7",
-                    "olmo3": "olmo-3.1-32b", "minimax_m2": "minimax-m2.5", "ministral3": "devstral-small-2-24b"}
-# Not counted: exaone4 (its config builds no layer pattern at a tiny depth), gpt_oss (transformers 5.17 gives it no SDPA
-# path), llama4_text (its layers' mean over a period is not a whole number), the multimodal text towers (no causal-LM
-# class of their own) and the hybrids (linear attention, Mamba), whose layers differ by kind.
+                    "olmo3": "olmo-3.1-32b", "minimax_m2": "minimax-m2.5", "ministral3": "devstral-small-2-24b",
+                    "exaone4": "exaone-4.0-32b"}
+# Not counted: gpt_oss (transformers 5.17 gives it no SDPA path), llama4_text (its layers' mean over a period is not a
+# whole number), the multimodal text towers (no causal-LM class of their own) and the hybrids (linear attention, Mamba),
+# whose layers differ by kind.
 # families whose layers repeat a pattern of kinds (sliding and full attention): counted over one and two whole periods,
-# so a layer is the period's mean (exact for a depth that is a whole number of periods)
-PERIODS = {"olmo3": 4}
+# so a layer is the period's mean (exact for a depth that is a whole number of periods) and the operations outside the
+# layers include every kind's mask
+PERIODS = {"olmo3": 4, "exaone4": 4, "gemma3_text": 6}
 # fields of a catalog config that would pin the tiny model to the original's shape or tokens
-DROPPED = ("layer_types", "architectures", "torch_dtype", "pad_token_id", "bos_token_id", "eos_token_id",
+DROPPED = ("architectures", "torch_dtype", "pad_token_id", "bos_token_id", "eos_token_id",
            "auto_map", "quantization_config")
 HIDDEN, HEADS, VOCAB, PROMPT, POSITION = 256, 4, 512, 16, 32
 
@@ -68,6 +70,8 @@ def _config(family: str, layers: int, kv_heads: int) -> dict[str, Any]:
         found = spec["config"].get("text_config", spec["config"])  # a multimodal model's language model
         config = {k: v for k, v in found.items() if k not in DROPPED}
         config.update(model_type=family, pad_token_id=0)
+        if "layer_types" in config:  # the model's own pattern of layer kinds, cut to this depth
+            config["layer_types"] = [config["layer_types"][i % len(config["layer_types"])] for i in range(layers)]
     if family == "gpt2":
         config.update(n_embd=HIDDEN, n_head=HEADS, n_layer=layers, vocab_size=VOCAB)
         return config

@@ -244,8 +244,10 @@ def fixed_gpu_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
 
 
 def walks_cache(cost: PhaseCost, profile: EfficiencyProfile) -> bool:
-    """Whether the profile times an fp32 decode step's attention as a walk over its cache (`cache_attention_s`)."""
-    return cost.fp32 and bool(profile.fp32_cache_attention_key_s or profile.fp32_cache_attention_pair_s)
+    """Whether the profile times an fp32 decode step's attention as a walk over its cache (`cache_attention_s`): a
+    phase with cache positions to walk (a prefill has none: it reads its KV at the bandwidth)."""
+    return (cost.fp32 and bool(profile.fp32_cache_attention_key_s or profile.fp32_cache_attention_pair_s)
+            and any_true(cost.cache_keys > 0))
 
 
 def cache_attention_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:

@@ -111,3 +111,17 @@ def test_math_kernel_time_in_an_fp32_training_step() -> None:
     assert math_attention_s(_arch(8, 8), workload, h200) == (0.0, 0.0)
     amp = TrainingWorkload(batch=2, seq_len=256, precision="amp-bf16", optimizer="adamw", profile=hf)
     assert math_attention_s(_arch(8, 2), amp, h200) == (0.0, 0.0)
+
+
+def test_an_fp32_prefill_reads_its_kv_where_a_decode_walks_its_cache() -> None:
+    """The hf profile times an fp32 decode's attention as a walk over its cache positions (cache_attention_s); a
+    prefill has none to walk and reads its KV at the bandwidth, as before the sweep's arrays made the choice explicit
+    (timing.walks_cache)."""
+    hf = default_catalog().profiles.get("hf")
+    assert hf.fp32_cache_attention_key_s and hf.kv_read_efficiency is None
+    prefill = PhaseCost(0, 0, 0, 4e9, 0, 2, fp32=True)
+    t = phase_time(prefill, _hw(), hf)
+    assert t.kv_s > 0 and t.kv_s == pytest.approx(phase_time(prefill, _hw(), hf.model_copy(
+        update={"fp32_cache_attention_key_s": 0.0, "fp32_cache_attention_pair_s": 0.0})).kv_s, rel=1e-12)
+    decode = PhaseCost(0, 0, 0, 4e9, 0, 2, fp32=True, cache_keys=2 * 1000)
+    assert phase_time(decode, _hw(), hf).kv_s == pytest.approx(2 * 1000 * hf.fp32_cache_attention_key_s, rel=1e-12)
