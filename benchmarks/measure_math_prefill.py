@@ -114,7 +114,8 @@ def sdpa_rows(dtype_name: str, tiny_run: bool, emit: Any) -> None:
     sdpa = t.nn.functional.scaled_dot_product_attention
     for batch, heads, prompt, head_dim in ((1, 4, 32, 16),) if tiny_run else SDPA_SHAPES:
         dev = device._device()
-        kv_heads = max(heads // 4, 1) if dtype_name == "fp32" else 1
+        # fp32: the most KV heads up to a quarter of the query heads that divide them (71 heads: 1)
+        kv_heads = max(d for d in range(1, max(heads // 4, 1) + 1) if heads % d == 0) if dtype_name == "fp32" else 1
         q = t.randn(batch, heads, prompt, head_dim, device=dev, dtype=dtype)
         k, v = (t.randn(batch, kv_heads, prompt, head_dim, device=dev, dtype=dtype) for _ in range(2))
         if dtype_name == "fp32":

@@ -20,6 +20,7 @@ from typing import Any
 
 from estimator import default_catalog
 from estimator.catalog.profiles import EfficiencyProfile
+from estimator.catalog.registry import model_from_mapping
 from estimator.errors import EstimatorError
 from estimator.training.estimate import estimate_training
 from estimator.training.report import TrainingReport
@@ -55,7 +56,10 @@ def predict(row: dict[str, Any], gpu: str, profile: EfficiencyProfile | None = N
         qlora=catalog.formats.get("nf4-dq") if row.get("qlora") else None,
         profile=profile or catalog.profiles.get("hf"),
     )
-    return estimate_training(catalog.models.get(row["model"]), catalog.gpus.get(gpu), workload)
+    # a row that carries its config.json (random architectures) is built from it, others are catalog models
+    model = (model_from_mapping({"name": row["model"], "config": row["config"]}, Path("measured")) if "config" in row
+             else catalog.models.get(row["model"]))
+    return estimate_training(model, catalog.gpus.get(gpu), workload)
 
 
 def main(argv: list[str] | None = None) -> int:

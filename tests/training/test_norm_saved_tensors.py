@@ -133,3 +133,28 @@ def test_autocast_with_full_recompute_frees_the_layers_copies() -> None:
     assert held["recompute"]["autocast_copy_bytes"] == m.autocast_copy_bytes - layers + layers // 16
     assert m.peak_phase == "forward-backward" and m.peak_tensor_bytes == 29_205_848_064
     assert row["steady_peak"] - m.peak_tensor_bytes == 18_432
+
+
+AMP_RECOMPUTE = TRACES.parents[1] / "random-h100" / "h100-2026-12-06-amp-recompute.jsonl"
+
+
+def test_amp_recompute_rows_measured_after_the_rule() -> None:
+    """Item 29's blind check (benchmarks/measure_amp_recompute.py, seed 13; an H100, measured at stop 34, two stops
+    after the rule was committed): eight checkpointed autocast steps of llama, qwen2, gemma2 and qwen3, seven of them
+    peaking in the forward-backward. Every steady peak is within the issue's ±5% target; they read −0.67% to −0.01%,
+    where holding every layer's bf16 copy (the rule before item 29) reads up to +4.9%. The peak is the card's
+    allocator bytes, so the H100 judges it as the H200 would."""
+    training_points = benchmark("training_points")
+    rows = [json.loads(line) for line in AMP_RECOMPUTE.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 8 and all(r["mode"] == "amp" and r["checkpointing"] and not r.get("error") for r in rows)
+    errors, closer = [], 0
+    for row in rows:
+        m = training_points.predict(row, "h100").memory
+        error = m.peak_tensor_bytes / row["steady_peak"] - 1
+        errors.append(error)
+        if m.peak_phase == "forward-backward":  # every copy held instead: the rule before item 29
+            kept = {t.term: t.bytes for p in m.phases if p.phase == "forward-backward" for t in p.terms}
+            held = (m.peak_tensor_bytes + m.autocast_copy_bytes - kept["autocast_copy_bytes"]) / row["steady_peak"] - 1
+            closer += abs(error) < abs(held)
+    assert max(abs(e) for e in errors) < 0.05
+    assert closer == 7  # each forward-backward peak nearer the measurement than with every copy held
