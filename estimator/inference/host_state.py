@@ -4,7 +4,7 @@ state moves it over on the host the profile was measured on (`estimator.model.ti
 from __future__ import annotations
 
 from estimator.catalog.profiles import EfficiencyProfile
-from estimator.model.timing import PhaseCost, PhaseTime, host_state_range
+from estimator.model.timing import PhaseCost, PhaseTime, counts_host_ops, host_state_range
 from estimator.notes import Note, NoteCode, note
 
 
@@ -19,7 +19,7 @@ def host_state_notes(profile: EfficiencyProfile, prefill_cost: PhaseCost, prefil
     for name, cost, t in (("prefill", prefill_cost, prefill), ("decode step", decode_cost, decode)):
         span = None if t is None else host_state_range(t, profile)
         if t is not None and span is not None:
-            counted = cost.host_ops if cost.host_ops and profile.host_per_op_s else 0  # as timing.host_dispatch_s
+            counted = cost.host_ops if counts_host_ops(cost, profile) else 0
             out.append(note(NoteCode.HOST_BOUND, phase=name, profile=profile.name, seconds=float(t.expected_s),
                             host_s=float(t.host_s), operations=float(counted), per_op_s=profile.host_per_op_s,
                             layers=int(cost.layers), per_layer_s=profile.host_per_layer_s, ratio=ratio,

@@ -222,9 +222,15 @@ def host_dispatch_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     """Seconds the host needs to issue the phase's kernels one by one (eager runtimes; overlapped with the GPU):
     a fixed cost plus the phase's aten operations × the cost of one where the profile counts operations, else
     layers × the profile's per-layer figure."""
-    if profile.host_per_op_s and any_true(cost.host_ops > 0):  # counted (a sweep's array: counted in every cell)
+    if counts_host_ops(cost, profile):
         return profile.host_fixed_s + cost.host_ops * profile.host_per_op_s
     return cost.layers * profile.host_per_layer_s
+
+
+def counts_host_ops(cost: PhaseCost, profile: EfficiencyProfile) -> bool:
+    """Whether the phase's host dispatch is counted per operation (`host_dispatch_s`): the profile gives a cost per
+    operation and the family's operations are counted (a sweep's array: counted in every cell)."""
+    return bool(profile.host_per_op_s) and any_true(cost.host_ops > 0)
 
 
 def counts_gpu_ops(cost: PhaseCost, profile: EfficiencyProfile) -> bool:
@@ -325,8 +331,7 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     # phase); elementwise kernels and the KV read add to it.
     # The host's work before the phase's first kernel overlaps no GPU work: the GPU starts only when it ends, so a
     # GPU-bound phase takes it plus the GPU's time; a host-bound one, the host's whole time (which holds it).
-    counted = bool(profile.host_per_op_s) and any_true(cost.host_ops > 0)
-    prologue_s = profile.host_prologue_s if cost.host_prologue and counted else 0.0
+    prologue_s = profile.host_prologue_s if cost.host_prologue and counts_host_ops(cost, profile) else 0.0
     routed_s = 0.0 if cost.experts is None else experts_s(
         cost.experts, profile, hw.peak_flop_per_s, hw.bandwidth_bytes_per_s, 4 if cost.fp32 else 2,
         profile.bandwidth_fraction(hw.memory_type))  # type: ignore[arg-type]

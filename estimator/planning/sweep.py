@@ -221,8 +221,7 @@ def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints, p
                 requested_gpu: str = "") -> SweepBlock:
     """Evaluate every point (b[i], p[i], o[i]) of one combination, every one valid (`sweep_blocks` checks)."""
     np = _numpy()
-    first = w.model_copy(update={"batch": int(b[0]), "prompt_tokens": int(p[0]), "output_tokens": int(o[0])})
-    template = estimate(model, gpu, first, requested_gpu=requested_gpu)
+    template = estimate(model, gpu, _point(w, b, p, o, 0), requested_gpu=requested_gpu)
     flat = flatten(template.model_dump(mode="json"))
     flat.pop("explain")
     flat["error"] = None
@@ -248,6 +247,11 @@ def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints, p
     return SweepBlock(constants, cols, lazy, list(flat), len(b), groups, joined)
 
 
+def _point(w: InferenceWorkload, b: Ints, p: Ints, o: Ints, i: int) -> InferenceWorkload:
+    """The workload of point i of a block."""
+    return w.model_copy(update={"batch": int(b[i]), "prompt_tokens": int(p[i]), "output_tokens": int(o[i])})
+
+
 def words_point_figures(profile: EfficiencyProfile) -> bool:
     """Whether the profile's assumptions carry figures of the point (the prefill's GEMM kernels and strided elements,
     a host-bound phase's counted operations): then each row's are its own estimate's, not the block's first point's."""
@@ -259,8 +263,7 @@ def _assumptions_column(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b:
                         requested_gpu: str) -> Callable[[int], str]:
     """Point i's assumptions as estimate words them (built only when written: one estimate a row)."""
     def assumptions(i: int) -> str:
-        point = w.model_copy(update={"batch": int(b[i]), "prompt_tokens": int(p[i]), "output_tokens": int(o[i])})
-        report = estimate(model, gpu, point, requested_gpu=requested_gpu)
+        report = estimate(model, gpu, _point(w, b, p, o, i), requested_gpu=requested_gpu)
         return str(flatten({"assumptions": report.model_dump(mode="json")["assumptions"]})["assumptions"])
     return assumptions
 
