@@ -11,11 +11,13 @@ fp32. This script reads from its rows what the `hf` and `hf-graph` profiles stat
   is the elements it writes at a rate per dtype, the median over the ``fit`` rows (``copy_rates``);
 - 16-bit attention: the lean kernel's tiles with a group of one, the copies read whole and a view's further walks at the
   tiles' re-read fraction, at a rate and a fixed time least squares over the ``fit`` rows (``masked_rate``);
-- fp32 attention: seconds per key position and per (sequence, head) pair, least squares over the ``fit`` rows whose
-  heads are copied or own (``fp32_terms``).
+- fp32 attention: per kernel variant (chosen by head dim), a fixed time and a time per key position paid once per
+  wave of the thread blocks that read distinct memory, least squares over the ``fit`` rows whose heads are copied or
+  own; a view's rows are not fitted and judge the rule that its further blocks read from L2 (``fp32_variants``).
 
-Only rows whose repeated cache is at least 32 MB are read (smaller ones sit in the H200's L2 across the graph's
-calls). The graph and eager decode rows in ``tests/data/measured/random`` were not used and judge the rule.
+The 16-bit rule and the copy read only rows whose repeated cache is at least 32 MB (smaller ones sit in the H200's L2
+across the graph's calls); the fp32 walk is bound by its latency per key, not the bytes, so it reads every row. The
+graph and eager decode rows in ``tests/data/measured/random`` were not used and judge the rule.
 
     pip install '.[test]'                           # numpy, for the least squares
     python benchmarks/hf_decode_attention.py       # the figures and their residuals by split
@@ -119,9 +121,9 @@ def masked_rate(rows: list[dict[str, Any]]) -> tuple[float, float, dict[str, lis
 
 
 def fp32_terms(rows: list[dict[str, Any]]) -> tuple[float, float, dict[str, list[float]]]:
-    """fp32: time = key_s × cache positions + pair_s × (sequence, head, position) triples, over rows whose heads are
-    copied or their own (a view's further walks come from L2 in the probe's repeated calls); (key_s, pair_s,
-    residuals by split)."""
+    """Item 19's fp32 rule, which item 33's variants replaced (docs/accuracy.md prints both): time = key_s × cache
+    positions + pair_s × (sequence, head, position) triples, least squares of the call's SDPA time over rows whose
+    heads are copied or own and whose repeated cache is at least 32 MB; (key_s, pair_s, residuals by split)."""
     chosen = [r for r in rows if r["dtype"] == "fp32" and (copied(r) or group(r) == 1) and read_bytes(r) >= MIN_BYTES]
 
     def design(r: dict[str, Any]) -> list[float]:
@@ -129,6 +131,66 @@ def fp32_terms(rows: list[dict[str, Any]]) -> tuple[float, float, dict[str, list
 
     coef, residuals = _fit_sdpa(chosen, design)
     return float(coef[0]), float(coef[1]), residuals
+
+
+BLOCKS_PER_SM = (1.0, 1.5, 2.0, 3.0)  # the grid the blocks an SM runs at full speed are chosen from
+WIDTHS = {"64x64_rf": 64, "64x128_rf": 128, "32x128_gmem": None}  # fmha_cutlassF_f32 variant -> max_head_dim
+
+
+def sm_count(path: Path = PROBE) -> int:
+    first = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    return int(first["sm_count"])
+
+
+def fmha_s(row: dict[str, Any]) -> float:
+    """The fp32 call's attention kernel alone: the mask's fill and where kernels are operations the step counts."""
+    return float(next(k["dur_s"] for k in row["kernels"] if "fmha_cutlassF_f32" in k["name"]))
+
+
+def variant(row: dict[str, Any]) -> str:
+    name = next(k["name"] for k in row["kernels"] if "fmha_cutlassF_f32" in k["name"])
+    return next(v for v in WIDTHS if f"_{v}_" in name)
+
+
+def viewed(row: dict[str, Any]) -> bool:
+    """repeat_kv handed one KV head to several query heads as a view."""
+    return group(row) > 1 and bool(row["repeated_view"])
+
+
+def streams(row: dict[str, Any]) -> int:
+    """Thread blocks reading distinct memory: one per (sequence, query head), per (sequence, KV head) for a view."""
+    return int(row["batch"] * (row["kv_heads"] if viewed(row) else row["heads"]))
+
+
+def fp32_variants(rows: list[dict[str, Any]]) -> dict[str, tuple[float, float, float, dict[str, list[float]]]]:
+    """fp32, per kernel variant: the kernel's time = fixed + key × cache positions × ⌈streams ÷ (SMs × blocks per
+    SM)⌉, least squares on the fit rows whose heads are copied or their own, at the blocks per SM of the grid whose fit
+    rows' median |error| is least; (fixed_s, key_s, streams per wave, residuals by split, and `view` for every view
+    row, none of which was fitted)."""
+    sms, out = sm_count(), {}
+    for name in WIDTHS:
+        chosen = [r for r in rows if r["dtype"] == "fp32" and variant(r) == name]
+        fit = [r for r in chosen if r["split"] == "fit" and not viewed(r)]
+        y = np.array([fmha_s(r) for r in fit])
+        best = None
+        for per_sm in BLOCKS_PER_SM:
+            wave = sms * per_sm
+
+            def design(r: dict[str, Any], wave: float = wave) -> list[float]:
+                return [1.0, r["cache_len"] * -(-streams(r) // wave)]
+
+            x = np.array([design(r) for r in fit])
+            coef, *_ = np.linalg.lstsq(x / y[:, None], np.ones(len(y)), rcond=None)
+            res: dict[str, list[float]] = {}
+            for r in chosen:
+                res.setdefault("view" if viewed(r) else r["split"], []).append(
+                    float(np.array(design(r)) @ coef) / fmha_s(r) - 1)
+            score = statistics.median(abs(e) for e in res["fit"])
+            if best is None or score < best[0]:
+                best = (score, (float(coef[0]), float(coef[1]), wave, res))
+        assert best is not None
+        out[name] = best[1]
+    return out
 
 
 def _line(res: list[float]) -> str:
@@ -146,10 +208,11 @@ def main() -> None:
     print(f"16-bit masked attention: {eta:.3f} of peak, {t0 * 1e6:.1f} us fixed")
     for split, res in residuals.items():
         print(f"  {split:6} {_line(res)}")
-    key_s, pair_s, residuals = fp32_terms(rows)
-    print(f"fp32 attention: {key_s:.3g} s per key position, {pair_s:.3g} s per (sequence, head, position)")
-    for split, res in residuals.items():
-        print(f"  {split:6} {_line(res)}")
+    for name, (fixed_s, key_s, wave, residuals) in fp32_variants(rows).items():
+        print(f"fp32 attention, fmha_cutlassF_f32 {name} (max head dim {WIDTHS[name]}): {fixed_s:.3g} s fixed, "
+              f"{key_s:.3g} s per key position and wave of {wave:g} streams")
+        for split, res in sorted(residuals.items()):
+            print(f"  {split:6} {_line(res)}")
 
 
 if __name__ == "__main__":

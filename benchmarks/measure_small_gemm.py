@@ -12,7 +12,7 @@ with the kernel each call launches (name, grid), so the kernel's tile can be rea
 Every shape's ``split`` is ``fit`` or ``check`` (alternating by layer shape); the decode rows in
 ``tests/data/measured/random`` are not measured here and stay held out. Needs only torch:
 
-    python benchmarks/measure_small_gemm.py --out gemm.jsonl [--tiny]
+    python benchmarks/measure_small_gemm.py --out gemm.jsonl [--tiny] [--narrow]
 """
 
 from __future__ import annotations
@@ -32,6 +32,13 @@ ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 LAYERS = ((1024, 1024), (2048, 2048), (2048, 8192), (8192, 2048), (2944, 2944), (4096, 4096), (4096, 14336),
           (768, 3072), (3072, 768), (1536, 1536))
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+# --narrow: every linear of seed 5's rand-i07 and rand-i12 (640 and 1,024 wide, one KV head of 160, vocabularies of
+# 151,936 and 32,000), whose fp32 GEMM kernels at batch 8 took 2.4 × the by-shape rule (docs/accuracy.md item 33): each
+# timed as a decode calls it (a batch × 1 × in input) over enough weight copies that none stays in L2 between calls
+NARROW = ((640, 800), (640, 160), (800, 640), (640, 1536), (1536, 640), (640, 151936), (1024, 1280), (1024, 160),
+          (1280, 1024), (1024, 2816), (2816, 1024), (1024, 32000))
+NARROW_ROWS = (1, 2, 8, 16, 32)
+COLD_BYTES = 256 * 2**20  # more than the H200's 60 MiB L2, several times over
 
 
 def gemm_row(dtype: str, rows: int, n_in: int, n_out: int) -> dict[str, Any]:
@@ -47,10 +54,28 @@ def gemm_row(dtype: str, rows: int, n_in: int, n_out: int) -> dict[str, Any]:
             "time": timed(call), "kernels": kernels(call)}
 
 
+def cold_row(rows: int, n_in: int, n_out: int) -> dict[str, Any]:
+    """fp32 ``F.linear`` of a ``rows`` × 1 × ``n_in`` input over weight copies cycled so each call reads from memory."""
+    dev = device()
+    x = torch.randn(rows, 1, n_in, device=dev)
+    copies = max(1, min(64, COLD_BYTES // (4 * n_in * n_out)))
+    weights = [torch.randn(n_out, n_in, device=dev) * 0.02 for _ in range(copies)]
+
+    def every() -> Any:
+        return [F.linear(x, w) for w in weights]
+
+    seconds = timed(every, reps=10)
+    return {"kind": "gemm", "dtype": "fp32", "rows": rows, "in": n_in, "out": n_out, "cold_copies": copies,
+            "weight_bytes": 4 * n_in * n_out, "flops": 2 * rows * n_in * n_out,
+            "time": {k: v / copies for k, v in seconds.items()},
+            "kernels": kernels(lambda: F.linear(x, weights[0])), "split": "check"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--narrow", action="store_true", help="only the narrow decode shapes, fp32, L2-cold")
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     layers, rows = (((64, 64), (64, 128)), (1, 8)) if args.tiny else (LAYERS, ROWS)
@@ -59,7 +84,11 @@ def main() -> None:
         out.write(json.dumps({"kind": "device", "torch": torch.__version__, "name": props.name if props else "cpu",
                               "sm_count": props.multi_processor_count if props else None,
                               "allow_tf32": torch.backends.cuda.matmul.allow_tf32}) + "\n")
-        for i, (n_in, n_out) in enumerate(layers):
+        for n_in, n_out in (NARROW if args.narrow else ()):
+            for m in (NARROW_ROWS if not args.tiny else (1, 8)):
+                out.write(json.dumps(cold_row(m, n_in, n_out)) + "\n")
+                out.flush()
+        for i, (n_in, n_out) in enumerate(() if args.narrow else layers):
             for dtype in DTYPES:
                 for m in rows:
                     row = {**gemm_row(dtype, m, n_in, n_out), "split": "fit" if i % 2 == 0 else "check"}

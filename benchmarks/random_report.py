@@ -14,6 +14,7 @@ from random_fifteenth import fifteenth_pass
 from random_fifth import BEFORE_FIFTH, FIFTH_PASS
 from random_fourteenth import fourteenth_pass
 from random_fourth import BEFORE_FOURTH, FOURTH_PASS
+from random_nineteenth import nineteenth_pass
 from random_ninth import ninth_pass
 from random_points import DATA, TARGETS, bound_summary, load, points, summary
 from random_seventeenth import seventeenth_pass
@@ -137,7 +138,7 @@ def section(data: Path = DATA) -> list[str]:
     passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data),
               eighth_pass(data), ninth_pass(data), tenth_pass(), eleventh_pass(data),
               twelfth_pass(data), thirteenth_pass(data), fourteenth_pass(data), fifteenth_pass(data),
-              sixteenth_pass(data), seventeenth_pass(data), eighteenth_pass()]
+              sixteenth_pass(data), seventeenth_pass(data), eighteenth_pass(), nineteenth_pass(data)]
     return [*out, "", *passes]
 
 

@@ -109,6 +109,22 @@ class GemmRoofline(BaseModel):
     bandwidth_efficiency: float = Field(gt=0, le=1)
 
 
+class CacheWalkKernel(BaseModel):
+    """One variant of the fp32 decode attention kernel over a cache (`timing.cache_attention_s`): PyTorch's
+    memory-efficient SDPA kernel runs one thread block per (sequence, query head) with its one query, which walks the
+    cache key by key; the variant is the first whose ``max_head_dim`` holds the head dim (None: any). A layer takes
+    ``fixed_s`` plus ``key_s`` a cache position, once per wave of the blocks reading distinct memory:
+    ``streams_per_wave`` of them run at once (the card's SMs × the blocks an SM runs at full speed), and the further
+    query heads of a KV head handed over as a view read what its first block brought into L2."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    max_head_dim: Annotated[int, Field(gt=0, le=MAX_OPS)] | None
+    fixed_s: Seconds
+    key_s: Seconds
+    streams_per_wave: float = Field(gt=0, le=MAX_OPS)
+
+
 class EfficiencyProfile(BaseModel):
     """Achievable fractions of peak, fixed per-step costs, and runtime memory of one software stack."""
 
@@ -170,10 +186,9 @@ class EfficiencyProfile(BaseModel):
     # host_per_op_s was measured on, and the bare launch's fastest and slowest state seen there
     host_op_bare_ratio: float | None = Field(default=None, gt=0, le=100)
     host_bare_op_range_s: tuple[Seconds, Seconds] | None = None
-    # an fp32 decode step's SDPA over the cache (timing.cache_attention_s): seconds per key position of every
-    # layer, and per key position × (sequence, query head) pair; 0: the KV read at kv_read_efficiency instead
-    fp32_cache_attention_key_s: Seconds = 0
-    fp32_cache_attention_pair_s: Seconds = 0
+    # an fp32 decode step's SDPA over the cache (timing.cache_attention_s), its kernel variants by head dim, widest
+    # last; (): the KV read at kv_read_efficiency instead
+    fp32_cache_attention: tuple[CacheWalkKernel, ...] = ()
     # the decode step's attention kernel by its tiles (estimator.model.decode_attention; None: the cache read once)
     decode_attention: DecodeAttentionTiles | None = None
     # transformers' static-cache decode passes SDPA a mask, so grouped KV heads are repeated per query head first
@@ -245,6 +260,15 @@ class EfficiencyProfile(BaseModel):
         if states is not None and states[0] > states[1]:
             raise ValueError(f"give the fastest state first, then the slowest: [{states[1]:g}, {states[0]:g}]")
         return states
+
+    @field_validator("fp32_cache_attention")
+    @classmethod
+    def _narrowest_first(cls, kernels: tuple[CacheWalkKernel, ...]) -> tuple[CacheWalkKernel, ...]:
+        widths = [k.max_head_dim for k in kernels]
+        bounded = [w for w in widths if w is not None]
+        if bounded != sorted(set(bounded)) or None in widths[:-1]:
+            raise ValueError("give the kernel variants narrowest max_head_dim first, each once; null only last")
+        return kernels
 
     @property
     def repeats_kv(self) -> bool:

@@ -1,6 +1,7 @@
-"""The assumptions a phase's time carries: a host-bound phase's span over the host's states (`host_state`), and a
-decode step whose profile's attention kernel walks the cache more than once per read of its bytes
-(`estimator.model.decode_attention`: how many tiles per KV head, which head-dim width)."""
+"""The assumptions a phase's time carries: a host-bound phase's span over the host's states (`host_state`), a decode
+step whose profile's attention kernel walks the cache more than once per read of its bytes
+(`estimator.model.decode_attention`: how many tiles per KV head, which head-dim width) or, in fp32, key by key, and
+the kernels a prefill's or an fp32 decode's GEMMs are timed as."""
 
 from __future__ import annotations
 
@@ -8,18 +9,19 @@ from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.inference.host_state import host_state_notes
 from estimator.model.attention_kernels import math_attention_layers, runs_unexpanded_math
-from estimator.model.decode_attention import tile_reads
-from estimator.model.timing import PhaseCost, PhaseTime
+from estimator.model.decode_attention import tile_reads, walk_streams
+from estimator.model.timing import PhaseCost, PhaseTime, cache_walk_kernel, walks_cache
 from estimator.notes import Note, NoteCode, note
 
 
-def decode_attention_notes(arch: Architecture | None, profile: EfficiencyProfile, tp: int,
+def decode_attention_notes(arch: Architecture | None, profile: EfficiencyProfile, tp: int, cost: PhaseCost,
                            decode: PhaseTime | None) -> list[Note]:
     """One note where there is a decode step and the profile's tiles make its KV read cost more than one read (none
-    for a model known only by its size, latent attention, or a profile without tiles)."""
+    for a model known only by its size, latent attention, a profile without tiles, or an fp32 step that walks its
+    cache instead: `decode_kernel_notes`)."""
     tiles = profile.decode_attention
     reads = (None if arch is None or tiles is None or decode is None or runs_unexpanded_math(arch, profile)
-             else tile_reads(arch, tiles, tp, profile.repeats_kv))
+             or walks_cache(cost, profile) else tile_reads(arch, tiles, tp, profile.repeats_kv))
     if tiles is None or reads is None or (reads.factor == 1 and reads.repeat is None):
         return []
     w = reads.walk
@@ -71,9 +73,34 @@ def decode_math_notes(arch: Architecture | None, profile: EfficiencyProfile, cos
                  bandwidth_efficiency=spec.bandwidth_efficiency)]
 
 
+def decode_kernel_notes(arch: Architecture | None, profile: EfficiencyProfile, tp: int, cost: PhaseCost,
+                        decode: PhaseTime | None) -> list[Note]:
+    """One note where an fp32 decode step walks its cache on the memory-efficient kernel or times its GEMMs of more
+    than one row by shape (docs/accuracy.md item 33)."""
+    walk = arch is not None and decode is not None and walks_cache(cost, profile)
+    spec = profile.fp32_gemm
+    gemms = sum(g.count for g in cost.gemms if g.m > 1) if decode is not None and cost.fp32 and spec else 0
+    if not walk and not gemms:
+        return []
+    kernel = cache_walk_kernel(cost.cache_head_dim, profile) if walk else None
+    streams = float(cost.cache_streams)
+    shared = arch is not None and walk_streams(arch, tp, 1, profile.repeats_kv) < arch.attention.num_heads / tp
+    heads = "copied" if cost.kv_copy_elements > 0 else "view" if shared else "own"
+    return [note(NoteCode.DECODE_KERNELS, profile=profile.name, walk=walk,
+                 max_head_dim=kernel.max_head_dim if kernel else None, fixed_s=kernel.fixed_s if kernel else 0.0,
+                 key_s=kernel.key_s if kernel else 0.0, streams=streams,
+                 streams_per_wave=kernel.streams_per_wave if kernel else 0.0,
+                 waves=float(-(-streams // kernel.streams_per_wave)) if kernel else 0.0,
+                 heads=heads, gemms=gemms,
+                 kernel_s=spec.kernel_s if gemms and spec else None,
+                 flop_efficiency=spec.flop_efficiency if gemms and spec else None,
+                 bandwidth_efficiency=spec.bandwidth_efficiency if gemms and spec else None)]
+
+
 def phase_notes(arch: Architecture | None, profile: EfficiencyProfile, tp: int, prefill_cost: PhaseCost,
                 prefill: PhaseTime, decode_cost: PhaseCost, decode: PhaseTime | None) -> list[Note]:
     """Every phase's assumptions under ``profile`` on one of ``tp`` ranks."""
     return [*host_state_notes(profile, prefill_cost, prefill, decode_cost, decode),
-            *decode_attention_notes(arch, profile, tp, decode), *prefill_kernel_notes(profile, prefill_cost),
+            *decode_attention_notes(arch, profile, tp, decode_cost, decode), *decode_kernel_notes(arch, profile,
+            tp, decode_cost, decode), *prefill_kernel_notes(profile, prefill_cost),
             *prefill_attention_notes(arch, profile, prefill_cost), *decode_math_notes(arch, profile, decode_cost)]

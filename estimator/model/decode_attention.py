@@ -112,10 +112,11 @@ def repeat_kv_copies(arch: Architecture, tp: int, repeats_kv: bool) -> int:
     return group if kv_heads > 1 and group > 1 else 0
 
 
-def pair_share(arch: Architecture, spec: DecodeAttentionTiles | None, tp: int, repeats_kv: bool) -> float:
-    """The share of the (sequence, query head) pairs' walks that read the cache anew: 1, but where the runtime hands
-    one KV head to every query head as a view, the first walk and ``reread_fraction`` of each further one."""
-    if not repeats_kv or spec is None or arch.attention.latent is not None:
-        return 1.0
+def walk_streams(arch: Architecture, tp: int, batch: int, repeats_kv: bool) -> float:
+    """The thread blocks of a decode's one-query-per-block attention kernel that read distinct memory, per layer on one
+    rank (`timing.cache_attention_s`): one per (sequence, query head), but where the runtime hands one KV head to every
+    query head as a view, one per (sequence, KV head) — the view's further blocks read what the first brought into L2
+    (docs/accuracy.md item 33)."""
     group, kv_heads = rank_group(arch, tp)
-    return 1.0 if kv_heads > 1 or group == 1 else view_walks(group, spec) / group
+    view = repeats_kv and arch.attention.latent is None and kv_heads == 1 and group > 1
+    return batch * (kv_heads if view else arch.attention.num_heads / tp)

@@ -22,7 +22,7 @@ from estimator.model.compute import (
     math_sdpa_pass_bytes,
     prefill_matmul_flops,
 )
-from estimator.model.decode_attention import kv_read_factor, pair_share, repeat_kv_copies
+from estimator.model.decode_attention import kv_read_factor, repeat_kv_copies, walk_streams
 from estimator.model.elementwise import maximum
 from estimator.model.experts import expert_parallel_weights_bytes
 from estimator.model.footprint import rank_kv_bytes
@@ -187,13 +187,26 @@ def decode_cost(arch: Architecture, rt: Runtime, tp: int, batch: int, context: i
         host_ops=eager_ops(arch, rt, decode=True),
         fp32=act == 4,
         cache_keys=layers * context,
-        cache_key_pairs=layers * context * batch * arch.attention.num_heads / tp * pair_share(arch, tiles, tp, repeats),
+        cache_streams=walk_streams(arch, tp, batch, repeats),
+        cache_head_dim=arch.attention.head_dim,
         # the math kernel reads the cache once, upcasting it, instead of walking it with the decode kernel's tiles
         kv_read_factor=1.0 if math_gemms else kv_read_factor(arch, tiles, tp, repeats),
         kv_copy_elements=kv_bytes * 8 / rt.kv_format.bits_per_weight * repeat_kv_copies(arch, tp, repeats),
         math_kv_copy_elements=math_copies,
         math_gemms=math_gemms,
+        gemms=_decode_gemms(arch, rt, tp, batch),
+        one_row_gemv=True,
     )
+
+
+def _decode_gemms(arch: Architecture, rt: Runtime, tp: int, batch: int) -> tuple[Gemm, ...]:
+    """An fp32 decode step's GEMMs by shape, one row per sequence, where the profile times fp32 GEMMs so: cuBLAS runs
+    two rows or more on GEMM kernels (gemmSN, then SIMT SGEMM tiles) that read an fp32 weight at the fp32 GEMM's share
+    of the bandwidth, as a prefill's do, and one row as a GEMV, which streams it at the bandwidth (the step's weight
+    read; `timing.PhaseCost.one_row_gemv`; docs/accuracy.md item 33)."""
+    if rt.activation_bytes_per_element != 4 or rt.profile.fp32_gemm is None:
+        return ()
+    return prefill_gemms(arch, batch, 1, logits_positions=1, tp=tp) or ()
 
 
 def generic_costs(params: int, rt: Runtime, tp: int, batch: int, prompt: int) -> tuple[PhaseCost, PhaseCost]:

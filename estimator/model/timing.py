@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from estimator.catalog.profiles import EfficiencyProfile
+from estimator.catalog.profiles import CacheWalkKernel, EfficiencyProfile
 from estimator.catalog.specs import ComputeDType, GpuSpec, MemoryType
 from estimator.errors import WorkloadInvalid
 from estimator.model.elementwise import any_true, maximum, where
@@ -70,10 +70,12 @@ class PhaseCost:
     math_attention_flops: float = 0.0
     # the phase is one eager forward whose host preamble runs before its first kernel (profile's host_prologue_s)
     host_prologue: bool = False
-    # a decode step's attention over its cache: the key positions it walks over all layers, and those × the
-    # (sequence, query head) pairs that walk them (profile's fp32_cache_attention_*: fp32 SDPA over the cache)
+    # a decode step's attention over its cache (profile's fp32_cache_attention: fp32 SDPA over the cache): the key
+    # positions it walks over all layers, the thread blocks reading distinct memory in a layer
+    # (decode_attention.walk_streams) and the head dim, which picks the kernel variant
     cache_keys: float = 0.0
-    cache_key_pairs: float = 0.0
+    cache_streams: float = 0.0
+    cache_head_dim: int = 0
     # a decode step's KV read time over one read of its cache at the bandwidth (model.decode_attention: the attention
     # kernel's query-row tiles and head-dim widths); the bound keeps kv_bytes alone
     kv_read_factor: float = 1.0
@@ -91,6 +93,8 @@ class PhaseCost:
     # a prefill's GEMMs by shape where the profile times them so (model.gemms: fp32_gemm); they then replace
     # matmul_flops and math_attention_flops in the compute time, which keep the FLOPs for the bound
     gemms: tuple[Gemm, ...] = ()
+    # the GEMMs' rows are a decode's sequences: one row runs cuBLAS's GEMV, whose time is the weight read, not ``gemms``
+    one_row_gemv: bool = False
     # (bytes, output elements) of the elementwise operations on TensorIterator's non-vectorized kernels, inside
     # elementwise_bytes (model.phases.strided_elementwise): timed by their elements at strided_elements_per_s
     strided: tuple[float, float] = (0.0, 0.0)
@@ -252,19 +256,25 @@ def fixed_gpu_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
 def walks_cache(cost: PhaseCost, profile: EfficiencyProfile) -> bool:
     """Whether the profile times an fp32 decode step's attention as a walk over its cache (`cache_attention_s`): a
     phase with cache positions to walk (a prefill has none: it reads its KV at the bandwidth)."""
-    return (cost.fp32 and bool(profile.fp32_cache_attention_key_s or profile.fp32_cache_attention_pair_s)
-            and any_true(cost.cache_keys > 0))
+    return cost.fp32 and bool(profile.fp32_cache_attention) and any_true(cost.cache_keys > 0)
+
+
+def cache_walk_kernel(head_dim: int, profile: EfficiencyProfile) -> CacheWalkKernel:
+    """The fp32 cache-walk kernel variant a head dim runs: the first that holds it, else the widest."""
+    kernels = profile.fp32_cache_attention
+    return next((k for k in kernels if k.max_head_dim is None or head_dim <= k.max_head_dim), kernels[-1])
 
 
 def cache_attention_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     """An fp32 decode step's attention over its cache where the profile times it (0 elsewhere): PyTorch's
-    memory-efficient SDPA kernel with one query per sequence walks the cache key by key in each (sequence, head)
-    pair's block, so the step pays a cost per key position and one per key position and pair, in place of the KV
-    read at a bandwidth (which that walk holds)."""
+    memory-efficient SDPA kernel, one thread block per (sequence, query head) with its one query, walks the cache key
+    by key; a layer takes the variant's fixed time and its time per key position once per wave of the blocks reading
+    distinct memory (`CacheWalkKernel`), in place of the KV read at a bandwidth (which that walk holds)."""
     if not walks_cache(cost, profile):
         return 0.0
-    return (cost.cache_keys * profile.fp32_cache_attention_key_s
-            + cost.cache_key_pairs * profile.fp32_cache_attention_pair_s)
+    kernel = cache_walk_kernel(cost.cache_head_dim, profile)
+    waves = -(-cost.cache_streams // kernel.streams_per_wave)  # ceil, elementwise on a sweep's arrays
+    return cost.layers * kernel.fixed_s + cost.cache_keys * kernel.key_s * waves
 
 
 def repeat_kv_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
@@ -289,10 +299,12 @@ def _gemm_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> float:
     """The phase's linear GEMMs: one by one by shape where the cost lists them (model.gemms), else their FLOPs at the
     profile's share."""
     spec = profile.fp32_gemm if cost.fp32 else profile.gemm
-    if cost.gemms and spec is not None:
-        peak = (hw.fp32_flop_per_s or hw.peak_flop_per_s) if cost.fp32 else hw.peak_flop_per_s
-        return gemms_s(cost.gemms, spec, peak, hw.bandwidth_bytes_per_s, 4 if cost.fp32 else 2)
-    return cost.matmul_flops / (hw.peak_flop_per_s * matmul_flop_fraction(profile, fp32=cost.fp32))
+    by_flops = cost.matmul_flops / (hw.peak_flop_per_s * matmul_flop_fraction(profile, fp32=cost.fp32))
+    if not cost.gemms or spec is None:
+        return by_flops
+    peak = (hw.fp32_flop_per_s or hw.peak_flop_per_s) if cost.fp32 else hw.peak_flop_per_s
+    shaped = gemms_s(cost.gemms, spec, peak, hw.bandwidth_bytes_per_s, 4 if cost.fp32 else 2)
+    return where(cost.gemms[0].m > 1, shaped, by_flops) if cost.one_row_gemv else shaped
 
 
 def elementwise_time_s(cost: PhaseCost, profile: EfficiencyProfile, bandwidth: float) -> float:

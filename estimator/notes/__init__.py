@@ -74,6 +74,7 @@ class NoteCode(str, Enum):
     PREFILL_KERNELS = "prefill-kernels"
     PREFILL_ATTENTION = "prefill-attention"
     DECODE_MATH_ATTENTION = "decode-math-attention"
+    DECODE_KERNELS = "decode-kernels"
     SAVED_ACTIVATIONS = "saved-activations"
     LOSS_ONLY = "loss-only"
     STEADY_STATE = "steady-state"
@@ -159,8 +160,6 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         "(pass a catalog name or a config.json)")),
     _C.SIZE_ONLY_NO_CAPACITY: ({}, lambda v, b: (
         "max_batch and max_context_tokens not computed: they need the KV cache and activations")),
-    _C.SIZE_ONLY_TIME: ({}, lambda v, b: (
-        "prefill time counts 2 × params FLOPs per token without attention; decode reads weights only")),
     _C.ENCODER: ({"model": str}, lambda v, b: (
         f"{v['model']} is an encoder: no KV cache and no token-by-token decoding")),
     _C.CONTEXT_TOO_LONG: ({"tokens": int, "limit": int}, lambda v, b: (

@@ -227,6 +227,36 @@ def decode_math_attention(v: Mapping[str, Any]) -> str:
             f"{v['bandwidth_efficiency']:.2f} of the bandwidth — docs/accuracy.md item 28")
 
 
+DECODE_KERNELS: dict[str, type | tuple[type, ...]] = {
+    "profile": str, "walk": bool, "max_head_dim": (int, type(None)), "fixed_s": float, "key_s": float,
+    "streams": float, "streams_per_wave": float, "waves": float, "heads": str, "gemms": int,
+    "kernel_s": (float, type(None)), "flop_efficiency": (float, type(None)),
+    "bandwidth_efficiency": (float, type(None))}
+
+
+_WALK_HEADS = {"own": "each query head's own KV head", "copied": "repeat_kv's copies, written first",
+               "view": "one per KV head; its view's further query heads read it from L2"}
+
+
+def decode_kernels(v: Mapping[str, Any]) -> str:
+    """An fp32 decode step's attention walk and GEMMs by shape (`timing.cache_attention_s`, `phases._decode_gemms`;
+    docs/accuracy.md item 33)."""
+    parts = []
+    if v["walk"]:
+        variant = "any head dim" if v["max_head_dim"] is None else f"head dims up to {v['max_head_dim']}"
+        parts.append(f"attention on PyTorch's memory-efficient kernel (its variant for {variant}), one thread block "
+                     "per sequence and query head walking the cache: a layer takes "
+                     f"{format_seconds(v['fixed_s'])} plus {v['key_s'] * 1e9:.0f} ns a cache position for each of "
+                     f"{v['waves']:,.0f} wave(s) of up to {v['streams_per_wave']:g} blocks reading distinct memory "
+                     f"({v['streams']:,.0f} here: {_WALK_HEADS[v['heads']]})")
+    if v["gemms"]:
+        parts.append(f"{v['gemms']:,} GEMM kernels of more than one row, each {format_seconds(v['kernel_s'])} plus "
+                     f"the longer of its FLOPs at {v['flop_efficiency']:.2f} of the peak and its operands' and "
+                     f"output's bytes at {v['bandwidth_efficiency']:.2f} of the bandwidth (one sequence runs a GEMV, "
+                     "which streams its weights at the bandwidth)")
+    return f"fp32 decode kernels ({v['profile']}): {'; '.join(parts)} — docs/accuracy.md item 33"
+
+
 # code → (values, wording) of the assumptions a phase's time carries, merged into the notes' table (`estimator.notes`)
 PHASE_SPECS: dict[str, tuple[dict[str, type | tuple[type, ...]], Callable[[Mapping[str, Any], Bytes], str]]] = {
     "prefill-bound": (PREFILL_BOUND, prefill_bound),
@@ -235,4 +265,7 @@ PHASE_SPECS: dict[str, tuple[dict[str, type | tuple[type, ...]], Callable[[Mappi
     "train-dispatch": (TRAIN_DISPATCH, lambda v, b: train_dispatch(v)),
     "prefill-kernels": (PREFILL_KERNELS, lambda v, b: prefill_kernels(v)),
     "prefill-attention": (PREFILL_ATTENTION, lambda v, b: prefill_attention(v)),
-    "decode-math-attention": (DECODE_MATH_ATTENTION, lambda v, b: decode_math_attention(v))}
+    "decode-math-attention": (DECODE_MATH_ATTENTION, lambda v, b: decode_math_attention(v)),
+    "decode-kernels": (DECODE_KERNELS, lambda v, b: decode_kernels(v)),
+    "size-only-time": ({}, lambda v, b: (
+        "prefill time counts 2 × params FLOPs per token without attention; decode reads weights only"))}

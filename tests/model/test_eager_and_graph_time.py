@@ -47,22 +47,31 @@ def test_no_preamble_without_a_host_floor_counted_in_operations() -> None:
 
 
 def test_an_fp32_graph_decode_walks_its_cache_in_place_of_the_kv_read() -> None:
-    """hf-graph's fp32 cache attention (timing.cache_attention_s; the memory-efficient kernel measured alone, item 19
-    of docs/accuracy.md): 91.8 ns per key position of every layer plus 0.746 ns per key position × (sequence, head)
-    pair, replacing the KV read."""
+    """hf-graph's fp32 cache attention (timing.cache_attention_s; the memory-efficient kernel measured alone, item 33
+    of docs/accuracy.md): per layer the variant's fixed time, plus its time per key position once per wave of the
+    blocks reading distinct memory, replacing the KV read."""
     graph = default_catalog().profiles.get("hf-graph")
-    assert (graph.fp32_cache_attention_key_s, graph.fp32_cache_attention_pair_s) == (9.18e-8, 7.46e-10)
-    # 2 layers × 1,000 positions = 2,000 keys; × batch 4 × 8 heads = 64,000 pairs; a 1 GB KV read beside them
-    cost = PhaseCost(matmul_flops=0, attention_flops=0, weight_bytes=0, kv_bytes=1e9, elementwise_bytes=0,
-                     layers=2, fp32=True, cache_keys=2_000, cache_key_pairs=64_000)
-    # 2,000 × 91.8 ns + 64,000 × 0.746 ns = 183.6 µs + 47.744 µs = 231.344 µs
-    assert phase_time(cost, HW, graph).kv_s == pytest.approx(231.344e-6, rel=1e-12)
+    assert [(k.max_head_dim, k.fixed_s, k.key_s, k.streams_per_wave) for k in graph.fp32_cache_attention] == [
+        (64, 1.21e-5, 1.09e-7, 198), (128, 6.69e-6, 1.03e-7, 132), (None, 2.34e-5, 1.51e-7, 198)]
+
+    def walk(streams: float, head_dim: int, fp32: bool = True) -> float:
+        # 2 layers × 1,000 positions = 2,000 keys; a 1 GB KV read beside them
+        cost = PhaseCost(matmul_flops=0, attention_flops=0, weight_bytes=0, kv_bytes=1e9, elementwise_bytes=0,
+                         layers=2, fp32=fp32, cache_keys=2_000, cache_streams=streams, cache_head_dim=head_dim)
+        return phase_time(cost, HW, graph).kv_s
+
+    # batch 4 × 8 heads = 32 blocks, one wave of the 64x128 kernel: 2 × 6.69 µs + 2,000 × 103 ns = 219.38 µs
+    assert walk(32, 128) == pytest.approx(219.38e-6, rel=1e-12)
+    # 300 blocks are ⌈300 ÷ 132⌉ = 3 waves: 13.38 µs + 3 × 206 µs
+    assert walk(300, 128) == pytest.approx(631.38e-6, rel=1e-12)
+    # head dim 64 and 256 run the other variants: 2 × 12.1 µs + 218 µs; 2 × 23.4 µs + 2 waves of 302 µs
+    assert walk(32, 64) == pytest.approx(242.2e-6, rel=1e-12)
+    assert walk(300, 256) == pytest.approx(650.8e-6, rel=1e-12)
     # in 16 bits the flash kernel runs: the KV read at the profile's rate stays (1 GB at 1 TB/s × 0.864)
-    half = PhaseCost(matmul_flops=0, attention_flops=0, weight_bytes=0, kv_bytes=1e9, elementwise_bytes=0,
-                     layers=2, cache_keys=2_000, cache_key_pairs=64_000)
-    assert phase_time(half, HW, graph).kv_s == pytest.approx(1e9 / (1e12 * graph.bandwidth_fraction("HBM3e")))
+    assert walk(32, 128, fp32=False) == pytest.approx(1e9 / (1e12 * graph.bandwidth_fraction("HBM3e")))
     # the eager hf profile runs the same kernels: the same figures
     hf = default_catalog().profiles.get("hf")
+    cost = PhaseCost(0, 0, 0, 1e9, 0, 2, fp32=True, cache_keys=2_000, cache_streams=32, cache_head_dim=128)
     assert phase_time(cost, HW, hf).kv_s == phase_time(cost, HW, graph).kv_s
 
 

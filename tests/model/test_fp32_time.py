@@ -118,10 +118,12 @@ def test_an_fp32_prefill_reads_its_kv_where_a_decode_walks_its_cache() -> None:
     prefill has none to walk and reads its KV at the bandwidth, as before the sweep's arrays made the choice explicit
     (timing.walks_cache)."""
     hf = default_catalog().profiles.get("hf")
-    assert hf.fp32_cache_attention_key_s and hf.kv_read_efficiency is None
+    assert hf.fp32_cache_attention and hf.kv_read_efficiency is None
     prefill = PhaseCost(0, 0, 0, 4e9, 0, 2, fp32=True)
     t = phase_time(prefill, _hw(), hf)
     assert t.kv_s > 0 and t.kv_s == pytest.approx(phase_time(prefill, _hw(), hf.model_copy(
-        update={"fp32_cache_attention_key_s": 0.0, "fp32_cache_attention_pair_s": 0.0})).kv_s, rel=1e-12)
-    decode = PhaseCost(0, 0, 0, 4e9, 0, 2, fp32=True, cache_keys=2 * 1000)
-    assert phase_time(decode, _hw(), hf).kv_s == pytest.approx(2 * 1000 * hf.fp32_cache_attention_key_s, rel=1e-12)
+        update={"fp32_cache_attention": ()})).kv_s, rel=1e-12)
+    decode = PhaseCost(0, 0, 0, 4e9, 0, 2, fp32=True, cache_keys=2 * 1000, cache_streams=1, cache_head_dim=64)
+    narrow = hf.fp32_cache_attention[0]
+    assert phase_time(decode, _hw(), hf).kv_s == pytest.approx(2 * narrow.fixed_s + 2 * 1000 * narrow.key_s,
+                                                               rel=1e-12)

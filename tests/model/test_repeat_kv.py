@@ -13,34 +13,36 @@ from hypothesis import strategies as st
 from estimator import default_catalog
 from estimator.inference.estimate import estimate
 from estimator.inference.workload import InferenceWorkload
-from estimator.model.decode_attention import kv_read_factor, pair_share, repeat_kv_copies, tile_reads
+from estimator.model.decode_attention import kv_read_factor, repeat_kv_copies, tile_reads, walk_streams
 from estimator.model.timing import PhaseCost, repeat_kv_s
 
 # the tiles' round figures and the small llama of the tiles' own tests (every factor exact in binary floating point)
 from tests.model.test_decode_attention import TILES, _arch
 
 
-@pytest.mark.parametrize(("heads", "kv_heads", "head_dim", "tp", "repeat", "factor", "copies", "share"), [
-    (32, 8, 128, 1, "copy", 4.0, 4, 1.0),  # llama-3.1-8b: 4 copies, each read whole at the narrow tile
-    (16, 8, 256, 1, "copy", 4.0, 2, 1.0),  # gemma-2: 2 copies at the wide tile's rate (2 ×)
-    (16, 16, 160, 1, None, 3.2, 0, 1.0),  # as many KV heads as query heads: nothing repeated, the tile's rule
-    (46, 1, 256, 1, "view", 47.0, 0, 23.5 / 46),  # one KV head: a view; 1 + 45 × 0.5 walks at 2 ×, no copy
-    (8, 1, 128, 1, "view", 4.5, 0, 4.5 / 8),  # 1 + 7 × 0.5
-    (64, 8, 128, 4, "copy", 8.0, 8, 1.0),  # tensor parallel 4: 16 query heads over 2 KV heads on a rank
-    (64, 2, 128, 4, "view", 8.5, 0, 8.5 / 16),  # KV heads replicated: one per rank, viewed by its 16 query heads
+@pytest.mark.parametrize(("heads", "kv_heads", "head_dim", "tp", "repeat", "factor", "copies", "streams"), [
+    (32, 8, 128, 1, "copy", 4.0, 4, 32),  # llama-3.1-8b: 4 copies, each read whole at the narrow tile
+    (16, 8, 256, 1, "copy", 4.0, 2, 16),  # gemma-2: 2 copies at the wide tile's rate (2 ×)
+    (16, 16, 160, 1, None, 3.2, 0, 16),  # as many KV heads as query heads: nothing repeated, the tile's rule
+    (46, 1, 256, 1, "view", 47.0, 0, 1),  # one KV head: a view; 1 + 45 × 0.5 walks at 2 ×, no copy
+    (8, 1, 128, 1, "view", 4.5, 0, 1),  # 1 + 7 × 0.5
+    (64, 8, 128, 4, "copy", 8.0, 8, 16),  # tensor parallel 4: 16 query heads over 2 KV heads on a rank
+    (64, 2, 128, 4, "view", 8.5, 0, 1),  # KV heads replicated: one per rank, viewed by its 16 query heads
 ])
 def test_repeated_heads_are_copies_read_whole_or_a_view(heads: int, kv_heads: int, head_dim: int, tp: int,
                                                        repeat: str | None, factor: float, copies: int,
-                                                       share: float) -> None:
+                                                       streams: int) -> None:
     arch = _arch(heads, kv_heads, head_dim)
     reads = tile_reads(arch, TILES, tp, repeats_kv=True)
     assert reads is not None
     assert (reads.repeat, reads.factor, reads.walk.tiles) == (repeat, factor, 1 if repeat else reads.walk.tiles)
     assert kv_read_factor(arch, TILES, tp, repeats_kv=True) == factor
     assert repeat_kv_copies(arch, tp, repeats_kv=True) == copies
-    assert pair_share(arch, TILES, tp, repeats_kv=True) == pytest.approx(share, rel=1e-15)
-    # without the runtime's repeat: the kernel gets the cached heads, nothing is copied, every pair reads anew
-    assert repeat_kv_copies(arch, tp, repeats_kv=False) == 0 and pair_share(arch, TILES, tp, repeats_kv=False) == 1
+    # the fp32 walk's blocks that read distinct memory, per sequence: a view's query heads share its one KV head's
+    assert walk_streams(arch, tp, 3, repeats_kv=True) == 3 * streams
+    # without the runtime's repeat: the kernel gets the cached heads, nothing is copied, every query head reads anew
+    assert repeat_kv_copies(arch, tp, repeats_kv=False) == 0
+    assert walk_streams(arch, tp, 3, repeats_kv=False) == 3 * heads / tp
 
 
 @given(st.integers(1, 8), st.integers(2, 64), st.sampled_from((64, 80, 96, 128, 160, 256)), st.floats(0.0, 1.0))
