@@ -297,7 +297,7 @@ def math_kernel_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> 
 
 def _gemm_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> float:
     """The phase's linear GEMMs: one by one by shape where the cost lists them (model.gemms), else their FLOPs at the
-    profile's share."""
+    profile's share, as a decode's GEMMs of one row (a GEMV, whose weight read `phase_time` takes beside them)."""
     spec = profile.fp32_gemm if cost.fp32 else profile.gemm
     by_flops = cost.matmul_flops / (hw.peak_flop_per_s * matmul_flop_fraction(profile, fp32=cost.fp32))
     if not cost.gemms or spec is None:
