@@ -106,3 +106,15 @@ def test_the_fp32_decode_states_its_kernels() -> None:
         "max_head_dim": 64, "streams": 256.0, "waves": 2.0, "heads": "copied", "gemms": 16 * 7 + 1}
     assert codes("fp32", 1)["decode-kernels"]["gemms"] == 0
     assert "decode-kernels" not in codes("bf16", 8) and "decode-attention" in codes("bf16", 8)
+
+
+def test_the_narrow_models_gemm_excess_is_one_kernel_choice(nineteenth: Any) -> None:
+    """The miss item 33 names (s5/rand-i07 and s5/rand-i12 at batch 8): on an H100, L2-cold, the one KV head's
+    160-wide projections at 8 rows each run one `sm80_xmma_gemm` kernel of about 54 µs, several times the other
+    linears of the same widths — a cuBLAS choice for that shape, which the by-shape rule does not know."""
+    rows = [r for r in benchmark("random_points").load([nineteenth.NARROW]) if r["kind"] == "gemm"]
+    kv = [r for r in rows if r["out"] == 160 and r["rows"] == 8]
+    others = [r for r in rows if r["out"] not in (160, 151936, 32000) and r["rows"] == 8]
+    assert len(kv) == 2 and len(others) == 8
+    assert all(len(r["kernels"]) == 1 and r["kernels"][0]["name"].startswith("sm80_xmma_gemm") for r in kv)
+    assert min(r["time"]["median_s"] for r in kv) > 2 * max(r["time"]["median_s"] for r in others)
