@@ -98,14 +98,16 @@ def random_config(rng: random.Random, family: str, hidden: int, layers: int) -> 
     return config
 
 
-def inference_archs(rng: random.Random, count: int) -> list[dict[str, Any]]:
-    """Small to mid-size models (0.05–4 B at full depth): the host-bound and fp32 cases the issue names."""
+def inference_archs(rng: random.Random, count: int, only: str | None = None) -> list[dict[str, Any]]:
+    """Small to mid-size models (0.05–4 B at full depth): the host-bound and fp32 cases the issue names (``only``:
+    every one in that dtype, the draws otherwise the same)."""
     out = []
     for index in range(count):
         family = FAMILIES[index % len(FAMILIES)]
         hidden = 128 * rng.randint(4, 24)
         layers = rng.randint(4, 28)
-        dtype = DTYPES[index % 3] if index % 2 == 0 else rng.choice(DTYPES)
+        drawn = DTYPES[index % 3] if index % 2 == 0 else rng.choice(DTYPES)
+        dtype = only or drawn
         out.append({"name": f"rand-i{index:02d}", "config": random_config(rng, family, hidden, layers),
                     "dtype": dtype, "split": "fit" if rng.random() < 0.5 else "held-out"})
     return out
@@ -272,7 +274,8 @@ def measure_inference(run: Run, arch: dict[str, Any], rng: random.Random) -> Non
         run.emit({**base, "phase": "load", "error": measure._why(error)})
         return
     run.emit({**base, **load})
-    _prefills(run, model, base, rng)
+    if not run.args.decode_only:
+        _prefills(run, model, base, rng)
     if run.args.prefill_only:
         del model
         measure.free_memory()
@@ -455,6 +458,8 @@ def main() -> None:
     parser.add_argument("--host", type=int, default=0, help="instead: this many small models, host vs GPU time")
     parser.add_argument("--lean", type=int, default=0, help="instead: this many architectures, lean decode only")
     parser.add_argument("--prefill-only", action="store_true", help="inference architectures: load and prefill only")
+    parser.add_argument("--decode-only", choices=DTYPES, help="inference architectures: load and decode only, all in "
+                        "this dtype")
     parser.add_argument("--train-families", type=train_families, default=TRAIN_FAMILIES,
                         help=f"training families, comma-separated: {', '.join(TRAIN_FAMILIES + MORE_TRAIN_FAMILIES)}")
     args = parser.parse_args()
@@ -469,7 +474,8 @@ def main() -> None:
             measure_set(run, rng, count)
             run.sink.close()
             return
-    infer, train = inference_archs(rng, args.inference), train_archs(rng, args.train, args.train_families)
+    infer = inference_archs(rng, args.inference, args.decode_only)
+    train = train_archs(rng, args.train, args.train_families)
     if args.tiny:
         measure.dry_run_on_cpu()
     else:
