@@ -142,14 +142,17 @@ def sm_count(path: Path = PROBE) -> int:
     return int(first["sm_count"])
 
 
+def _fmha(row: dict[str, Any]) -> dict[str, Any]:
+    return dict(next(k for k in row["kernels"] if "fmha_cutlassF_f32" in k["name"]))
+
+
 def fmha_s(row: dict[str, Any]) -> float:
     """The fp32 call's attention kernel alone: the mask's fill and where kernels are operations the step counts."""
-    return float(next(k["dur_s"] for k in row["kernels"] if "fmha_cutlassF_f32" in k["name"]))
+    return float(_fmha(row)["dur_s"])
 
 
 def variant(row: dict[str, Any]) -> str:
-    name = next(k["name"] for k in row["kernels"] if "fmha_cutlassF_f32" in k["name"])
-    return next(v for v in WIDTHS if f"_{v}_" in name)
+    return next(v for v in WIDTHS if f"_{v}_" in _fmha(row)["name"])
 
 
 def viewed(row: dict[str, Any]) -> bool:

@@ -84,16 +84,14 @@ def main() -> None:
         out.write(json.dumps({"kind": "device", "torch": torch.__version__, "name": props.name if props else "cpu",
                               "sm_count": props.multi_processor_count if props else None,
                               "allow_tf32": torch.backends.cuda.matmul.allow_tf32}) + "\n")
-        for n_in, n_out in (NARROW if args.narrow else ()):
-            for m in (NARROW_ROWS if not args.tiny else (1, 8)):
-                out.write(json.dumps(cold_row(m, n_in, n_out)) + "\n")
-                out.flush()
-        for i, (n_in, n_out) in enumerate(() if args.narrow else layers):
-            for dtype in DTYPES:
-                for m in rows:
-                    row = {**gemm_row(dtype, m, n_in, n_out), "split": "fit" if i % 2 == 0 else "check"}
-                    out.write(json.dumps(row) + "\n")
-                    out.flush()
+        if args.narrow:
+            found = (cold_row(m, n_in, n_out) for n_in, n_out in NARROW for m in (rows if args.tiny else NARROW_ROWS))
+        else:
+            found = ({**gemm_row(dtype, m, n_in, n_out), "split": "fit" if i % 2 == 0 else "check"}
+                     for i, (n_in, n_out) in enumerate(layers) for dtype in DTYPES for m in rows)
+        for row in found:
+            out.write(json.dumps(row) + "\n")
+            out.flush()
     print(f"wrote {args.out}", file=sys.stderr)
 
 

@@ -9,8 +9,8 @@ from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.inference.host_state import host_state_notes
 from estimator.model.attention_kernels import math_attention_layers, runs_unexpanded_math
-from estimator.model.decode_attention import tile_reads, walk_streams
-from estimator.model.timing import PhaseCost, PhaseTime, cache_walk_kernel, walks_cache
+from estimator.model.decode_attention import shares_view, tile_reads
+from estimator.model.timing import PhaseCost, PhaseTime, cache_walk_kernel, cache_walk_waves, walks_cache
 from estimator.notes import Note, NoteCode, note
 
 
@@ -83,14 +83,13 @@ def decode_kernel_notes(arch: Architecture | None, profile: EfficiencyProfile, t
     if not walk and not gemms:
         return []
     kernel = cache_walk_kernel(cost.cache_head_dim, profile) if walk else None
-    streams = float(cost.cache_streams)
-    shared = arch is not None and walk_streams(arch, tp, 1, profile.repeats_kv) < arch.attention.num_heads / tp
+    shared = arch is not None and shares_view(arch, tp, profile.repeats_kv)
     heads = "copied" if cost.kv_copy_elements > 0 else "view" if shared else "own"
     return [note(NoteCode.DECODE_KERNELS, profile=profile.name, walk=walk,
                  max_head_dim=kernel.max_head_dim if kernel else None, fixed_s=kernel.fixed_s if kernel else 0.0,
-                 key_s=kernel.key_s if kernel else 0.0, streams=streams,
+                 key_s=kernel.key_s if kernel else 0.0, streams=float(cost.cache_streams),
                  streams_per_wave=kernel.streams_per_wave if kernel else 0.0,
-                 waves=float(-(-streams // kernel.streams_per_wave)) if kernel else 0.0,
+                 waves=float(cache_walk_waves(cost, kernel)) if kernel else 0.0,
                  heads=heads, gemms=gemms,
                  kernel_s=spec.kernel_s if gemms and spec else None,
                  flop_efficiency=spec.flop_efficiency if gemms and spec else None,

@@ -112,11 +112,15 @@ def repeat_kv_copies(arch: Architecture, tp: int, repeats_kv: bool) -> int:
     return group if kv_heads > 1 and group > 1 else 0
 
 
+def shares_view(arch: Architecture, tp: int, repeats_kv: bool) -> bool:
+    """Whether the runtime hands one KV head on a rank to several query heads as a view (repeat_kv's stride 0)."""
+    group, kv_heads = rank_group(arch, tp)
+    return repeats_kv and arch.attention.latent is None and kv_heads == 1 and group > 1
+
+
 def walk_streams(arch: Architecture, tp: int, batch: int, repeats_kv: bool) -> float:
     """The thread blocks of a decode's one-query-per-block attention kernel that read distinct memory, per layer on one
     rank (`timing.cache_attention_s`): one per (sequence, query head), but where the runtime hands one KV head to every
     query head as a view, one per (sequence, KV head) — the view's further blocks read what the first brought into L2
     (docs/accuracy.md item 33)."""
-    group, kv_heads = rank_group(arch, tp)
-    view = repeats_kv and arch.attention.latent is None and kv_heads == 1 and group > 1
-    return batch * (kv_heads if view else arch.attention.num_heads / tp)
+    return batch * (1 if shares_view(arch, tp, repeats_kv) else arch.attention.num_heads / tp)

@@ -273,8 +273,13 @@ def cache_attention_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     if not walks_cache(cost, profile):
         return 0.0
     kernel = cache_walk_kernel(cost.cache_head_dim, profile)
-    waves = -(-cost.cache_streams // kernel.streams_per_wave)  # ceil, elementwise on a sweep's arrays
-    return cost.layers * kernel.fixed_s + cost.cache_keys * kernel.key_s * waves
+    return cost.layers * kernel.fixed_s + cost.cache_keys * kernel.key_s * cache_walk_waves(cost, kernel)
+
+
+def cache_walk_waves(cost: PhaseCost, kernel: CacheWalkKernel) -> float:
+    """The waves of the walk's blocks that read distinct memory: ⌈streams ÷ streams per wave⌉ (elementwise on a
+    sweep's arrays)."""
+    return -(-cost.cache_streams // kernel.streams_per_wave)
 
 
 def repeat_kv_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
