@@ -24,6 +24,7 @@ from random_sixth import sixth_pass
 from random_tenth import tenth_pass
 from random_thirteenth import thirteenth_pass
 from random_twelfth import twelfth_pass
+from random_twentieth import twentieth_pass
 
 # `python benchmarks/random_points.py` at commit 4f34dec (before issue 15's mechanisms), on the same files:
 # term -> split -> (cases, within target, median |error|, worst error and its case).
@@ -138,7 +139,8 @@ def section(data: Path = DATA) -> list[str]:
     passes = [MECHANISMS, SECOND_PASS, THIRD_PASS, FOURTH_PASS, FIFTH_PASS, sixth_pass(data), seventh_pass(data),
               eighth_pass(data), ninth_pass(data), tenth_pass(), eleventh_pass(data),
               twelfth_pass(data), thirteenth_pass(data), fourteenth_pass(data), fifteenth_pass(data),
-              sixteenth_pass(data), seventeenth_pass(data), eighteenth_pass(), nineteenth_pass(data)]
+              sixteenth_pass(data), seventeenth_pass(data), eighteenth_pass(), nineteenth_pass(data),
+              twentieth_pass(data)]
     return [*out, "", *passes]
 
 

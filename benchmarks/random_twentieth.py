@@ -1,0 +1,218 @@
+"""The twentieth pass of issue 15 (docs/accuracy.md, written by benchmarks/random_report.py): what the HF prefill's and
+eager decode's remaining time misses are (item 34). No rule changes here. Every HF prefill and eager decode of the
+random rows is split by what its estimate says sets the phase's time — the host's dispatch (the `host-bound`
+assumption, which states the phase's time at each end of the host's states) or the GPU — and each part is judged
+apart: against its target, and a host-bound one against the span it states. The rows that recorded the host's issue
+time and a probe of the host's speed just before the case (``issue``: ``host_s``, ``host_op_s``) then show how far one
+figure per operation can follow the host even where its state is known.
+
+    python benchmarks/random_twentieth.py      # the section as docs/accuracy.md prints it
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import random_points as rp
+from random_thirteenth import _pct, _wrap
+
+from estimator import default_catalog
+from estimator.catalog.registry import Catalog
+
+PHASES = {"prefill": ("prefill_s", "prefill"), "decode": ("decode hf", "decode step")}
+
+
+@dataclass(frozen=True)
+class PhasePoint:
+    """One HF prefill or eager decode beside its `hf` estimate, and the span the estimate states where the host sets
+    its time (None where the GPU does)."""
+
+    term: str
+    dtype: str
+    predicted: float
+    measured: float
+    span: tuple[float, float] | None
+    issue: dict[str, Any]  # the case's host issue time, GPU time and probe, where its row recorded them
+    ops: int | None  # the aten operations the case dispatches, where its row (or its model's) counted them
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.measured - 1
+
+    @property
+    def within_target(self) -> bool:
+        return abs(self.error) <= rp.TARGETS[self.term]
+
+    @property
+    def in_span(self) -> bool:
+        return self.span is not None and self.span[0] <= self.measured <= self.span[1]
+
+
+def _span(report: Any, phase: str) -> tuple[float, float] | None:
+    for found in report.assumptions:
+        if found.code.value == "host-bound" and found.values["phase"] == phase:
+            return float(found.values["low_s"]), float(found.values["high_s"])
+    return None
+
+
+def _point(catalog: Catalog, row: dict[str, Any], ops: int | None) -> PhasePoint:
+    model, term_phase = rp.model_of(row), PHASES[row["phase"]]
+    if row["phase"] == "prefill":
+        logits = "last" if row["logits_to_keep"] == 1 else "all"
+        report = rp._inference(catalog, model, row, "hf", row["batch"], row["prompt"], 0, logits)
+        predicted, measured = report.time.prefill_s, row["latency"]["median_s"]
+    else:
+        report = rp._inference(catalog, model, row, "hf", row["batch"], row["context"], 1)
+        predicted, measured = report.time.decode_step_s, row["eager"]["median_s"]
+    return PhasePoint(term_phase[0], row["dtype"], float(predicted), float(measured), _span(report, term_phase[1]),
+                      row.get("issue", {}), ops)
+
+
+def phase_points(data: Path = rp.DATA) -> Iterator[PhasePoint]:
+    """Every random HF prefill with a latency and every eager decode, with the shipped `hf` profile."""
+    catalog = default_catalog()
+    for path in sorted(data.glob("*.jsonl")):
+        rows = [r for r in rp.load([path]) if r.get("kind") == "model" and not r.get("error")]
+        counted = {r["model"]: r["prefill_ops"] for r in rows if "prefill_ops" in r}
+        for row in rows:
+            if row.get("phase") == "prefill" and "latency" in row:
+                yield _point(catalog, row, counted.get(row["model"]))
+            elif row.get("phase") == "decode" and "eager" in row:
+                yield _point(catalog, row, row.get("decode_ops"))
+
+
+@dataclass(frozen=True)
+class SplitFigures:
+    """One term's cases that one side sets, by the estimate."""
+
+    cases: int
+    within: int
+    median: float
+    in_span: int  # host-bound cases whose measurement lies inside the stated span (0 for the GPU's side)
+
+
+def split_figures(points: list[PhasePoint], term: str, host: bool) -> SplitFigures:
+    chosen = [p for p in points if p.term == term and (p.span is not None) == host]
+    return SplitFigures(len(chosen), sum(p.within_target for p in chosen),
+                        statistics.median(abs(p.error) for p in chosen), sum(p.in_span for p in chosen))
+
+
+def host_ratios(points: list[PhasePoint], term: str) -> list[float]:
+    """Host-bound cases with an issue record: the host's issue time per counted operation ÷ the bare launch probed
+    just before the case (the ratio `host_op_bare_ratio` states one figure of)."""
+    return [p.issue["host_s"] / p.ops / p.issue["host_op_s"] for p in points
+            if p.term == term and p.span is not None and p.ops and "host_op_s" in p.issue]
+
+
+def host_set(point: PhasePoint) -> bool:
+    """Whether the case's host issued for at least 0.9 × its GPU's time (the host set the phase)."""
+    return point.issue["host_s"] >= 0.9 * point.issue["gpu_s"]
+
+
+def gpu_misses(points: list[PhasePoint], term: str) -> list[PhasePoint]:
+    """The cases the estimate calls GPU-bound that miss their target and recorded their host's issue time."""
+    return [p for p in points if p.term == term and p.span is None and not p.within_target and "gpu_s" in p.issue]
+
+
+def host_set_gpu_misses(points: list[PhasePoint], term: str) -> tuple[int, int]:
+    """(GPU-bound misses with an issue record, those of them the host set after all)."""
+    missed = gpu_misses(points, term)
+    return len(missed), sum(map(host_set, missed))
+
+
+def train_host_set(data: Path = rp.DATA) -> tuple[int, int, int, int]:
+    """Training steps: (cases, beyond ±15%, of those with the host's issue time recorded, of those whose host issued
+    for at least 0.85 × the measured step)."""
+    catalog, cases, missed, recorded, host_set = default_catalog(), 0, 0, 0, 0
+    for row in rp.load(sorted(data.glob("*.jsonl"))):
+        if row.get("kind") != "train" or row.get("error") or "latency" not in row:
+            continue
+        found = {term: (predicted, measured) for _, term, predicted, measured in rp._train_points(catalog, row)}
+        predicted, measured = found["train step"]
+        cases += 1
+        if abs(predicted / measured - 1) > rp.TARGETS["train step"]:
+            missed += 1
+            extra = row.get("step_extra")
+            recorded += extra is not None
+            host_set += extra is not None and extra["host_s"] >= 0.85 * measured
+    return cases, missed, recorded, host_set
+
+
+def _percentile(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=10)[q // 10 - 1]
+
+
+def _split_text(points: list[PhasePoint], term: str, target: str) -> str:
+    gpu, host = split_figures(points, term, False), split_figures(points, term, True)
+    return (f"{term} ({target}): the GPU sets {gpu.cases} by the estimate, {gpu.within} of them within target "
+            f"(median |error| {gpu.median:.1%}); the host sets {host.cases}, {host.within} within target (median "
+            f"{host.median:.1%}), and {host.in_span} of those {host.cases} measured inside the span the estimate "
+            "states for them")
+
+
+def _far(points: list[PhasePoint], term: str) -> str:
+    """How many host-bound cases the median ratio × their own probe leaves beyond ±15% of their host time."""
+    ratios = host_ratios(points, term)
+    middle = statistics.median(ratios)
+    return f"{sum(abs(r / middle - 1) > 0.15 for r in ratios)} of {len(ratios)}"
+
+
+def _ratio_text(points: list[PhasePoint], term: str) -> str:
+    ratios = host_ratios(points, term)
+    middle = statistics.median(ratios)
+    near = sum(abs(r / middle - 1) <= 0.15 for r in ratios)
+    return (f"{term}: {len(ratios)} host-bound cases with an issue record, the ratio's median {middle:.2f}, its "
+            f"10th–90th percentiles {_percentile(ratios, 10):.2f}–{_percentile(ratios, 90):.2f}; the median ratio "
+            f"× each case's own probe gives its host time within ±15% in {near} of {len(ratios)}")
+
+
+TEXT = (
+    "34. **What the HF prefill's and eager decode's remaining time misses are** (no rule changes; "
+    "`benchmarks/random_twentieth.py`). Every random HF prefill and eager decode, split by what its estimate says "
+    "sets the phase — the host's dispatch (the `host-bound` assumption, with the phase's time at the fastest and "
+    "the slowest host state of item 16) or the GPU: {prefill}; {decode}. So the prefill target is missed where "
+    "the host sets the time, and there the span the estimate prints holds most measurements. Of the GPU-bound "
+    "prefills that miss ±15% and recorded their host's issue time, in {host_set} the host issued for at least 0.9 "
+    "× the GPU's time: the host set those too. The others are the GPU's own misses: {gpu_own}. Knowing the host's "
+    "state does not make one figure right: the host's issue time per counted operation ÷ the bare launch probed "
+    "just before the same case (item 16's ratio, one figure in the profile) — {prefill_ratio}; {decode_ratio}. "
+    "Over the host-bound prefills the host spent {low_us:.1f} to {high_us:.1f} µs an operation (10th–90th "
+    "percentile), and even at each case's own probe one ratio leaves {prefill_far} of them beyond ±15%: no figure "
+    "fixed before the run holds a host-bound phase within the target. What the estimator does instead: it states "
+    "such a phase's span over the host's states (`host-bound`), and `estimator calibrate` measures the host it "
+    "runs on. The HF prefill and eager-decode time targets are missed mostly where the host sets the phase; items "
+    "8 and 16 give the mechanism. The training steps point the same way, on fewer records: {train}.")
+
+
+def _gpu_own(points: list[PhasePoint]) -> str:
+    own = [p for p in gpu_misses(points, "prefill_s") if not host_set(p)]
+    fp32 = [p.error for p in own if p.dtype == "fp32"]
+    return (f"{len(own)}, {len(fp32)} of them fp32 prompts that read {_pct(min(fp32))} to {_pct(max(fp32))}, "
+            "not explained here")
+
+
+def _train_text(data: Path) -> str:
+    cases, missed, recorded, host_set = train_host_set(data)
+    return (f"{missed} of {cases} miss ±15%; {recorded} of those recorded the host's issue time (seeds 5, 6 and 8), "
+            f"and in {host_set} of them the host issued for at least 0.85 × the step")
+
+
+def twentieth_pass(data: Path = rp.DATA) -> str:
+    points = list(phase_points(data))
+    misses, host_set = host_set_gpu_misses(points, "prefill_s")
+    issued = [p.issue["host_s"] / p.ops * 1e6 for p in points
+              if p.term == "prefill_s" and p.span is not None and p.ops and "host_s" in p.issue]
+    text = TEXT.format(prefill=_split_text(points, "prefill_s", "±15%"),
+                       decode=_split_text(points, "decode hf", "±30%"), host_set=f"{host_set} of {misses}",
+                       prefill_ratio=_ratio_text(points, "prefill_s"), decode_ratio=_ratio_text(points, "decode hf"),
+                       low_us=_percentile(issued, 10), high_us=_percentile(issued, 90),
+                       prefill_far=_far(points, "prefill_s"), train=_train_text(data), gpu_own=_gpu_own(points))
+    return "\n".join(["### Twentieth pass (item 34): what the remaining HF time misses are", "", _wrap(text, ""), ""])
+
+
+if __name__ == "__main__":
+    print(twentieth_pass())
