@@ -122,6 +122,16 @@ def _inference(catalog: Catalog, model: ModelSpec, row: dict[str, Any], profile:
     return estimate(model, catalog.gpus.get("h200"), workload)
 
 
+def hf_report(catalog: Catalog, row: dict[str, Any], profiles: Profiles | None = None) -> Any:
+    """The `hf` estimate of a prefill row (its batch, prompt and kept logits) or an HF decode row (one token at its
+    context)."""
+    model = model_of(row)
+    if row["phase"] == "prefill":
+        logits = "last" if row["logits_to_keep"] == 1 else "all"
+        return _inference(catalog, model, row, "hf", row["batch"], row["prompt"], 0, logits, profiles)
+    return _inference(catalog, model, row, "hf", row["batch"], row["context"], 1, profiles=profiles)
+
+
 def _model_points(catalog: Catalog, row: dict[str, Any], profiles: Profiles | None = None
                   ) -> Iterator[tuple[str, str, float, float]]:
     model = model_of(row)
@@ -136,7 +146,7 @@ def _model_points(catalog: Catalog, row: dict[str, Any], profiles: Profiles | No
         batch, prompt, keep = row["batch"], row["prompt"], row["logits_to_keep"]
         logits = "last" if keep == 1 else "all"
         case = f"b{batch} s{prompt} logits={logits}"
-        report = _inference(catalog, model, row, "hf", batch, prompt, 0, logits, profiles)
+        report = hf_report(catalog, row, profiles)
         yield case, "prefill activation", report.memory.activation_bytes, row["peak_minus_before"] - row["kept_after"]
         if "requested_peak_minus_before" in row:  # the tensors' bytes, before the caching allocator's blocks
             yield (case, "prefill requested", report.memory.activation_bytes,
@@ -146,7 +156,7 @@ def _model_points(catalog: Catalog, row: dict[str, Any], profiles: Profiles | No
             yield case, "prefill bound", report.time.prefill_bound_s, row["latency"]["median_s"]
     elif row["phase"] == "decode":
         batch, ctx = row["batch"], row["context"]
-        report = _inference(catalog, model, row, "hf", batch, ctx, 1, profiles=profiles)
+        report = hf_report(catalog, row, profiles)
         yield f"b{batch} ctx{ctx}", "decode hf", report.time.decode_step_s, row["eager"]["median_s"]
         fastest = min(row["eager"]["median_s"], row.get("graph", {}).get("median_s", float("inf")))
         yield f"b{batch} ctx{ctx}", "decode bound", report.time.decode_step_bound_s, fastest

@@ -60,15 +60,12 @@ def _span(report: Any, phase: str) -> tuple[float, float] | None:
 
 
 def _point(catalog: Catalog, row: dict[str, Any], ops: int | None) -> PhasePoint:
-    model, term_phase = rp.model_of(row), PHASES[row["phase"]]
+    report, (term, phase) = rp.hf_report(catalog, row), PHASES[row["phase"]]
     if row["phase"] == "prefill":
-        logits = "last" if row["logits_to_keep"] == 1 else "all"
-        report = rp._inference(catalog, model, row, "hf", row["batch"], row["prompt"], 0, logits)
         predicted, measured = report.time.prefill_s, row["latency"]["median_s"]
     else:
-        report = rp._inference(catalog, model, row, "hf", row["batch"], row["context"], 1)
         predicted, measured = report.time.decode_step_s, row["eager"]["median_s"]
-    return PhasePoint(term_phase[0], row["dtype"], float(predicted), float(measured), _span(report, term_phase[1]),
+    return PhasePoint(term, row["dtype"], float(predicted), float(measured), _span(report, phase),
                       row.get("issue", {}), ops)
 
 
@@ -101,11 +98,22 @@ def split_figures(points: list[PhasePoint], term: str, host: bool) -> SplitFigur
                         statistics.median(abs(p.error) for p in chosen), sum(p.in_span for p in chosen))
 
 
+def host_records(points: list[PhasePoint], term: str) -> list[PhasePoint]:
+    """The host-bound cases that recorded their host's issue time and the probe before it, and counted their
+    operations."""
+    return [p for p in points if p.term == term and p.span is not None and p.ops and "host_op_s" in p.issue]
+
+
 def host_ratios(points: list[PhasePoint], term: str) -> list[float]:
     """Host-bound cases with an issue record: the host's issue time per counted operation ÷ the bare launch probed
     just before the case (the ratio `host_op_bare_ratio` states one figure of)."""
-    return [p.issue["host_s"] / p.ops / p.issue["host_op_s"] for p in points
-            if p.term == term and p.span is not None and p.ops and "host_op_s" in p.issue]
+    return [p.issue["host_s"] / p.ops / p.issue["host_op_s"] for p in host_records(points, term)]
+
+
+def beyond_median_ratio(ratios: list[float]) -> int:
+    """How many cases the median ratio × their own probe leaves beyond ±15% of their host time."""
+    middle = statistics.median(ratios)
+    return sum(abs(r / middle - 1) > 0.15 for r in ratios)
 
 
 def host_set(point: PhasePoint) -> bool:
@@ -127,7 +135,7 @@ def host_set_gpu_misses(points: list[PhasePoint], term: str) -> tuple[int, int]:
 def train_host_set(data: Path = rp.DATA) -> tuple[int, int, int, int]:
     """Training steps: (cases, beyond ±15%, of those with the host's issue time recorded, of those whose host issued
     for at least 0.85 × the measured step)."""
-    catalog, cases, missed, recorded, host_set = default_catalog(), 0, 0, 0, 0
+    catalog, cases, missed, recorded, host_bound = default_catalog(), 0, 0, 0, 0
     for row in rp.load(sorted(data.glob("*.jsonl"))):
         if row.get("kind") != "train" or row.get("error") or "latency" not in row:
             continue
@@ -138,8 +146,8 @@ def train_host_set(data: Path = rp.DATA) -> tuple[int, int, int, int]:
             missed += 1
             extra = row.get("step_extra")
             recorded += extra is not None
-            host_set += extra is not None and extra["host_s"] >= 0.85 * measured
-    return cases, missed, recorded, host_set
+            host_bound += extra is not None and extra["host_s"] >= 0.85 * measured
+    return cases, missed, recorded, host_bound
 
 
 def _percentile(values: list[float], q: int) -> float:
@@ -155,19 +163,17 @@ def _split_text(points: list[PhasePoint], term: str, target: str) -> str:
 
 
 def _far(points: list[PhasePoint], term: str) -> str:
-    """How many host-bound cases the median ratio × their own probe leaves beyond ±15% of their host time."""
     ratios = host_ratios(points, term)
-    middle = statistics.median(ratios)
-    return f"{sum(abs(r / middle - 1) > 0.15 for r in ratios)} of {len(ratios)}"
+    return f"{beyond_median_ratio(ratios)} of {len(ratios)}"
 
 
 def _ratio_text(points: list[PhasePoint], term: str) -> str:
     ratios = host_ratios(points, term)
-    middle = statistics.median(ratios)
-    near = sum(abs(r / middle - 1) <= 0.15 for r in ratios)
-    return (f"{term}: {len(ratios)} host-bound cases with an issue record, the ratio's median {middle:.2f}, its "
-            f"10th–90th percentiles {_percentile(ratios, 10):.2f}–{_percentile(ratios, 90):.2f}; the median ratio "
-            f"× each case's own probe gives its host time within ±15% in {near} of {len(ratios)}")
+    near = len(ratios) - beyond_median_ratio(ratios)
+    return (f"{term}: {len(ratios)} host-bound cases with an issue record, the ratio's median "
+            f"{statistics.median(ratios):.2f}, its 10th–90th percentiles {_percentile(ratios, 10):.2f}–"
+            f"{_percentile(ratios, 90):.2f}; the median ratio × each case's own probe gives its host time within "
+            f"±15% in {near} of {len(ratios)}")
 
 
 TEXT = (
@@ -188,29 +194,30 @@ TEXT = (
     "8 and 16 give the mechanism. The training steps point the same way, on fewer records: {train}.")
 
 
-def _gpu_own(points: list[PhasePoint]) -> str:
-    own = [p for p in gpu_misses(points, "prefill_s") if not host_set(p)]
+def _gpu_own(missed: list[PhasePoint]) -> str:
+    own = [p for p in missed if not host_set(p)]
     fp32 = [p.error for p in own if p.dtype == "fp32"]
     return (f"{len(own)}, {len(fp32)} of them fp32 prompts that read {_pct(min(fp32))} to {_pct(max(fp32))}, "
             "not explained here")
 
 
 def _train_text(data: Path) -> str:
-    cases, missed, recorded, host_set = train_host_set(data)
+    cases, missed, recorded, host_bound = train_host_set(data)
     return (f"{missed} of {cases} miss ±15%; {recorded} of those recorded the host's issue time (seeds 5, 6 and 8), "
-            f"and in {host_set} of them the host issued for at least 0.85 × the step")
+            f"and in {host_bound} of them the host issued for at least 0.85 × the step")
 
 
 def twentieth_pass(data: Path = rp.DATA) -> str:
     points = list(phase_points(data))
-    misses, host_set = host_set_gpu_misses(points, "prefill_s")
-    issued = [p.issue["host_s"] / p.ops * 1e6 for p in points
+    missed = gpu_misses(points, "prefill_s")
+    issued = [p.issue["host_s"] / p.ops * 1e6 for p in points  # every record of the host's issue time, probed or not
               if p.term == "prefill_s" and p.span is not None and p.ops and "host_s" in p.issue]
     text = TEXT.format(prefill=_split_text(points, "prefill_s", "±15%"),
-                       decode=_split_text(points, "decode hf", "±30%"), host_set=f"{host_set} of {misses}",
+                       decode=_split_text(points, "decode hf", "±30%"),
+                       host_set=f"{sum(map(host_set, missed))} of {len(missed)}",
                        prefill_ratio=_ratio_text(points, "prefill_s"), decode_ratio=_ratio_text(points, "decode hf"),
                        low_us=_percentile(issued, 10), high_us=_percentile(issued, 90),
-                       prefill_far=_far(points, "prefill_s"), train=_train_text(data), gpu_own=_gpu_own(points))
+                       prefill_far=_far(points, "prefill_s"), train=_train_text(data), gpu_own=_gpu_own(missed))
     return "\n".join(["### Twentieth pass (item 34): what the remaining HF time misses are", "", _wrap(text, ""), ""])
 
 
