@@ -11,6 +11,7 @@ figure per operation can follow the host even where its state is known.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -222,4 +223,5 @@ def twentieth_pass(data: Path = rp.DATA) -> str:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # no options: refuse any given
     print(twentieth_pass())
