@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("model",),
     ("inference",),
     ("training",),
-    ("planning", "live"),
+    ("planning", "live", "oom"),
     ("render",),
     ("cli",),
     ("serve",),  # a front end like cli, above it: it reads requests with the CLI's own option definitions

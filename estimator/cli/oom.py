@@ -18,10 +18,10 @@ from estimator.cli.estimate import estimate_params, report_for_params
 from estimator.cli.options import OutputFormat, Units, catalog_for, check_format, console
 from estimator.errors import EstimatorError, WorkloadInvalid
 from estimator.inference.report import Report
-from estimator.live.oom_evidence import gather
-from estimator.live.oom_explain import explain, fits_after, reconcile
-from estimator.live.oom_report import Card, Cost, Evidence, OomReport, Prediction, Suggestion, TermLine
-from estimator.live.oom_tensors import Tensor, inference_tensors, training_tensors
+from estimator.oom.evidence import gather
+from estimator.oom.explain import explain, fits_after, reconcile
+from estimator.oom.report import Card, Cost, Evidence, OomReport, Prediction, Suggestion, TermLine
+from estimator.oom.tensors import Tensor, inference_tensors, training_tensors
 from estimator.render.formats import write_report
 from estimator.render.oom_table import render_oom
 from estimator.training.options import Attention, Optimizer, Recompute

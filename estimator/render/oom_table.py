@@ -7,8 +7,8 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.markup import escape
 
-from estimator.live.oom_report import OomReport
 from estimator.notes import word
+from estimator.oom.report import OomReport
 from estimator.render.fit import Column, print_table
 from estimator.units import format_bytes
 

@@ -12,9 +12,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from estimator.inference.report import Report
-from estimator.live.oom_report import OomReport
 from estimator.live.probe import GpuReport
 from estimator.live.validation import ValidateReport
+from estimator.oom.report import OomReport
 from estimator.planning.plan import PlanReport
 from estimator.planning.sweep_row import SweepErrorRow, SweepRow
 from estimator.training.report import TrainingReport

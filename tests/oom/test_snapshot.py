@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from estimator.live.oom_snapshot import SnapshotRefused, load_plain, snapshot_facts
+from estimator.oom.snapshot import SnapshotRefused, load_plain, snapshot_facts
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "oom"
 

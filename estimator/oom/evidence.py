@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from estimator.errors import WorkloadInvalid
-from estimator.live.oom_parse import parse_message, parse_nvidia_smi, parse_summary
-from estimator.live.oom_report import Evidence
-from estimator.live.oom_snapshot import SnapshotFacts, snapshot_facts
+from estimator.oom.parse import parse_message, parse_nvidia_smi, parse_summary
+from estimator.oom.report import Evidence
+from estimator.oom.snapshot import SnapshotFacts, snapshot_facts
 
 PICKLE_PROTO = 0x80
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from estimator.live.oom_explain import fits_after, rank, reconcile
-from estimator.live.oom_parse import parse_message
-from estimator.live.oom_report import Card, Cost, Evidence, Prediction, Suggestion, TermLine
+from estimator.oom.explain import fits_after, rank, reconcile
+from estimator.oom.parse import parse_message
+from estimator.oom.report import Card, Cost, Evidence, Prediction, Suggestion, TermLine
 
 GIB = 2**30
 MESSAGE = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.00 GiB of which "

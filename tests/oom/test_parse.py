@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from estimator.live.oom_parse import Size, parse_message, parse_nvidia_smi, parse_summary
+from estimator.oom.parse import Size, parse_message, parse_nvidia_smi, parse_summary
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "oom"
 GIB, MIB = 2**30, 2**20

@@ -1,16 +1,16 @@
 """The OomReport: the product of ``estimator oom`` (JSON = ``model_dump(mode="json")``).
 
 Every size is bytes. Measured sizes come from PyTorch's or nvidia-smi's text (rounded for display: see
-``oom_parse.Size``) or from a snapshot (exact); predicted ones from the estimate of the workload given.
+``parse.Size``) or from a snapshot (exact); predicted ones from the estimate of the workload given.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from estimator.live.oom_parse import MemorySummary, OomMessage, SmiReading
-from estimator.live.oom_snapshot import SnapshotFacts
 from estimator.notes import Note
+from estimator.oom.parse import MemorySummary, OomMessage, SmiReading
+from estimator.oom.snapshot import SnapshotFacts
 from estimator.report import Frozen, Versioned
 
 Cost = Literal["none", "time", "quality", "hardware"]  # ranked in this order among changes that fit
@@ -28,7 +28,7 @@ class Evidence(Frozen):
 class Card(Frozen):
     """Where the card's memory was at the failure (measured)."""
 
-    requested_bytes: int  # what the failed allocation asked the driver for (a segment: see oom_tensors)
+    requested_bytes: int  # what the failed allocation asked the driver for (a segment: see estimator.oom.tensors)
     capacity_bytes: int | None  # as CUDA reports it (the driver's own reservation is not in it)
     free_bytes: int | None
     allocated_bytes: int | None  # in live tensors

@@ -2,7 +2,7 @@
 
 The card: capacity (as CUDA reports it), free, allocated by PyTorch, reserved by PyTorch but in no tensor, and what
 the process holds outside PyTorch (CUDA context, library workspaces, NCCL). The failed request: the tensor of the
-job whose allocation has its size (`oom_tensors`), and in which term of the estimate it sits. The changes: each
+job whose allocation has its size (`tensors`), and in which term of the estimate it sits. The changes: each
 re-estimated by the caller (the CLI re-runs ``estimate`` with the change applied), ranked so that those which make
 the job fit come first, then by cost (none < time < quality < hardware), then by the memory they free.
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from estimator.errors import WorkloadInvalid
-from estimator.live.oom_parse import Size
-from estimator.live.oom_report import Card, Evidence, OomReport, Prediction, Suggestion, TensorMatch, TermLine
-from estimator.live.oom_tensors import Tensor, allocation_bytes
 from estimator.notes import Note, NoteCode, note
+from estimator.oom.parse import Size
+from estimator.oom.report import Card, Evidence, OomReport, Prediction, Suggestion, TensorMatch, TermLine
+from estimator.oom.tensors import Tensor, allocation_bytes
 
 EXPANDABLE = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
 COST_ORDER = {"none": 0, "time": 1, "quality": 2, "hardware": 3}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from estimator.catalog.registry import Catalog
-from estimator.live.oom_tensors import allocation_bytes, inference_tensors
+from estimator.oom.tensors import allocation_bytes, inference_tensors
 
 MIB = 2**20
 
