@@ -1,4 +1,5 @@
-"""What every report shares: the frozen pydantic base, the schema version, and the flattening that CSV rows use.
+"""What every report shares: the frozen pydantic base, the schema version, the flattening that CSV rows use, the
+model and GPU every estimate names, the frame of an estimate's report, and the workload limits every mode checks.
 
 Every report (inference, training, plan, sweep rows, validate, gpu) is a frozen model; its JSON is
 ``model_dump(mode="json")`` and its CSV row is `flatten` of that, so the two always hold the same fields.
@@ -14,11 +15,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
-from typing import Any, get_origin
+from typing import Any, Generic, TypeVar, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 SCHEMA_VERSION = "2.0"  # 2.0: warnings, assumptions and explain became typed notes (objects, were strings)
+
+# The largest workload any mode accepts: far beyond any context window or batch, so a typo such as 1e12 is refused
+# at the door; the capacity searches (max batch, max context) stop there too.
+MAX_TOKENS = 100_000_000
+MAX_BATCH = 1_000_000
 
 
 class Frozen(BaseModel):
@@ -82,3 +88,48 @@ def flat_model(model: type[BaseModel], name: str, *, leave_out: Collection[str] 
     flat: type[Frozen] = create_model(name, __base__=Frozen, __doc__=f"{model.__name__}, flattened as CSV rows are",
                                       **fields)
     return flat
+
+
+class ModelInfo(Frozen):
+    name: str
+    params: int
+    active_params: int
+    architecture: str | None  # model_type, or None for a generic size-only model
+    layers: int | None
+    hidden_size: int | None
+    kv_cache_kind: str | None
+
+
+class GpuInfo(Frozen):
+    name: str
+    requested_as: str
+    memory_type: str
+    memory_bytes: int
+    bandwidth_bytes_per_s: float
+    peak_flop_per_s: float
+    compute_dtype: str
+    system: str | None = None  # the server the GPUs sit in (specs/systems), when one is known
+    nodes: int | None = None
+    tdp_w: float | None = None  # one board's power, the datasheet's TDP (None: not published)
+    power_w: float | None = None  # every GPU of the job at its TDP: tdp_w × GPUs
+
+
+WorkloadT = TypeVar("WorkloadT", bound=Frozen)
+MemoryT = TypeVar("MemoryT", bound=Frozen)
+TimeT = TypeVar("TimeT", bound=Frozen)
+NoteT = TypeVar("NoteT", bound=Frozen)
+
+
+class EstimateReport(Versioned, Generic[WorkloadT, MemoryT, TimeT, NoteT]):
+    """The frame of an estimate's report, inference or training: the model and GPU, the mode's own workload, memory
+    and time, then the notes. One frame, so both modes print their fields in the same order; the note type is a
+    parameter because notes (estimator.notes) sit above this layer."""
+
+    model: ModelInfo
+    gpu: GpuInfo
+    workload: WorkloadT
+    memory: MemoryT
+    time: TimeT
+    assumptions: tuple[NoteT, ...]
+    warnings: tuple[NoteT, ...]
+    explain: tuple[NoteT, ...]

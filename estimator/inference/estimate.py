@@ -19,10 +19,8 @@ from estimator.inference.expert_parallel import (
 from estimator.inference.explain import explain as explain_lines
 from estimator.inference.phase_notes import phase_notes
 from estimator.inference.report import (
-    GpuInfo,
     KvPart,
     MemoryReport,
-    ModelInfo,
     Report,
     StatePart,
     TimeReport,
@@ -43,6 +41,7 @@ from estimator.model.phases import job_costs
 from estimator.model.state import state_layers
 from estimator.model.timing import Hardware, PhaseCost, PhaseTime, peak_for, phase_time
 from estimator.notes import Note, NoteCode, note
+from estimator.report import GpuInfo, ModelInfo
 
 
 def placed(gpu: GpuSpec, system: SystemSpec | None, nodes: int, tp: int, *, assumed: bool = False,

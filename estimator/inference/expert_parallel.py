@@ -22,7 +22,7 @@ from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
 from estimator.errors import WorkloadInvalid
 from estimator.inference.workload import InferenceWorkload
-from estimator.model.capacity import MAX_BATCH, MAX_TOKENS, largest_true, longest_prompt
+from estimator.model.capacity import largest_true, longest_prompt
 from estimator.model.collectives import Link, group_link
 from estimator.model.experts import (
     attention_groups,
@@ -36,6 +36,7 @@ from estimator.model.experts import (
 )
 from estimator.model.footprint import GpuMemory
 from estimator.notes import Note, NoteCode, note
+from estimator.report import MAX_BATCH, MAX_TOKENS
 
 
 @dataclass(frozen=True)

@@ -11,31 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from estimator.notes import Note
-from estimator.report import Frozen, Versioned
-
-
-class ModelInfo(Frozen):
-    name: str
-    params: int
-    active_params: int
-    architecture: str | None  # model_type, or None for a generic size-only model
-    layers: int | None
-    hidden_size: int | None
-    kv_cache_kind: str | None
-
-
-class GpuInfo(Frozen):
-    name: str
-    requested_as: str
-    memory_type: str
-    memory_bytes: int
-    bandwidth_bytes_per_s: float
-    peak_flop_per_s: float
-    compute_dtype: str
-    system: str | None = None  # the server the GPUs sit in (specs/systems), when one is known
-    nodes: int | None = None
-    tdp_w: float | None = None  # one board's power, the datasheet's TDP (None: not published)
-    power_w: float | None = None  # every GPU of the job at its TDP: tdp_w × GPUs
+from estimator.report import EstimateReport, Frozen
 
 
 class WorkloadInfo(Frozen):
@@ -153,12 +129,5 @@ class TimeReport(Frozen):
         "and decode_step_s. None without expert parallel; 0 at --ep = --gpus (the all-reduce sums the experts)."))
 
 
-class Report(Versioned):
-    model: ModelInfo
-    gpu: GpuInfo
-    workload: WorkloadInfo
-    memory: MemoryReport
-    time: TimeReport
-    assumptions: tuple[Note, ...]
-    warnings: tuple[Note, ...]
-    explain: tuple[Note, ...]
+class Report(EstimateReport[WorkloadInfo, MemoryReport, TimeReport, Note]):
+    pass

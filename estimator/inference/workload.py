@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import NumberFormat
-from estimator.model.capacity import MAX_BATCH, MAX_TOKENS
+from estimator.report import MAX_BATCH, MAX_TOKENS
 
 __all__ = ["MAX_BATCH", "MAX_TOKENS", "InferenceWorkload"]
 

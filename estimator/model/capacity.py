@@ -26,9 +26,7 @@ from estimator.model.elementwise import any_true, distinct, is_array, logical_no
 from estimator.model.footprint import fits_per_gpu
 from estimator.model.parallel import tensor_parallel_degrees
 from estimator.model.runtime import Runtime
-
-MAX_TOKENS = 100_000_000  # far beyond any context window; rejects typos such as 1e12
-MAX_BATCH = 1_000_000
+from estimator.report import MAX_BATCH, MAX_TOKENS
 
 
 def largest_true(predicate: Callable[[int], bool], low: int, high: int) -> int:

@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
-from estimator.model.capacity import MAX_BATCH, MAX_TOKENS, largest_true, longest_prompt
+from estimator.model.capacity import largest_true, longest_prompt
 from estimator.model.collectives import Link, group_link
 from estimator.model.experts import expert_parallel_weights_bytes
 from estimator.model.experts import experts_per_gpu as experts_held
 from estimator.model.footprint import memory_per_gpu
 from estimator.model.parallel import tensor_parallel_degrees
 from estimator.model.runtime import Runtime
+from estimator.report import MAX_BATCH, MAX_TOKENS
 
 DEFAULT_HEADROOM = 0.10  # vLLM's default gpu_memory_utilization = 0.9
 PIPELINE_DEGREES = (1, 2, 3, 4, 6, 8, 12, 16)

@@ -22,13 +22,13 @@ from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
 from estimator.errors import WorkloadInvalid
-from estimator.inference.report import GpuInfo, ModelInfo
 from estimator.model.attention_kernels import runs_math_attention
-from estimator.model.capacity import MAX_BATCH, MAX_TOKENS, largest_true, within_position_limit
+from estimator.model.capacity import largest_true, within_position_limit
 from estimator.model.inventory import active_param_count, param_count, tensor_inventory
 from estimator.model.memory import runtime_overhead_bytes
 from estimator.model.timing import peak_for
 from estimator.notes import Note, NoteCode, note
+from estimator.report import MAX_BATCH, MAX_TOKENS, GpuInfo, ModelInfo
 from estimator.training.activations import (
     SavedTensor,
     Trainable,

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from estimator.inference.report import GpuInfo, ModelInfo
 from estimator.notes import Note
-from estimator.report import Frozen, Versioned
+from estimator.report import EstimateReport, Frozen
 
 PeakPhase = Literal["forward-backward", "recompute", "optimizer-step"]
 
@@ -127,12 +126,5 @@ class TrainingTimeReport(Frozen):
     hypothetical: bool = False  # the run does not fit in memory: every time above is what it would take if it did
 
 
-class TrainingReport(Versioned):
-    model: ModelInfo
-    gpu: GpuInfo
-    workload: TrainingWorkloadInfo
-    memory: TrainingMemoryReport
-    time: TrainingTimeReport
-    assumptions: tuple[Note, ...]
-    warnings: tuple[Note, ...]
-    explain: tuple[Note, ...]
+class TrainingReport(EstimateReport[TrainingWorkloadInfo, TrainingMemoryReport, TrainingTimeReport, Note]):
+    pass

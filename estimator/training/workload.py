@@ -14,7 +14,7 @@ from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import NumberFormat
 from estimator.errors import WorkloadInvalid
-from estimator.inference.workload import MAX_BATCH, MAX_TOKENS
+from estimator.report import MAX_BATCH, MAX_TOKENS
 from estimator.training.pipeline import pipeline_split
 
 Precision = Literal["fp32", "amp-bf16", "amp-fp16", "bf16", "fp8"]
