@@ -5,11 +5,12 @@ config.json reader and pydantic's validation (the family models' schemas, then t
 objects are pickled beside the parsed-spec cache (`parse_cache.py`, whose folder and ``ESTIMATOR_CACHE_DIR=off``
 this shares), one entry per spec file, keyed by the spec's kind, file name and content hash. The whole cache is
 keyed by a signature of everything else a build reads: the source of ``estimator/catalog`` and the modules below
-it, the family files, the package, pydantic and Python versions. A changed file, a changed reader or an upgrade
-gives a new signature, and with it a new cache file (``built-specs-<signature>.pickle``): two installs or
-checkouts that share the cache folder (two virtual environments, two versions) each keep their own file instead of
-each dropping the other's entries on every start; the files not written most recently past `_KEEP` are removed.
-Anything wrong with the cache (unreadable, truncated, an unexpected class) means building as before.
+it, the family files, the package's ``__init__`` (its version), pydantic and Python versions. A changed file, a
+changed reader or an upgrade gives a new signature, and with it a new cache file
+(``built-specs-<signature>.pickle``): two installs or checkouts that share the cache folder (two virtual
+environments, two versions) each keep their own file instead of each dropping the other's entries on every start;
+the files not written most recently past `_KEEP` are removed. Anything wrong with the cache (unreadable,
+truncated, an unexpected class) means building as before.
 
 Unpickling runs no code but the estimator's own classes': the unpickler resolves only classes of the
 ``estimator`` package and a few plain types, and an entry must unpickle to the class its registry builds.
@@ -51,11 +52,11 @@ def _loads(data: bytes) -> Any:
 
 def signature(package: Path, families: Path) -> str:
     """A hash of what a built spec depends on besides its own file (see the module docstring)."""
-    from estimator import __version__
-
-    digest = hashlib.sha256(f"{_FORMAT} {__version__} {sys.version} {_pydantic_version()}".encode())
-    sources = [*sorted((package / "catalog").glob("*.py")), package / "errors.py", package / "units.py",
-               package / "report.py", *sorted((package / "notes").glob("*.py")), *sorted(families.glob("*.yaml"))]
+    digest = hashlib.sha256(f"{_FORMAT} {sys.version} {_pydantic_version()}".encode())
+    # the package's __init__ holds its version: a release changes the signature as an edited source does
+    sources = [package / "__init__.py", *sorted((package / "catalog").glob("*.py")), package / "errors.py",
+               package / "units.py", package / "report.py", *sorted((package / "notes").glob("*.py")),
+               *sorted(families.glob("*.yaml"))]
     for path in sources:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()

@@ -137,11 +137,11 @@ def test_the_files_of_other_signatures_are_pruned_to_the_newest(cache_dir: Path,
     assert (cache_dir / "parsed-specs.json").is_file()
 
 
-def test_the_signature_follows_the_catalog_source_and_the_families(tmp_path: Path) -> None:
+def test_the_signature_follows_the_catalog_source_the_families_and_the_version(tmp_path: Path) -> None:
     package, families = tmp_path / "estimator", tmp_path / "families"
     for folder in (package / "catalog", package / "notes", families):
         folder.mkdir(parents=True)
-    for name in ("errors.py", "units.py", "report.py", "catalog/registry.py", "notes/__init__.py"):
+    for name in ("__init__.py", "errors.py", "units.py", "report.py", "catalog/registry.py", "notes/__init__.py"):
         (package / name).write_text("x = 1\n")
     (families / "llama.yaml").write_text("a: 1\n")
     first = built_cache.signature(package, families)
@@ -149,7 +149,9 @@ def test_the_signature_follows_the_catalog_source_and_the_families(tmp_path: Pat
     second = built_cache.signature(package, families)
     (families / "llama.yaml").write_text("a: 2\n")
     third = built_cache.signature(package, families)
-    assert len({first, second, third}) == 3
+    (package / "__init__.py").write_text('__version__ = "0.2.0"\n')
+    fourth = built_cache.signature(package, families)
+    assert len({first, second, third, fourth}) == 4
 
 
 @pytest.mark.parametrize("damage", [b"", b"not a pickle", b"\x80\x05garbage", None])
