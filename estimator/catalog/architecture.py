@@ -24,6 +24,7 @@ MAX_LAYERS = 4096
 MAX_WIDTH = 2**24  # 16,777,216: any width, head count, vocabulary, expert count or context length
 MAX_PARAMS = 10**15
 Count = Annotated[int, Field(ge=0, le=MAX_PARAMS)]  # a tower's parameters, or how many of it
+Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]  # a width, head count or other size that cannot be zero
 
 
 class _Arch(BaseModel):
@@ -34,28 +35,28 @@ class LatentAttention(_Arch):
     """Multi-head latent attention (DeepSeek-V2/V3): K and V are rebuilt from a compressed latent."""
 
     q_lora_rank: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
-    kv_lora_rank: int = Field(gt=0, le=MAX_WIDTH)
-    qk_nope_head_dim: int = Field(gt=0, le=MAX_WIDTH)
-    qk_rope_head_dim: int = Field(gt=0, le=MAX_WIDTH)
-    v_head_dim: int = Field(gt=0, le=MAX_WIDTH)
+    kv_lora_rank: Width
+    qk_nope_head_dim: Width
+    qk_rope_head_dim: Width
+    v_head_dim: Width
 
 
 class SparseIndexer(_Arch):
     """DeepSeek-V3.2's lightning indexer: small query heads over one cached key per token pick the top-k tokens."""
 
-    num_heads: int = Field(gt=0, le=MAX_WIDTH)
-    head_dim: int = Field(gt=0, le=MAX_WIDTH)
-    topk: int = Field(gt=0, le=MAX_WIDTH)
+    num_heads: Width
+    head_dim: Width
+    topk: Width
 
 
 class Mamba2(_Arch):
     """A Mamba-2 mixer (transformers Mamba2Mixer / NemotronHMamba2Mixer): per-sequence conv and SSM state."""
 
-    num_heads: int = Field(gt=0, le=MAX_WIDTH)
-    head_dim: int = Field(gt=0, le=MAX_WIDTH)
-    state_size: int = Field(gt=0, le=MAX_WIDTH)
-    n_groups: int = Field(gt=0, le=MAX_WIDTH)
-    conv_kernel: int = Field(gt=0, le=MAX_WIDTH)
+    num_heads: Width
+    head_dim: Width
+    state_size: Width
+    n_groups: Width
+    conv_kernel: Width
     proj_bias: bool = False
     out_bias: bool | None = None  # out_proj's bias when the config sets it apart from in_proj's (Falcon-H1)
     conv_bias: bool = True
@@ -76,11 +77,11 @@ class Mamba2(_Arch):
 class GatedDeltaNet(_Arch):
     """A gated DeltaNet linear-attention mixer (Qwen3-Next, Qwen3.5): per-sequence conv and delta-rule state."""
 
-    num_k_heads: int = Field(gt=0, le=MAX_WIDTH)
-    num_v_heads: int = Field(gt=0, le=MAX_WIDTH)
-    head_k_dim: int = Field(gt=0, le=MAX_WIDTH)
-    head_v_dim: int = Field(gt=0, le=MAX_WIDTH)
-    conv_kernel: int = Field(gt=0, le=MAX_WIDTH)
+    num_k_heads: Width
+    num_v_heads: Width
+    head_k_dim: Width
+    head_v_dim: Width
+    conv_kernel: Width
     state_dtype_bytes: int | None = Field(default=None, gt=0, le=8)  # the config's mamba_ssm_dtype, when it says
 
     @property
@@ -101,7 +102,7 @@ class CrossAttention(_Arch):
     """Layers whose keys and values come from an encoder's tokens (Llama-3.2-Vision's image tokens), not from the
     text: each sequence holds a K/V cache of ``tokens`` entries per such layer, fixed whatever the text length."""
 
-    tokens: int = Field(gt=0, le=MAX_WIDTH)  # encoder tokens one sequence attends to
+    tokens: Width  # encoder tokens one sequence attends to
     source: str  # where that count comes from, for the report's note
 
 
@@ -113,10 +114,10 @@ Mixer = Literal["attention", "mamba2", "gated_deltanet", "linear", "cross_attent
 class Attention(_Arch):
     """Attention projections of one layer. ``head_dim`` is the query/key width, ``v_head_dim`` the value width."""
 
-    num_heads: int = Field(gt=0, le=MAX_WIDTH)
-    num_kv_heads: int = Field(gt=0, le=MAX_WIDTH)
-    head_dim: int = Field(gt=0, le=MAX_WIDTH)
-    v_head_dim: int = Field(gt=0, le=MAX_WIDTH)
+    num_heads: Width
+    num_kv_heads: Width
+    head_dim: Width
+    v_head_dim: Width
     q_bias: bool = False
     kv_bias: bool = False
     o_bias: bool = False
@@ -142,7 +143,7 @@ class Attention(_Arch):
 class Mlp(_Arch):
     """A feed-forward block: gated (SwiGLU/GeGLU: gate, up, down) or plain (up, down)."""
 
-    intermediate_size: int = Field(gt=0, le=MAX_WIDTH)
+    intermediate_size: Width
     gated: bool
     bias: bool = False
     fused_gate_up: bool = False  # one gate_up projection (Phi-3): its 2·ffn output stays alive through the product
@@ -152,8 +153,8 @@ class MixtureOfExperts(_Arch):
     """Routed experts of a MoE layer, plus optional always-on shared experts."""
 
     num_experts: int = Field(gt=1, le=MAX_WIDTH)
-    experts_per_token: int = Field(gt=0, le=MAX_WIDTH)
-    expert_intermediate_size: int = Field(gt=0, le=MAX_WIDTH)
+    experts_per_token: Width
+    expert_intermediate_size: Width
     shared_intermediate_size: int = Field(default=0, ge=0, le=MAX_WIDTH)
     shared_expert_gate: bool = False
     router_bias: bool = False  # gpt-oss: the router linear has a bias
@@ -173,9 +174,9 @@ class Architecture(_Arch):
     """The whole network. Per-layer lists (`layer_windows`, `moe_layers`) have one entry per layer."""
 
     model_type: str
-    hidden_size: int = Field(gt=0, le=MAX_WIDTH)
+    hidden_size: Width
     num_layers: int = Field(gt=0, le=MAX_LAYERS)
-    vocab_size: int = Field(gt=0, le=MAX_WIDTH)
+    vocab_size: Width
     tie_word_embeddings: bool
     attention: Attention
     mlp: Mlp

@@ -105,19 +105,24 @@ def _deepseek(config: Config) -> Architecture:
     )
 
 
+def _layer_norm_decoder(config: Config, model_type: str, hidden: int, layers: int, *, attention: Attention, mlp: Mlp,
+                        **more: Any) -> Architecture:
+    """A decoder of the GPT-2 and Falcon kind: layer norms, a plain MLP, the vocabulary the config states, and the
+    input and output embeddings tied unless the config says otherwise; ``more`` holds what the family adds."""
+    return Architecture(model_type=model_type, hidden_size=hidden, num_layers=layers,
+                        vocab_size=_int(config, "vocab_size"),
+                        tie_word_embeddings=bool(config.get("tie_word_embeddings", True)), attention=attention,
+                        mlp=mlp, norm="layer", **more)
+
+
 def _gpt2(config: Config) -> Architecture:
     hidden = _int(config, "n_embd", "hidden_size")
     heads = _int(config, "n_head", "num_attention_heads")
-    return Architecture(
-        model_type="gpt2",
-        hidden_size=hidden,
-        num_layers=_int(config, "n_layer", "num_hidden_layers"),
-        vocab_size=_int(config, "vocab_size"),
-        tie_word_embeddings=bool(config.get("tie_word_embeddings", True)),
+    return _layer_norm_decoder(
+        config, "gpt2", hidden, _int(config, "n_layer", "num_hidden_layers"),
         attention=Attention(num_heads=heads, num_kv_heads=heads, head_dim=hidden // heads,
                             v_head_dim=hidden // heads, q_bias=True, kv_bias=True, o_bias=True),
         mlp=Mlp(intermediate_size=_field(config, "n_inner", default=4 * hidden), gated=False, bias=True),
-        norm="layer",
         position_embeddings=_int(config, "n_positions", "max_position_embeddings"),
         max_position_embeddings=_int(config, "n_positions", "max_position_embeddings"),
         hidden_act=config.get("activation_function", "gelu_new"),
@@ -138,18 +143,13 @@ def _falcon(config: Config) -> Architecture:
         norms = 1 if config.get("parallel_attn", True) else 2
     bias = bool(config.get("bias", False))
     head_dim = hidden // heads
-    return Architecture(
-        model_type="falcon",
-        hidden_size=hidden,
-        num_layers=_int(config, "num_hidden_layers", "n_layer"),
-        vocab_size=_int(config, "vocab_size"),
-        tie_word_embeddings=bool(config.get("tie_word_embeddings", True)),
+    return _layer_norm_decoder(
+        config, "falcon", hidden, _int(config, "num_hidden_layers", "n_layer"),
         attention=Attention(num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, v_head_dim=head_dim,
                             q_bias=bias, kv_bias=bias, o_bias=bias,
                             # FalconAttention: SDPA(query, key with 1 head, attn_mask=...) without enable_gqa
                             unexpanded_kv_with_mask=kv_heads < heads and not new_decoder),
         mlp=Mlp(intermediate_size=_field(config, "ffn_hidden_size", default=4 * hidden), gated=False, bias=bias),
-        norm="layer",
         norms_per_layer=norms,
         max_position_embeddings=config.get("max_position_embeddings"),
     )

@@ -40,6 +40,15 @@ Elements = Annotated[int, Field(ge=0, le=MAX_ELEMENTS)]
 StoredBytes = Annotated[int, Field(ge=0, le=MAX_STORED_BYTES)]
 
 
+def refuse(problems: list[str], sources: tuple[str, ...]) -> None:
+    """Raise every problem of a sourced spec (a GPU, a system) as one error, an empty source among them, so a file
+    with several mistakes names them all at once."""
+    if any(not s.strip() for s in sources):
+        problems.append("sources must not contain empty entries")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
 
@@ -88,10 +97,7 @@ class GpuSpec(_Spec):
             problems.append("dense_tflop_per_s values must be positive")
         if self.price_usd is not None and self.price_date is None:
             problems.append("price_usd needs price_date (YYYY-MM)")
-        if any(not s.strip() for s in self.sources):
-            problems.append("sources must not contain empty entries")
-        if problems:
-            raise ValueError("; ".join(problems))
+        refuse(problems, self.sources)
         return self
 
     def _memory_problems(self) -> list[str]:

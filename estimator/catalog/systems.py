@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from estimator.catalog.specs import refuse
 from estimator.units import GIGA
 
 LinkKind = Literal["nvswitch", "nvlink-switch", "nvlink-bridge", "infinity-fabric", "gaudi-roce", "pcie"]
@@ -65,10 +66,7 @@ class SystemSpec(BaseModel):
             problems.append("a PCIe-only system has domain_gpus 1 (no GPU-to-GPU link joins a group)")
         if (self.price_usd is None) != (self.price_date is None):
             problems.append("price_usd and price_date (YYYY-MM) go together")
-        if any(not s.strip() for s in self.sources):
-            problems.append("sources must not contain empty entries")
-        if problems:
-            raise ValueError("; ".join(problems))
+        refuse(problems, self.sources)
         return self
 
     @property

@@ -204,17 +204,21 @@ def _mllama(config: Config) -> list[TowerRow]:
     ]
 
 
+# wrapper model_type → the reader of its vision tower (under the config's vision_config)
+_VISION_READERS: dict[str, Callable[[Config], list[TowerRow]]] = {
+    "qwen3_vl": _qwen3_vl,
+    "qwen3_vl_moe": _qwen3_vl,
+    "qwen2_5_vl": _qwen2_5_vl,
+    "mistral3": _mistral3,
+    "qwen3_5": _qwen3_5,
+    "qwen3_5_moe": _qwen3_5,
+    "gemma3": _gemma3,
+    "mllama": _mllama,
+}
 # wrapper model_type → (the config key of its tower, the reader)
 TOWER_READERS: dict[str, tuple[str, Callable[[Config], list[TowerRow]]]] = {
-    "qwen3_vl": ("vision_config", _qwen3_vl),
-    "qwen3_vl_moe": ("vision_config", _qwen3_vl),
-    "qwen2_5_vl": ("vision_config", _qwen2_5_vl),
-    "mistral3": ("vision_config", _mistral3),
+    **{model_type: ("vision_config", reader) for model_type, reader in _VISION_READERS.items()},
     "voxtral": ("audio_config", _voxtral),
-    "qwen3_5": ("vision_config", _qwen3_5),
-    "qwen3_5_moe": ("vision_config", _qwen3_5),
-    "gemma3": ("vision_config", _gemma3),
-    "mllama": ("vision_config", _mllama),
 }
 
 

@@ -55,6 +55,17 @@ def report_rows(reports: Iterable[BaseModel]) -> tuple[list[str], list[dict[str,
     return (list(rows[0]) if rows else []), rows
 
 
+def table_of(document: BaseModel | Iterable[Row],
+             table: tuple[Sequence[str], Iterable[Row]] | None) -> tuple[Sequence[str], Iterable[Row]]:
+    """The keys and rows CSV and XLSX write: ``table`` when the caller gives one, else the report flattened as one
+    row (rows without a table are a caller's bug: their keys are unknown)."""
+    if table is not None:
+        return table
+    if not isinstance(document, BaseModel):
+        raise ValueError("rows need table=(keys, rows)")  # a caller's bug
+    return report_rows([document])
+
+
 def write_csv(keys: Sequence[str], rows: Iterable[Row], handle: TextIO) -> None:
     """The CSV writer: one header row, then one line per row, fields in ``keys`` order. A sweep's rows are written
     a column at a time, to the same bytes (`estimator.render.sweep_csv`)."""
@@ -91,11 +102,7 @@ def write_report(output_format: str, document: BaseModel | Iterable[Row], output
     if output_format == "json":
         _to_file(output, lambda handle: write_json(document, handle))
         return
-    if table is None:
-        if not isinstance(document, BaseModel):
-            raise ValueError("rows need table=(keys, rows)")  # a caller's bug
-        table = report_rows([document])
-    keys, rows = table
+    keys, rows = table_of(document, table)
     if output_format == "csv":
         _to_file(output, lambda handle: write_csv(keys, rows, handle))
     elif output is None:
