@@ -76,7 +76,7 @@ def decode_math_notes(arch: Architecture | None, profile: EfficiencyProfile, cos
 def decode_kernel_notes(arch: Architecture | None, profile: EfficiencyProfile, tp: int, cost: PhaseCost,
                         decode: PhaseTime | None) -> list[Note]:
     """One note where an fp32 decode step walks its cache on the memory-efficient kernel or times its GEMMs of more
-    than one row by shape (docs/accuracy.md item 33)."""
+    than one row by shape (docs/accuracy.md, "Decode time")."""
     walk = arch is not None and decode is not None and walks_cache(cost, profile)
     spec = profile.fp32_gemm
     gemms = sum(g.count for g in cost.gemms if g.m > 1) if decode is not None and cost.fp32 and spec else 0

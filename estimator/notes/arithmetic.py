@@ -99,11 +99,12 @@ def host_bound(v: Mapping[str, Any]) -> str:
     s = format_seconds
     source = (f"{v['operations']:,.0f} counted operations × {s(v['per_op_s'])}" if v["operations"] else
               f"{v['layers']} layers × {s(v['per_layer_s'])} (the profile counts no operations for this family)")
+    states = (f"that host's bare launch moved between {s(v['fast_s'])} and {s(v['slow_s'])} from case to case (its "
+              f'two states, docs/accuracy.md, "Host dispatch"): {s(v["low_s"])} to {s(v["high_s"])} on that host')
     return (f"{v['phase']} is bound by the host's dispatch ({v['profile']}): {s(v['seconds'])}, its host dispatch "
             f"{s(v['host_s'])} from {source}; the profile's host figures were measured where a counted operation "
-            f"cost {v['ratio']:.2f} × one bare launch, and that host's bare launch moved between {s(v['fast_s'])} "
-            f"and {s(v['slow_s'])} from case to case (its two states, docs/accuracy.md item 16): {s(v['low_s'])} to "
-            f"{s(v['high_s'])} on that host; `estimator calibrate` measures this machine's cost per operation")
+            f"cost {v['ratio']:.2f} × one bare launch, and {states}; `estimator calibrate` measures this machine's "
+            "cost per operation")
 
 
 DECODE_ATTENTION: dict[str, type | tuple[type, ...]] = {
@@ -117,11 +118,11 @@ def decode_attention(v: Mapping[str, Any]) -> str:
     if v["repeat"] == "copy":
         parts.append(f"the runtime's mask makes it repeat the KV heads first (repeat_kv): each of the {v['group']} "
                      "query heads per KV head reads a copy of its own, written before (that copy's time joins the KV "
-                     "read, docs/accuracy.md item 19)")
+                     'read, docs/accuracy.md, "Decode attention kernels")')
     elif v["repeat"] == "view":
         parts.append(f"the runtime's mask makes it repeat the one KV head as a view (repeat_kv): its {v['group']} "
-                     f"query heads each walk it, each further walk {v['reread']:.2f} of the first (docs/accuracy.md "
-                     "item 19)")
+                     f"query heads each walk it, each further walk {v['reread']:.2f} of the first (docs/accuracy.md, "
+                     '"Decode attention kernels")')
     if v["tiles"] > 1:
         parts.append(f"a tile holds {v['query_rows']} query heads of one KV head, so each KV head's cache is walked "
                      f"{v['tiles']} times for its {v['group']} query heads (each further walk {v['reread']:.2f} of "
@@ -131,7 +132,8 @@ def decode_attention(v: Mapping[str, Any]) -> str:
         parts.append(f"head dim {v['head_dim']} runs the {v['tile_head_dim']}-wide tile{paid} at "
                      f"{v['efficiency']:.2f} of the narrower tiles' rate")
     return (f"decode attention ({v['profile']}): {'; '.join(parts)}: the KV read takes {v['factor']:.2f} × one read "
-            "of the cache at the profile's bandwidth (the kernel measured on an H200, docs/accuracy.md item 17)")
+            "of the cache at the profile's bandwidth (the kernel measured on an H200, docs/accuracy.md, "
+            '"Decode attention kernels")')
 
 
 PREFILL_BOUND: dict[str, type | tuple[type, ...]] = {
@@ -165,7 +167,7 @@ def train_dispatch(v: Mapping[str, Any]) -> str:
         return f"{name} GPU {s(gpu)}, host dispatch {source}{s(host)} ({'host' if host > gpu else 'GPU'} sets it)"
 
     what = (f"{v['family']}'s operations ({v['mode']}{', checkpointed' if v['checkpointed'] else ''}), counted by "
-            "the profile (docs/accuracy.md item 22)" if not v["uncounted"] else
+            'the profile (docs/accuracy.md, "Training steps")' if not v["uncounted"] else
             f"the profile's host figures per layer × {v['layers']} layers ({v['uncounted']})")
     return f"one micro-batch ({v['profile']}): {phase('forward')}; {phase('backward')} — {what}"
 
@@ -177,7 +179,7 @@ PREFILL_KERNELS: dict[str, type | tuple[type, ...]] = {
 
 def prefill_kernels(v: Mapping[str, Any]) -> str:
     """How the prefill's GEMMs and elementwise kernels are timed where the profile times them by shape and kernel
-    path (`estimator.model.gemms`, `timing.elementwise_time_s`; docs/accuracy.md items 23–24)."""
+    path (`estimator.model.gemms`, `timing.elementwise_time_s`; docs/accuracy.md, "Prefill kernels")."""
     parts = []
     if v["gemms"]:
         parts.append(f"{v['gemms']:,} {v['dtype']} GEMM kernels, each {format_seconds(v['kernel_s'])} plus the longer "
@@ -188,7 +190,7 @@ def prefill_kernels(v: Mapping[str, Any]) -> str:
                      f"non-vectorized kernels (strided or broadcast operands, casts to a wider type) at "
                      f"{v['elements_per_s']:.3g} a second")
     return (f"prefill kernels ({v['profile']}): {'; '.join(parts)} — rates measured alone on an H200, "
-            "docs/accuracy.md items 23–24")
+            'docs/accuracy.md, "Prefill kernels"')
 
 
 PREFILL_ATTENTION: dict[str, type | tuple[type, ...]] = {
@@ -209,8 +211,7 @@ def prefill_attention(v: Mapping[str, Any]) -> str:
         parts.append("the layers without a mask run PyTorch's math kernel (fp32 grouped-query heads, or unexpanded "
                      "KV heads with a mask): every score materialised, 9 bytes each at the peak and 38 moved (44 "
                      "from 16-bit inputs, whose probabilities it converts back), its GEMMs in fp32")
-    items = "items 25 and 30" if v["math"] else "item 25"
-    return f"prefill attention ({v['profile']}): {'; '.join(parts)} — docs/accuracy.md {items}"
+    return f"prefill attention ({v['profile']}): {'; '.join(parts)} — docs/accuracy.md, \"Prefill kernels\""
 
 
 DECODE_MATH_ATTENTION: dict[str, type | tuple[type, ...]] = {
@@ -224,7 +225,7 @@ def decode_math_attention(v: Mapping[str, Any]) -> str:
             f"math kernel in fp32: K and V copied for each of {v['heads']:,} query heads in {v['layers']:,} layers "
             f"({v['copies']:,.0f} elements a step at {v['elements_per_s']:.3g} a second), then {v['gemms']:,} batched "
             f"GEMMs of one query row, each {format_seconds(v['kernel_s'])} plus its bytes at "
-            f"{v['bandwidth_efficiency']:.2f} of the bandwidth — docs/accuracy.md item 28")
+            f"{v['bandwidth_efficiency']:.2f} of the bandwidth — docs/accuracy.md, \"Decode attention kernels\"")
 
 
 DECODE_KERNELS: dict[str, type | tuple[type, ...]] = {
@@ -240,7 +241,7 @@ _WALK_HEADS = {"own": "each query head's own KV head", "copied": "repeat_kv's co
 
 def decode_kernels(v: Mapping[str, Any]) -> str:
     """An fp32 decode step's attention walk and GEMMs by shape (`timing.cache_attention_s`, `phases._decode_gemms`;
-    docs/accuracy.md item 33)."""
+    docs/accuracy.md, "Decode time")."""
     parts = []
     if v["walk"]:
         variant = "any head dim" if v["max_head_dim"] is None else f"head dims up to {v['max_head_dim']}"
@@ -254,7 +255,7 @@ def decode_kernels(v: Mapping[str, Any]) -> str:
                      f"the longer of its FLOPs at {v['flop_efficiency']:.2f} of the peak and its operands' and "
                      f"output's bytes at {v['bandwidth_efficiency']:.2f} of the bandwidth (one sequence runs a GEMV, "
                      "which streams its weights at the bandwidth)")
-    return f"fp32 decode kernels ({v['profile']}): {'; '.join(parts)} — docs/accuracy.md item 33"
+    return f"fp32 decode kernels ({v['profile']}): {'; '.join(parts)} — docs/accuracy.md, \"Decode time\""
 
 
 # code → (values, wording) of the assumptions a phase's time carries, merged into the notes' table (`estimator.notes`)
