@@ -17,7 +17,7 @@ driver reservation; the matmul fraction relative to the profile's `matmul_refere
 one), and the host's cost per dispatched operation (`estimator.live.host_cost`) where the profile has
 a host floor counted in operations: its ``host_per_op_s`` becomes the measured one and its other host figures
 (per layer, per training phase, per optimizer step) scale by the same ratio, since they are the same dispatch
-measured on another session's host. Software traits of a profile (operations per layer, KV read path) stay.
+measured on another machine's host. Software traits of a profile (operations per layer, KV read path) stay.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The measuring session on a CUDA GPU: torch and NVML imported once, the device (or a CPU dry run), CUDA-event
+"""Measuring on a CUDA GPU: torch and NVML imported once, the device (or a CPU dry run), CUDA-event
 timers, memory counters, and the device facts and microbenchmarks `estimator calibrate` records.
 
 Imported lazily (the ``gpu`` extra); `estimator.live.measure` builds and times models on top of it.

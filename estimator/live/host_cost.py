@@ -4,7 +4,7 @@ An eager PyTorch runtime issues its kernels one by one from Python: where the GP
 the host needs to dispatch its aten operations (`estimator.model.timing.host_dispatch_s`). That cost is a state of
 the machine: on one H200 host a probe of 300 in-place adds read 7.3 and 10.4 µs per operation, switching between
 the two from one case to the next (tests/data/measured/random/h200-2026-12-01-seed3.jsonl, ``host_op_*``), and the
-shipped `hf` profile's 16.09 µs per counted operation was fitted on another session's rows. So it is measured here,
+shipped `hf` profile's 16.09 µs per counted operation was fitted on another host's rows. So it is measured here,
 two ways:
 
 - ``bare_op_s``: the median seconds per in-place add on a one-element device tensor, issued back to back (dispatch

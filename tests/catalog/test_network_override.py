@@ -1,4 +1,4 @@
-"""--network NICSxGBIT[-KIND] replaces a system's scale-out network (issue 12)."""
+"""--network NICSxGBIT[-KIND] replaces a system's scale-out network."""
 
 from __future__ import annotations
 

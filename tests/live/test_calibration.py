@@ -194,7 +194,7 @@ def test_a_profile_without_a_host_floor_keeps_none(shipped_catalog: Catalog) -> 
 
 def test_a_measured_layer_floor_leaves_the_cost_per_operation(shipped_catalog: Catalog) -> None:
     # calibrate reads the lean decode's fixed cost per layer: hf-graph takes it for the families whose operations it
-    # does not count, and keeps its cost per operation (transformers' kernels, which calibrate does not time; item 31)
+    # does not count, and keeps its cost per operation (transformers' kernels, which calibrate does not time)
     graph = shipped_catalog.profiles.get("hf-graph")
     assert (graph.gpu_per_op_s, graph.per_layer_step_s) == (1.97e-6, 4.1e-5)
     calibrated = apply_calibration(graph, entry(overrides={"per_layer_step_s": 3.69e-5}), "cal.yaml")

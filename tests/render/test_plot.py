@@ -1,4 +1,4 @@
-"""Charts (issue 13): the sweep chart draws every slice or says which it drew, no legend covers the data, and a
+"""Charts: the sweep chart draws every slice or says which it drew, no legend covers the data, and a
 size-only model's KV cache and activations are marked "not computed", never drawn as zero."""
 
 from __future__ import annotations

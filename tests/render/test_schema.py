@@ -98,7 +98,7 @@ def test_sweep_output_follows_its_schema(cli: Cli) -> None:
 
 
 def test_sweep_error_rows_follow_the_schema(cli: Cli) -> None:
-    """Issue 13: a point the model cannot split (qwen2.5-7b's 28 heads at TP 8) is a row with its error."""
+    """A point the model cannot split (qwen2.5-7b's 28 heads at TP 8) is a row with its error."""
     result = cli("sweep", "--model", "qwen2.5-7b,llama-3.1-8b", "--gpu", "h100", "--gpus", "1,8", "--format", "json")
     assert result.exit_code == 0, result.stderr
     rows = json.loads(result.stdout)

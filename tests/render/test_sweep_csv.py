@@ -23,7 +23,7 @@ COMBOS = [("llama-3.1-70b", "h100", "bf16", 4, "optimized"), ("gemma-2-9b", "h20
           ("70b", "h100", "fp8", 2, "optimized"), ("mixtral-8x7b", "a100", "awq-int4", 2, "optimized"),
           ("bert-base", "t4", "fp16", 1, "optimized"), ("deepseek-v2-lite", "h200", "fp8", 1, "optimized"),
           ("llama-3.1-405b", "l4", "gptq-int4", 8, "hf"),
-          ("qwen2.5-7b", "h100", "bf16", 8, "optimized")]  # error rows: 28 heads do not split over 8 (issue 13)
+          ("qwen2.5-7b", "h100", "bf16", 8, "optimized")]  # error rows: 28 heads do not split over 8
 
 
 def _result(catalog: Catalog, workload: Callable[..., InferenceWorkload]) -> SweepResult:

@@ -1,4 +1,4 @@
-"""XLSX for plan and sweep, read back with openpyxl (issue 13): units in the header, number formats, a frozen and
+"""XLSX for plan and sweep, read back with openpyxl: units in the header, number formats, a frozen and
 filtered header, widths from the content, assumptions once on their own sheet, per-card and total power."""
 
 from __future__ import annotations
