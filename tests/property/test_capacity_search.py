@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 from estimator import InferenceWorkload, estimate
 from estimator.catalog.registry import Catalog, default_catalog
-from estimator.model.capacity import MAX_BATCH, MAX_TOKENS, max_context_tokens, prompt_pieces
+from estimator.model.capacity import max_context_tokens, prompt_pieces
 from estimator.model.footprint import fits_per_gpu
 from estimator.model.parallel import tensor_parallel_degrees
+from estimator.report import MAX_BATCH, MAX_TOKENS
 
 pytestmark = pytest.mark.property
 
