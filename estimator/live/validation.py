@@ -1,7 +1,7 @@
 """Predicted vs measured: the estimator's figure for every measured row (format of h200-measured.jsonl).
 
 Used by `estimator validate` (rows just measured) and by ``benchmarks/accuracy_report.py`` (rows on disk). Each
-`Point` is one term of one case with the issue's target: weights ≤ 0.5%, KV cache ≤ 1%, NVML used after load
+`Point` is one term of one case with its accuracy target: weights ≤ 0.5%, KV cache ≤ 1%, NVML used after load
 ≤ 3%, prefill activation peak ≤ 10%, prefill time ≤ 15%, optimized decode ≤ 10%; ``bound`` points check that the
 roofline bound never exceeds the measured time. Pure: no torch, no I/O.
 """
@@ -87,7 +87,7 @@ class PointRecord(Frozen):
     predicted: float
     measured: float
     error: float | None  # (predicted − measured) / measured; None when nothing was measured (JSON has no infinity)
-    target: float | None  # the |error| the issue allows for this term; None for bound points and untargeted terms
+    target: float | None  # the |error| this term's accuracy target allows; None for bound points and untargeted terms
     ok: bool | None  # within target, or (bound points) not above the measurement; None without a target
     kind: Literal["error", "bound"]
 
