@@ -130,4 +130,5 @@ class TimeReport(Frozen):
 
 
 class Report(EstimateReport[WorkloadInfo, MemoryReport, TimeReport, Note]):
+    # the frame's fields holding inference's parts; no docstring, which the JSON schema would print as a description
     pass

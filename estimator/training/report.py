@@ -127,4 +127,5 @@ class TrainingTimeReport(Frozen):
 
 
 class TrainingReport(EstimateReport[TrainingWorkloadInfo, TrainingMemoryReport, TrainingTimeReport, Note]):
+    # the frame's fields holding training's parts; no docstring, which the JSON schema would print as a description
     pass
