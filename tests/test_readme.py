@@ -160,3 +160,21 @@ def test_readme_python_block_is_the_quick_start_job(cli: Callable[..., CliResult
     assert result.exit_code == 0, result.stderr
     memory = json.loads(result.stdout)["memory"]
     assert (fits == "True", int(total_bytes)) == (memory["fits"], memory["total_bytes"])
+
+
+def test_readme_reads_in_five_minutes() -> None:
+    """The front door stays short (under 12 KiB); depth lives in docs/."""
+    assert README.stat().st_size < 12 * 1024
+
+
+LINKED = [*PAGES, *(ROOT / "docs" / name for name in ("planning.md", "training.md", "live-gpu.md", "architecture.md"))]
+
+
+@pytest.mark.parametrize("page", [p for p in LINKED if p.exists()], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_relative_links_resolve(page: Path) -> None:
+    """Every relative link of the page names a file or folder of the repository."""
+    targets = re.findall(r"\]\(([^)#\s]+)[^)]*\)", page.read_text(encoding="utf-8"))
+    local = [t for t in targets if "://" not in t]
+    assert local or page != README
+    missing = [t for t in local if not (page.parent / t).exists()]
+    assert not missing, missing
