@@ -110,8 +110,8 @@ def test_no_table_is_cut_at_80_columns(cli: Cli, name: str) -> None:
 
 
 def test_readme_shows_the_plan_table_as_it_prints_at_80_columns() -> None:
-    """Issue 13: the README's plan block is the 80-column golden table, line for line (trailing blanks aside)."""
-    readme = (DATA.parents[1] / "README.md").read_text(encoding="utf-8")
+    """Issue 13: docs/planning.md's plan block is the 80-column golden table, line for line (trailing blanks aside)."""
+    readme = (DATA.parents[1] / "docs" / "planning.md").read_text(encoding="utf-8")
     block = readme.split("<!-- plan-80:", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0].splitlines()
     command = (block[0] + block[1]).replace("\\", " ").split()
     assert command == ["$", "COLUMNS=80", "estimator", *PLAN]  # the golden table's own command
