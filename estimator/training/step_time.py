@@ -26,7 +26,7 @@ compute of the phase it can hide behind (`exposed_s`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.specs import GpuSpec
@@ -35,8 +35,10 @@ from estimator.errors import WorkloadInvalid
 from estimator.model.compute import attention_flops, linear_params_per_token
 from estimator.model.inventory import lm_head_numel
 from estimator.model.phases import elementwise_elements_per_layer
+from estimator.model.rates import achievable, achievable_bandwidth
+from estimator.model.timing import PhaseCost, phase_rates, phase_time
 from estimator.training.communication import Communication, step_communication
-from estimator.training.eager_step import EagerPhases, eager_optimizer_s, eager_phases, uses_eager_step
+from estimator.training.eager_step import EagerPhases, eager_optimizer_s, eager_phases, one_gpu, uses_eager_step
 from estimator.training.experts import routed_expert_params, stage_moe_layers
 from estimator.training.pipeline import imbalance, stages
 from estimator.training.stage_params import dense_share, expert_share
@@ -89,14 +91,16 @@ def _elementwise_bytes_per_token(arch: Architecture, w: TrainingWorkload, comput
 
 def _kernel_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, linear_flops: float,
                       attention_fwd: float, passes: int, compute_bytes: int, gemm_peak: float) -> float:
-    """Seconds of one replica's step on one GPU, kernel by kernel (module docstring), without the bubble."""
+    """Seconds of one replica's step on one GPU, kernel by kernel (module docstring), without the bubble: the
+    step's GEMMs (FP8 training: at the FP8 peak), attention and elementwise passes timed as one phase's work."""
     prof, mp, tokens = w.profile, w.tp * w.pp, w.tokens_per_micro_batch * w.grad_accum
-    bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
+    cost = PhaseCost(matmul_flops=linear_flops * tokens / mp, attention_flops=passes * attention_fwd * tokens / mp,
+                     weight_bytes=0.0, kv_bytes=0.0, layers=0,
+                     elementwise_bytes=passes * _elementwise_bytes_per_token(arch, w, compute_bytes) * tokens / w.pp)
+    hw = one_gpu(gpu, peak)
     fp8 = prof.fp8_matmul_flop_efficiency if w.fp8 else None  # measured at FP8 (specs/profiles/megatron.yaml)
-    linear_s = linear_flops * tokens / mp / (gemm_peak * (fp8 or prof.matmul_flop_efficiency))
-    attention_s = passes * attention_fwd * tokens / mp / (peak * prof.attention_flop_efficiency)
-    elementwise_s = passes * _elementwise_bytes_per_token(arch, w, compute_bytes) * tokens / w.pp / bandwidth
-    return linear_s + attention_s + elementwise_s
+    rates = replace(phase_rates(cost, hw, prof), matmul=achievable(gemm_peak, fp8 or prof.matmul_flop_efficiency))
+    return phase_time(cost, hw, prof, rates).gpu_s
 
 
 def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, inputs: StepInputs,
@@ -130,8 +134,8 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
     # the busiest stage's share of the work sets every micro-batch's pace (`training.pipeline.imbalance`)
     layer_work = (6 * linear_params_per_token(arch) + 3 * attn_fwd) / arch.num_layers  # per token, as above
     skew = imbalance(stages(arch.num_layers, w.pp), layer_work, 6 * lm_head_numel(arch))
-    compute_s = executed_gpu / (peak * efficiency) / (1 - bubble) * skew
-    bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
+    compute_s = executed_gpu / achievable(peak, efficiency) / (1 - bubble) * skew
+    bandwidth = achievable_bandwidth(gpu.bandwidth_bytes_per_s, prof, gpu.memory_type)
     optimizer_s = 2 * (inputs.states.total_bytes + inputs.step_transient) / bandwidth
     if not inputs.deepspeed and (adamw := eager_optimizer_s(arch, w, gpu, inputs.trainable_params)) is not None:
         optimizer_s = adamw
