@@ -203,7 +203,7 @@ def allreduce_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> fl
     if link is None:
         return cost.allreduces * profile.allreduce_latency_s
     volume = 2 * (n - 1) / n * cost.allreduce_bytes
-    return volume / (link * profile.interconnect_efficiency) + cost.allreduces * profile.allreduce_latency_s
+    return volume / achievable(link, profile.interconnect_efficiency) + cost.allreduces * profile.allreduce_latency_s
 
 
 def host_dispatch_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:

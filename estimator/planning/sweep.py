@@ -206,7 +206,7 @@ def error_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints, p
     named = {"schema_version": SCHEMA_VERSION, "model.name": model.name, "gpu.name": gpu.name,
              "gpu.requested_as": requested_gpu or gpu.name,
              **flatten(workload.model_dump(mode="json"), "workload.")}
-    columns = _columns(_numpy(), "workload", {"batch": b, "prompt_tokens": p, "output_tokens": o}, len(b))
+    columns = report_columns(_numpy(), "workload", {"batch": b, "prompt_tokens": p, "output_tokens": o}, len(b))
     constants = {k: named[k] if k in IDENTITY else None for k in KEYS if k not in columns}
     constants["error"] = error
     return SweepBlock(constants, columns, {}, list(KEYS), len(b), error=error)
@@ -227,8 +227,8 @@ def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints, p
     memory["gpus_required"] = np.ma.masked_equal(required, 0)  # estimate's None: no group fits
     time = {**_time_fields(np, model, gpu, w, mem, b, p, o), "hypothetical": np.logical_not(fits)}
     n = len(b)
-    cols = {**_columns(np, "workload", {"batch": b, "prompt_tokens": p, "output_tokens": o}, n),
-            **_columns(np, "memory", memory, n), **_columns(np, "time", time, n)}
+    cols = {**report_columns(np, "workload", {"batch": b, "prompt_tokens": p, "output_tokens": o}, n),
+            **report_columns(np, "memory", memory, n), **report_columns(np, "time", time, n)}
     lazy = {"warnings": warnings_column(template.warnings, gpu, model, w, p, o, fits, required, by_memory, headroom)}
     if words_point_figures(w.profile):
         lazy["assumptions"] = _assumptions_column(model, gpu, w, b, p, o, requested_gpu)
@@ -270,7 +270,7 @@ def _path(section: str, name: str) -> str:
     return key
 
 
-def _columns(np: Any, section: str, fields: dict[str, Any], n: int) -> dict[str, Any]:
+def report_columns(np: Any, section: str, fields: dict[str, Any], n: int) -> dict[str, Any]:
     """The Report's ``section`` fields ``fields`` (by field name, as estimate fills them) as columns of ``n``
     points named by their flattened path; a None field keeps the template's value (a model known by its size)."""
     return {_path(section, name): value if isinstance(value, np.ndarray) and value.shape == (n,) else

@@ -9,6 +9,9 @@ the two. Small models are host-bound (0.05–1 B parameters; the host's issue ti
 operations transformers dispatches, counted per family and precision, × the host's cost of one); large ones are
 GPU-bound: matrix FLOPs at the profile's efficiency (fp32 has its own: no tensor cores), plus the
 loss stage's and autocast's bytes, and, where PyTorch's math SDPA kernel runs, its fp32 GEMMs and score passes.
+Each pass's GEMMs, fused attention and bytes are a phase's work (`timing.PhaseCost`) timed by inference's own rule
+(`timing.phase_time`, at the step's GEMM figure); the backward's multiples, the layers' elementwise passes, the math
+kernel and the host are what a training step adds.
 """
 
 from __future__ import annotations

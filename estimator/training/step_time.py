@@ -1,11 +1,15 @@
-"""A training step's time on one GPU: compute (two ways, by profile), optimizer step, communication, bubble.
+"""A training step's time on one GPU: compute (three ways, by profile), optimizer step, communication, bubble.
 
 Compute, as the profile says:
 
 - ``train_flop_efficiency`` given (a step-level figure, fitted on a whole measured step): executed FLOPs ÷
   (peak × that fraction).
+- host figures given (eager PyTorch, `estimator.training.eager_step`): each pass's GEMMs at that step-level
+  figure, its attention and bytes, timed as a phase's work by inference's own rule (`timing.phase_time`), and
+  the host's dispatch beside them.
 - ``train_flop_efficiency: null`` (kernel by kernel, as a framework that runs fused kernels does — Megatron-LM,
-  NeMo): every pass runs the same kernels as a prefill, timed with the profile's kernel figures — linear layers
+  NeMo): every pass runs the same kernels as a prefill, the step's work timed as one phase's by
+  `timing.phase_time` with the profile's kernel figures — linear layers
   at ``matmul_flop_efficiency``, attention at ``attention_flop_efficiency``, the elementwise passes (norms,
   activations, residual adds, dropout; ``elementwise_hidden_passes`` × h + ``elementwise_ffn_passes`` × ffn
   per token per layer) at the profile's bandwidth. Backward costs twice the forward of each (Kaplan et al.
