@@ -203,9 +203,9 @@ def error_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints, p
                             dtype=w.weight_format.name, kv_dtype=w.kv_format.name, gpus=w.tensor_parallel,
                             logits=w.logits, profile=w.profile.name,
                             mla_cache=w.mla_layout if arch is not None and arch.attention.latent else None)
-    named = {"schema_version": SCHEMA_VERSION, "model.name": model.name, "gpu.name": gpu.name,
-             "gpu.requested_as": requested_gpu or gpu.name,
-             **flatten(workload.model_dump(mode="json"), "workload.")}
+    named = flatten({"schema_version": SCHEMA_VERSION, "model": {"name": model.name},
+                     "gpu": {"name": gpu.name, "requested_as": requested_gpu or gpu.name},
+                     "workload": workload.model_dump(mode="json")})
     columns = report_columns(_numpy(), "workload", {"batch": b, "prompt_tokens": p, "output_tokens": o}, len(b))
     constants = {k: named[k] if k in IDENTITY else None for k in KEYS if k not in columns}
     constants["error"] = error

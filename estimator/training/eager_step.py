@@ -33,7 +33,7 @@ from estimator.model.compute import (
 from estimator.model.inventory import lm_head_numel, tensor_inventory
 from estimator.model.phases import elementwise_elements_per_layer
 from estimator.model.rates import achievable, achievable_bandwidth
-from estimator.model.timing import Hardware, PhaseCost, phase_rates, phase_time
+from estimator.model.timing import Hardware, PhaseCost, expected_time, phase_rates, phase_time
 from estimator.notes import Note, NoteCode, note
 from estimator.training.host_ops import MODES, host_s, step_ops, uncounted
 from estimator.training.states import state_dtype_bytes
@@ -135,9 +135,9 @@ class EagerPhases:
 
     def seconds(self, micro_batches: int) -> float:
         """``micro_batches`` of these on one GPU without the bubble: forward and backward each the longer of the
-        GPU's time and the host's issue time."""
-        return micro_batches * (max(self.gpu_forward_s, self.host_forward_s)
-                                + max(self.gpu_backward_s, self.host_backward_s))
+        GPU's time and the host's issue time (`timing.expected_time`, a phase's rule, with nothing to wait for)."""
+        return micro_batches * (expected_time(self.gpu_forward_s, self.host_forward_s, 0.0, 0.0)
+                                + expected_time(self.gpu_backward_s, self.host_backward_s, 0.0, 0.0))
 
 
 def eager_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, trainable_params: int,
