@@ -6,7 +6,9 @@ expected = max(Σ FLOPs / (peak × efficiency) + Σ bytes / (bandwidth × effici
                layers × host dispatch per layer)                        — calibrated, see specs/profiles/
 A prefill's GEMMs may instead be timed one by one by shape (model.gemms), its non-vectorized elementwise operations
 by their elements (elementwise_time_s). Tensor parallelism adds two all-reduces of the activations per layer
-(Megatron-LM, Shoeybi et al. 2019).
+(Megatron-LM, Shoeybi et al. 2019). Each peak × efficiency is an achievable rate (`model.rates`): `phase_rates` picks
+them from the profile, and a training step gives its own for its GEMMs (`estimator.training`), which times each pass
+by this same rule.
 Costs and times may be numpy float arrays (a sweep grid): the functions evaluate elementwise.
 """
 
@@ -303,7 +305,8 @@ def phase_rates(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Ra
     attention, masked = attention_flop_fraction(profile, masked=False), attention_flop_fraction(profile, masked=True)
     if cost.fp32 and profile.fp32_attention_flop_efficiency is not None:
         attention = masked = profile.fp32_attention_flop_efficiency
-    peak, kv = hw.peak_flop_per_s, kv_read_fraction(profile, hw.memory_type, grouped_kv=cost.grouped_kv)  # type: ignore[arg-type]
+    kv = kv_read_fraction(profile, hw.memory_type, grouped_kv=cost.grouped_kv)  # type: ignore[arg-type]
+    peak = hw.peak_flop_per_s
     return Rates(matmul=achievable(peak, matmul_flop_fraction(profile, fp32=cost.fp32)),
                  attention=achievable(peak, attention), masked_attention=achievable(peak, masked),
                  math_attention=achievable(hw.fp32_flop_per_s or peak, matmul_flop_fraction(profile, fp32=True)),

@@ -11,8 +11,8 @@ LoRA (the adapters' operations are not counted) and FP8 keep the profile's figur
 
 Measured on the H200 with PyTorch 2.11 and transformers 5.17 (tests/data/measured/random, ``kind=train_parts``: the
 forward, backward and optimizer step of 30 small random models, each with its host issue time; docs/accuracy.md, "Host
-dispatch"): a forward operation costs the host about 20 µs where it records the autograd graph, a backward one about 17
-µs (the autograd engine's C++ loop), and a checkpointed forward one about 32 µs (its pack hooks).
+dispatch"): a forward operation costs the host about 20 µs where it records the autograd graph, a backward one about
+17 µs (the autograd engine's C++ loop), and a checkpointed forward one about 32 µs (its pack hooks).
 """
 
 from __future__ import annotations

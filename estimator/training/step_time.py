@@ -8,14 +8,14 @@ Compute, as the profile says:
   figure, its attention and bytes, timed as a phase's work by inference's own rule (`timing.phase_time`), and
   the host's dispatch beside them.
 - ``train_flop_efficiency: null`` (kernel by kernel, as a framework that runs fused kernels does — Megatron-LM,
-  NeMo): every pass runs the same kernels as a prefill, the step's work timed as one phase's by
-  `timing.phase_time` with the profile's kernel figures — linear layers
-  at ``matmul_flop_efficiency``, attention at ``attention_flop_efficiency``, the elementwise passes (norms,
-  activations, residual adds, dropout; ``elementwise_hidden_passes`` × h + ``elementwise_ffn_passes`` × ffn
-  per token per layer) at the profile's bandwidth. Backward costs twice the forward of each (Kaplan et al.
-  2020's 2 + 4 accounting), full recompute adds one forward. Eager attention (scores materialised, as
-  Megatron-LM before FlashAttention) also moves each layer's score matrix: written by QKᵀ, read and written by
-  the softmax and by dropout, read by the PV product (6 passes of 16-bit scores per forward).
+  NeMo): every pass runs the same kernels as a prefill, the step's work timed as one phase's by `timing.phase_time`
+  with the profile's kernel figures — linear layers at ``matmul_flop_efficiency``, attention at
+  ``attention_flop_efficiency``, the elementwise passes (norms, activations, residual adds, dropout;
+  ``elementwise_hidden_passes`` × h + ``elementwise_ffn_passes`` × ffn per token per layer) at the profile's
+  bandwidth. Backward costs twice the forward of each (Kaplan et al. 2020's 2 + 4 accounting), full recompute adds
+  one forward. Eager attention (scores materialised, as Megatron-LM before FlashAttention) also moves each layer's
+  score matrix: written by QKᵀ, read and written by the softmax and by dropout, read by the PV product (6 passes of
+  16-bit scores per forward).
 
 FP8 training (Transformer Engine) runs the linear layers' GEMMs at the card's FP8 peak, attention and the
 elementwise kernels in bf16; MFU stays against the bf16 peak, as NeMo and the Llama 3 report state it.
