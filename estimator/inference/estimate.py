@@ -18,6 +18,7 @@ from estimator.inference.expert_parallel import (
 )
 from estimator.inference.explain import explain as explain_lines
 from estimator.inference.phase_notes import phase_notes
+from estimator.inference.point_fields import memory_point_fields, time_point_fields
 from estimator.inference.report import (
     KvPart,
     MemoryReport,
@@ -233,20 +234,11 @@ def _memory_report(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, terms: 
         largest = max_batch(model, gpu, w, tp, w.prompt_tokens, w.output_tokens) if ex is None else \
             ep_max_batch(model, gpu, w, ex)
     return MemoryReport(
+        **memory_point_fields(mem, tp, capacity),
         weights_bytes=terms.total_weights,
-        kv_cache_bytes=None if mem.kv is None else mem.kv * tp,
-        activation_bytes=None if mem.activation is None else mem.activation * tp,
-        overhead_bytes=mem.overhead * tp,
-        total_bytes=mem.per_gpu * tp,
-        per_gpu_bytes=mem.per_gpu,
         weights_per_gpu_bytes=mem.weights,
-        kv_cache_per_gpu_bytes=mem.kv,
-        activation_per_gpu_bytes=mem.activation,
-        overhead_per_gpu_bytes=mem.overhead,
         capacity_bytes=capacity,
         gpus_required=required,
-        fits=mem.per_gpu <= capacity,
-        headroom_bytes=capacity - mem.per_gpu,
         max_batch=largest,
         max_context_tokens=within_position_limit(model, by_memory),
         max_context_tokens_by_memory=by_memory,
@@ -254,8 +246,6 @@ def _memory_report(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, terms: 
         kv_cache_per_token_bytes=terms.kv_per_token,
         weights_by_role=terms.shares,
         kv_by_window=terms.kv_parts,
-        state_bytes=mem.state * tp,
-        state_per_gpu_bytes=mem.state,
         state_by_kind=_state_parts(model, w if ex is None else w.model_copy(update={"batch": w.batch // ex.groups})),
         experts_per_gpu=None if ex is None else experts_held(ex.arch, ex.ep),
         expert_weights_per_gpu_bytes=None if ex is None else held_expert_bytes(ex.arch, w.weight_format, ex.ep),
@@ -275,30 +265,10 @@ def _time_report(terms: _Terms, times: _Times, w: InferenceWorkload, experts_rea
                  fits: bool, ex: ExpertParallel | None = None) -> TimeReport:
     """The times of ``w`` (the whole job: under expert parallel every attention group steps at once, so tokens/s
     is the job's batch over one group's step; FLOPs and bytes summed over the EP group's GPUs)."""
-    prefill, decode, step = times.prefill, times.decode, times.step
-    tp = w.tensor_parallel if ex is None else ex.gpus
-    tokens_per_s = None if step is None else w.batch / step.expected_s
     return TimeReport(
-        prefill_s=prefill.expected_s,
-        prefill_bound_s=prefill.bound_s,
-        prefill_bound=prefill.bound,
-        decode_step_s=None if decode is None else decode.expected_s,
-        decode_step_bound_s=None if decode is None else decode.bound_s,
-        bound=None if decode is None else decode.bound,
-        time_to_first_token_s=prefill.expected_s,
-        tokens_per_s=tokens_per_s,
-        tokens_per_s_bound=None if step is None else w.batch / step.bound_s,
-        tokens_per_s_per_sequence=None if tokens_per_s is None else tokens_per_s / w.batch,
-        prefill_flops=terms.prefill.flops * tp,
-        prefill_bytes=terms.prefill.bytes * tp,
-        decode_bytes=None if decode is None else terms.decode.bytes * tp,
-        decode_flops=None if decode is None else terms.decode.flops * tp,
-        communication_s=prefill.communication_s + (0.0 if decode is None else decode.communication_s),
+        **time_point_fields(terms.prefill, terms.decode, times.prefill, times.decode, times.step, w.batch,
+                            w.tensor_parallel if ex is None else ex.gpus),
         experts_read_per_layer=experts_read,
-        prefill_flop_per_byte=terms.prefill.flop_per_byte,
-        prefill_flop_per_s_per_gpu=terms.prefill.flop_per_s(prefill.expected_s),
-        decode_flop_per_byte=None if decode is None else terms.decode.flop_per_byte,
-        decode_flop_per_s_per_gpu=None if decode is None else terms.decode.flop_per_s(decode.expected_s),
         hypothetical=not fits,
         all_to_all_s=None if ex is None else times.all_to_all_s,
     )

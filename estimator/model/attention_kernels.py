@@ -21,7 +21,7 @@ def masked_attention_layers(arch: Architecture, profile: EfficiencyProfile, toke
     window the keys reach. transformers 5.17 skips a layer's mask (SDPA's ``is_causal``, flash in 16-bit) unless
     ``kv_length >= window`` (``masking_utils._ignore_causal_mask_sdpa``); full-attention layers never get one
     without padding. Measured: every random gemma2 prefill below its 4,096 window read exactly b × s² bytes high
-    with the mask counted, and those at 4,096 tokens matched with it (docs/accuracy.md item 25)."""
+    with the mask counted, and those at 4,096 tokens matched with it (docs/accuracy.md, "Prefill kernels")."""
     if profile.masked_attention_flop_efficiency is None:
         return 0
     masked = 0  # elementwise on a sweep's array of token counts

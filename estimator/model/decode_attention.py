@@ -2,16 +2,16 @@
 
 A decode attention kernel holds a tile of query rows of one KV head and walks that head's cache, key block after key
 block, with the head dim padded to the width the kernel was built for. Two costs follow, beside the cache's bytes
-(measured on the H200's cuDNN SDPA decode kernels, docs/accuracy.md item 17): a KV head whose group has more query
-heads than a tile holds is walked once per tile, the later walks partly served from L2; and a head dim that runs a
-wide tile costs that tile's whole width at its lower rate (a head dim of 160 costs as 256). `walk` is the rule on one
-KV head's group; `tile_reads` applies it to a model on one rank, as a factor on the time of one read of the cache at
-the profile's bandwidth. The roofline bound keeps the bytes alone.
+(measured on the H200's cuDNN SDPA decode kernels, docs/accuracy.md, "Decode attention kernels"): a KV head whose group
+has more query heads than a tile holds is walked once per tile, the later walks partly served from L2; and a head dim
+that runs a wide tile costs that tile's whole width at its lower rate (a head dim of 160 costs as 256). `walk` is the
+rule on one KV head's group; `tile_reads` applies it to a model on one rank, as a factor on the time of one read of the
+cache at the profile's bandwidth. The roofline bound keeps the bytes alone.
 
 transformers' static-cache decode (the `hf` profiles, `repeats_kv`) hands SDPA a mask, so a grouped-query model's KV
-heads reach the kernel repeated per query head (`repeat_kv`, docs/accuracy.md item 19): each query head is a KV head
-of its own there, walked by one tile. Several KV heads are copied, so the kernel reads the group's copies whole; one KV
-head is a view of stride 0, whose further walks cost part of the first, as a further tile's do.
+heads reach the kernel repeated per query head (`repeat_kv`, docs/accuracy.md, "Decode attention kernels"): each query
+head is a KV head of its own there, walked by one tile. Several KV heads are copied, so the kernel reads the group's
+copies whole; one KV head is a view of stride 0, whose further walks cost part of the first, as a further tile's do.
 """
 
 from __future__ import annotations
@@ -122,5 +122,5 @@ def walk_streams(arch: Architecture, tp: int, batch: int, repeats_kv: bool) -> f
     """The thread blocks of a decode's one-query-per-block attention kernel that read distinct memory, per layer on one
     rank (`timing.cache_attention_s`): one per (sequence, query head), but where the runtime hands one KV head to every
     query head as a view, one per (sequence, KV head) — the view's further blocks read what the first brought into L2
-    (docs/accuracy.md item 33)."""
+    (docs/accuracy.md, "Decode attention kernels")."""
     return batch * (1 if shares_view(arch, tp, repeats_kv) else arch.attention.num_heads / tp)

@@ -1,12 +1,12 @@
 """A prefill's GEMMs one by one, each timed by its shape (the profile's `GemmRoofline`).
 
-A GEMM of ``m`` rows by a ``k`` × ``n`` weight takes its kernel's fixed time (launch, prologue, tail: a few
-microseconds even back to back in a queue) plus the longer of its FLOPs at a fraction of the peak and the bytes of
-its two operands and its output at a fraction of the bandwidth. Summed over a forward's GEMMs this is what one
-FLOP share cannot be: at 128–1,024 tokens or on narrow layers the fixed time and the activations' bytes are a large
-part of each GEMM, at 4,096 tokens and more the FLOPs are all of it. Measured alone on the H200
-(`benchmarks/prefill_gemm.py`, docs/accuracy.md item 23), fp32 GEMMs (CUDA cores, TF32 off) reached 2–53 TFLOP/s
-by shape where the profile's single share said 49.5.
+A GEMM of ``m`` rows by a ``k`` × ``n`` weight takes its kernel's fixed time (launch, prologue, tail: a few microseconds
+even back to back in a queue) plus the longer of its FLOPs at a fraction of the peak and the bytes of its two operands
+and its output at a fraction of the bandwidth. Summed over a forward's GEMMs this is what one FLOP share cannot be: at
+128–1,024 tokens or on narrow layers the fixed time and the activations' bytes are a large part of each GEMM, at 4,096
+tokens and more the FLOPs are all of it. Measured alone on the H200 (`benchmarks/prefill_gemm.py`, docs/accuracy.md,
+"Prefill kernels"), fp32 GEMMs (CUDA cores, TF32 off) reached 2–53 TFLOP/s by shape where the profile's single share
+said 49.5.
 
 `prefill_gemms` lists the GEMMs from the tensor inventory, so they are the weight matrices the parameter count
 holds: every dense linear layer once per token, the LM head once per logit position, and where PyTorch's math SDPA
@@ -24,6 +24,7 @@ from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import GemmRoofline
 from estimator.model.elementwise import any_true, maximum
 from estimator.model.inventory import Role, lm_head_numel, tensor_inventory
+from estimator.model.rates import achievable
 
 _SHAPED = (Role.ATTENTION, Role.MLP, Role.SHARED_EXPERT, Role.ROUTER, Role.POOLER)
 _ROW_PARALLEL = ("o_proj", "down_proj")  # tensor parallel splits these along their input, the others their output
@@ -77,8 +78,8 @@ def gemms_s(gemms: tuple[Gemm, ...], spec: GemmRoofline, peak_flop_per_s: float,
     operands' and output's bytes (`GemmRoofline`)."""
     total = 0.0
     for g in gemms:
-        flop_s = 2 * g.m * g.k * g.n / (peak_flop_per_s * spec.flop_efficiency)
-        byte_s = (g.m * g.k + g.k * g.n + g.m * g.n) * element_bytes / (bandwidth_bytes_per_s
-                                                                        * spec.bandwidth_efficiency)
+        flop_s = 2 * g.m * g.k * g.n / achievable(peak_flop_per_s, spec.flop_efficiency)
+        byte_s = (g.m * g.k + g.k * g.n + g.m * g.n) * element_bytes / achievable(bandwidth_bytes_per_s,
+                                                                                  spec.bandwidth_efficiency)
         total = total + g.count * g.batch * maximum(flop_s, byte_s) + g.count * spec.kernel_s
     return total

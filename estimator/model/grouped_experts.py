@@ -3,10 +3,10 @@
 transformers 5.17 (``integrations.moe.grouped_mm_experts_forward``) sorts the token–expert pairs by expert, gathers
 their hidden states, runs one grouped GEMM up (gate and up together) and one down over every expert a token picked,
 applies the gate, weights the rows, puts them back in token order and sums each token's k rows. Measured alone on the
-H200 (docs/accuracy.md item 21), the grouped GEMMs take the hit experts' weight reads and their FLOPs one after the
-other — many small per-expert GEMMs hide neither behind the other — and the dispatch around them moves far more than
-the dense MLP's elementwise passes: it is bound by the routed pairs' width. `expert_work` counts that work on one
-rank; `experts_s` times it. The roofline bound keeps the FLOPs and the weights alone.
+H200 (docs/accuracy.md, "Prefill kernels"), the grouped GEMMs take the hit experts' weight reads and their FLOPs one
+after the other — many small per-expert GEMMs hide neither behind the other — and the dispatch around them moves far
+more than the dense MLP's elementwise passes: it is bound by the routed pairs' width. `expert_work` counts that work on
+one rank; `experts_s` times it. The roofline bound keeps the FLOPs and the weights alone.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from estimator.catalog.specs import NumberFormat
 from estimator.model.compute import expected_distinct_experts
 from estimator.model.inventory import Role, tensor_inventory
 from estimator.model.memory import bytes_of, tensor_bits
+from estimator.model.rates import achievable
 
 
 @dataclass(frozen=True)
@@ -53,14 +54,14 @@ def expert_work(arch: Architecture, fmt: NumberFormat, tp: int, tokens: int) -> 
 
 
 def experts_s(work: ExpertWork, profile: EfficiencyProfile, peak_flop_per_s: float, bandwidth_bytes_per_s: float,
-              act_bytes: int, bandwidth_fraction: float) -> float:
-    """The grouped GEMMs' weight reads and FLOPs one after the other, the dispatch's passes at the profile's
-    bandwidth, and a fixed cost per MoE layer (0 where the profile states no grouped experts)."""
+              act_bytes: int, bandwidth: float) -> float:
+    """The grouped GEMMs' weight reads and FLOPs one after the other, the dispatch's passes at ``bandwidth`` (the
+    profile's achievable one), and a fixed cost per MoE layer (0 where the profile states no grouped experts)."""
     spec = profile.grouped_experts
     if spec is None:
         return 0.0
-    gemm_s = (work.weight_bytes / (bandwidth_bytes_per_s * spec.weight_efficiency)
-              + work.flops / (peak_flop_per_s * spec.flop_efficiency))
+    gemm_s = (work.weight_bytes / achievable(bandwidth_bytes_per_s, spec.weight_efficiency)
+              + work.flops / achievable(peak_flop_per_s, spec.flop_efficiency))
     passes = (spec.pair_hidden_passes * work.pair_hidden + spec.pair_ffn_passes * work.pair_ffn
               + spec.token_hidden_passes * work.token_hidden)
-    return gemm_s + passes * act_bytes / (bandwidth_bytes_per_s * bandwidth_fraction) + work.layers * spec.per_layer_s
+    return gemm_s + passes * act_bytes / bandwidth + work.layers * spec.per_layer_s

@@ -295,7 +295,7 @@ def _positional_bytes(arch: Architecture, batch: int, tokens: int, element_bytes
     transformers' code (``eager``) builds position ids as ``arange(s).unsqueeze(0)`` when the caller passes none
     (LlamaModel.forward and its copies, 5.17), so the tables are 1 × s × the rotated width, shared by the batch:
     counted per token, every random llama / qwen2 / mistral prefill at batch 2-8 read (batch − 1) × s × (2 ×
-    head_dim × element size + 8) high (docs/accuracy.md item 25). They are locals of the model's forward, gone
+    head_dim × element size + 8) high (docs/accuracy.md, "Memory"). They are locals of the model's forward, gone
     when the LM head runs (traced: a 4,096-token all-logits prefill holds the logits and the normed hidden states
     alone; counted, every such random row read the tables' bytes high). Other runtimes: per token, to the end."""
     latent = arch.attention.latent
@@ -315,7 +315,7 @@ def attention_entry_bytes(arch: Architecture, tokens: int, element_bytes: int, t
     the repeated keys and values beside the query and its output, is no larger. Above the MLP's live set where
     heads × head_dim is wide against the MLP: a random gemma2 of 46 heads × 256 over h = 2,944 read −30% at every
     shape without it; traced op by op (benchmarks/trace_live_cpu.py) its peak is this set exactly, and the H200's
-    within 512 bytes (docs/accuracy.md item 25). 0 without rotary embeddings or with latent attention."""
+    within 512 bytes (docs/accuracy.md, "Memory"). 0 without rotary embeddings or with latent attention."""
     att = arch.attention
     if arch.position_embeddings or att.latent is not None:
         return 0

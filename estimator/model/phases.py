@@ -203,7 +203,7 @@ def _decode_gemms(arch: Architecture, rt: Runtime, tp: int, batch: int) -> tuple
     """An fp32 decode step's GEMMs by shape, one row per sequence, where the profile times fp32 GEMMs so: cuBLAS runs
     two rows or more on GEMM kernels (gemmSN, then SIMT SGEMM tiles) that read an fp32 weight at the fp32 GEMM's share
     of the bandwidth, as a prefill's do, and one row as a GEMV, which streams it at the bandwidth (the step's weight
-    read; `timing.PhaseCost.one_row_gemv`; docs/accuracy.md item 33)."""
+    read; `timing.PhaseCost.one_row_gemv`; docs/accuracy.md, "Decode time")."""
     if rt.activation_bytes_per_element != 4 or rt.profile.fp32_gemm is None:
         return ()
     return prefill_gemms(arch, batch, 1, logits_positions=1, tp=tp) or ()

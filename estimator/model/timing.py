@@ -6,7 +6,9 @@ expected = max(Σ FLOPs / (peak × efficiency) + Σ bytes / (bandwidth × effici
                layers × host dispatch per layer)                        — calibrated, see specs/profiles/
 A prefill's GEMMs may instead be timed one by one by shape (model.gemms), its non-vectorized elementwise operations
 by their elements (elementwise_time_s). Tensor parallelism adds two all-reduces of the activations per layer
-(Megatron-LM, Shoeybi et al. 2019).
+(Megatron-LM, Shoeybi et al. 2019). Each peak × efficiency is an achievable rate (`model.rates`): `phase_rates` picks
+them from the profile, and a training step gives its own for its GEMMs (`estimator.training`), which times each pass
+by this same rule.
 Costs and times may be numpy float arrays (a sweep grid): the functions evaluate elementwise.
 """
 
@@ -16,11 +18,19 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from estimator.catalog.profiles import CacheWalkKernel, EfficiencyProfile
-from estimator.catalog.specs import ComputeDType, GpuSpec, MemoryType
+from estimator.catalog.specs import ComputeDType, GpuSpec
 from estimator.errors import WorkloadInvalid
 from estimator.model.elementwise import any_true, maximum, where
 from estimator.model.gemms import Gemm, gemms_s
 from estimator.model.grouped_experts import ExpertWork, experts_s
+from estimator.model.rates import (
+    Rates,
+    achievable,
+    achievable_bandwidth,
+    attention_flop_fraction,
+    kv_read_fraction,
+    matmul_flop_fraction,
+)
 
 Bound = Literal["memory", "compute"]
 
@@ -151,6 +161,9 @@ class PhaseTime:
     prologue_s: float = 0.0  # the host's preamble before the first kernel, which the GPU waits through
     experts_s: float = 0.0  # a prefill's routed experts run as grouped GEMMs with their dispatch (grouped_experts)
     math_s: float = 0.0  # the math SDPA kernel on unexpanded KV heads: its fp32 KV copies and GEMMs (math_kernel_s)
+    # parts of compute_s: the linear GEMMs, and attention (the fused kernel's, unmasked and masked layers together)
+    gemm_s: float = 0.0
+    attention_s: float = 0.0
 
     @property
     def gpu_s(self) -> float:
@@ -192,34 +205,7 @@ def allreduce_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> fl
     if link is None:
         return cost.allreduces * profile.allreduce_latency_s
     volume = 2 * (n - 1) / n * cost.allreduce_bytes
-    return volume / (link * profile.interconnect_efficiency) + cost.allreduces * profile.allreduce_latency_s
-
-
-def kv_read_fraction(profile: EfficiencyProfile, memory_type: MemoryType, *, grouped_kv: bool) -> float:
-    """Achievable fraction of peak bandwidth for reading the KV cache in a decode step.
-
-    A profile's ``kv_read_efficiency`` applies to grouped-query attention only (one rate for every group). No
-    shipped profile states one: the `hf` profiles, which had 0.037 for transformers' repeat_kv, now time that copy
-    and the kernel's reads of it apart (`repeat_kv_s`, `decode_attention.repeated`; docs/accuracy.md item 19).
-    """
-    if grouped_kv and profile.kv_read_efficiency is not None:
-        return profile.kv_read_efficiency
-    return profile.bandwidth_fraction(memory_type)
-
-
-def attention_flop_fraction(profile: EfficiencyProfile, *, masked: bool) -> float:
-    """Achievable fraction of peak FLOP/s for attention: the masked-kernel figure where the runtime passes a mask."""
-    if masked and profile.masked_attention_flop_efficiency is not None:
-        return profile.masked_attention_flop_efficiency
-    return profile.attention_flop_efficiency
-
-
-def matmul_flop_fraction(profile: EfficiencyProfile, *, fp32: bool) -> float:
-    """Achievable fraction of peak FLOP/s for GEMMs: fp32 GEMMs (CUDA cores, no tensor cores) reach a larger share
-    of their lower peak than 16-bit tensor-core GEMMs of theirs, where the profile gives the fp32 figure."""
-    if fp32 and profile.fp32_matmul_flop_efficiency is not None:
-        return profile.fp32_matmul_flop_efficiency
-    return profile.matmul_flop_efficiency
+    return volume / achievable(link, profile.interconnect_efficiency) + cost.allreduces * profile.allreduce_latency_s
 
 
 def host_dispatch_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
@@ -247,7 +233,7 @@ def fixed_gpu_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     keeps. Where the profile gives a cost per operation and the family's operations are counted, the operations ×
     that cost (`gpu_per_op_s`: transformers' own kernels); else the layers × the profile's per-layer figure
     (`per_layer_step_s`: a lean engine's layer, whose kernels' floors it holds). Never both: the per-layer figure
-    holds the floors of the kernels the count already counts (docs/accuracy.md item 31)."""
+    holds the floors of the kernels the count already counts (docs/accuracy.md, "Decode time")."""
     if counts_gpu_ops(cost, profile):
         return cost.host_ops * profile.gpu_per_op_s
     return cost.layers * profile.per_layer_step_s
@@ -284,7 +270,8 @@ def cache_walk_waves(cost: PhaseCost, kernel: CacheWalkKernel) -> float:
 
 def repeat_kv_s(cost: PhaseCost, profile: EfficiencyProfile) -> float:
     """The copy transformers makes of grouped KV heads before a masked decode's attention (repeat_kv: an elementwise
-    kernel bound by the elements it writes, at the profile's rate for the dtype; docs/accuracy.md item 19)."""
+    kernel bound by the elements it writes, at the profile's rate for the dtype; docs/accuracy.md, "Decode attention
+    kernels")."""
     rates = profile.repeat_kv_elements_per_s
     return 0.0 if rates is None else cost.kv_copy_elements / rates[1 if cost.fp32 else 0]
 
@@ -300,16 +287,31 @@ def math_kernel_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> 
                                                            hw.peak_flop_per_s, hw.bandwidth_bytes_per_s, 4)
 
 
-def _gemm_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> float:
+def _gemm_s(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile, rates: Rates) -> float:
     """The phase's linear GEMMs: one by one by shape where the cost lists them (model.gemms), else their FLOPs at the
-    profile's share, as a decode's GEMMs of one row (a GEMV, whose weight read `phase_time` takes beside them)."""
+    matmul rate, as a decode's GEMMs of one row (a GEMV, whose weight read `phase_time` takes beside them)."""
     spec = profile.fp32_gemm if cost.fp32 else profile.gemm
-    by_flops = cost.matmul_flops / (hw.peak_flop_per_s * matmul_flop_fraction(profile, fp32=cost.fp32))
+    by_flops = cost.matmul_flops / rates.matmul
     if not cost.gemms or spec is None:
         return by_flops
     peak = (hw.fp32_flop_per_s or hw.peak_flop_per_s) if cost.fp32 else hw.peak_flop_per_s
     shaped = gemms_s(cost.gemms, spec, peak, hw.bandwidth_bytes_per_s, 4 if cost.fp32 else 2)
     return where(cost.gemms[0].m > 1, shaped, by_flops) if cost.one_row_gemv else shaped
+
+
+def phase_rates(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Rates:
+    """The rates the phase's work reaches on ``hw``: the profile's fraction of each peak (an fp32 phase: its fp32
+    figures; a grouped-query decode: the KV read's own where the profile gives one)."""
+    attention, masked = attention_flop_fraction(profile, masked=False), attention_flop_fraction(profile, masked=True)
+    if cost.fp32 and profile.fp32_attention_flop_efficiency is not None:
+        attention = masked = profile.fp32_attention_flop_efficiency
+    kv = kv_read_fraction(profile, hw.memory_type, grouped_kv=cost.grouped_kv)  # type: ignore[arg-type]
+    peak = hw.peak_flop_per_s
+    return Rates(matmul=achievable(peak, matmul_flop_fraction(profile, fp32=cost.fp32)),
+                 attention=achievable(peak, attention), masked_attention=achievable(peak, masked),
+                 math_attention=achievable(hw.fp32_flop_per_s or peak, matmul_flop_fraction(profile, fp32=True)),
+                 bandwidth=achievable_bandwidth(hw.bandwidth_bytes_per_s, profile, hw.memory_type),
+                 kv_bandwidth=achievable(hw.bandwidth_bytes_per_s, kv))
 
 
 def elementwise_time_s(cost: PhaseCost, profile: EfficiencyProfile, bandwidth: float) -> float:
@@ -322,27 +324,24 @@ def elementwise_time_s(cost: PhaseCost, profile: EfficiencyProfile, bandwidth: f
             + maximum(strided_elements / profile.strided_elements_per_s, strided_bytes / bandwidth))
 
 
-def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> PhaseTime:
-    """Bound and expected time of one phase (see module docstring)."""
+def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile, rates: Rates | None = None) -> PhaseTime:
+    """Bound and expected time of one phase (see module docstring), its work at ``rates`` (default: the profile's,
+    `phase_rates`)."""
     bound_s, bound = roofline_s(cost, hw)
-    bandwidth = hw.bandwidth_bytes_per_s * profile.bandwidth_fraction(hw.memory_type)  # type: ignore[arg-type]
-    kv_bandwidth = hw.bandwidth_bytes_per_s * kv_read_fraction(
-        profile, hw.memory_type, grouped_kv=cost.grouped_kv)  # type: ignore[arg-type]
-    attention_efficiency = attention_flop_fraction(profile, masked=False)
-    masked_efficiency = attention_flop_fraction(profile, masked=True)
-    if cost.fp32 and profile.fp32_attention_flop_efficiency is not None:
-        attention_efficiency = masked_efficiency = profile.fp32_attention_flop_efficiency
-    fp32_peak = hw.fp32_flop_per_s or hw.peak_flop_per_s
-    compute_s = (cost.attention_flops / (hw.peak_flop_per_s * attention_efficiency) + _gemm_s(cost, hw, profile)
-                 + cost.masked_attention_flops / (hw.peak_flop_per_s * masked_efficiency)
+    rates = rates or phase_rates(cost, hw, profile)
+    bandwidth = rates.bandwidth
+    unmasked_s = cost.attention_flops / rates.attention
+    masked_s = cost.masked_attention_flops / rates.masked_attention
+    gemm_s = _gemm_s(cost, hw, profile, rates)
+    compute_s = (unmasked_s + gemm_s + masked_s
                  # the math kernel's GEMMs run in fp32 whatever the model's dtype: by shape in an fp32 prefill's
                  # list or in math_gemms (math_kernel_s), else by their FLOPs here
                  + (0.0 if (cost.gemms and cost.fp32) or cost.math_gemms else
-                    cost.math_attention_flops / (fp32_peak * matmul_flop_fraction(profile, fp32=True))))
+                    cost.math_attention_flops / rates.math_attention))
     weights_s, elementwise_s = cost.weight_bytes / bandwidth, elementwise_time_s(cost, profile, bandwidth)
     # (a sweep's arrays are elementwise: which term applies is decided by the dtype and the profile, not the values)
     kv_s = ((cache_attention_s(cost, profile) if walks_cache(cost, profile)
-             else cost.kv_bytes * cost.kv_read_factor / kv_bandwidth) + repeat_kv_s(cost, profile))
+             else cost.kv_bytes * cost.kv_read_factor / rates.kv_bandwidth) + repeat_kv_s(cost, profile))
     fixed_s = fixed_gpu_s(cost, profile)
     # A GEMM streams its weights while it computes: the larger of the two is the kernel time (roofline per
     # phase); elementwise kernels and the KV read add to it.
@@ -350,11 +349,10 @@ def phase_time(cost: PhaseCost, hw: Hardware, profile: EfficiencyProfile) -> Pha
     # GPU-bound phase takes it plus the GPU's time; a host-bound one, the host's whole time (which holds it).
     prologue_s = profile.host_prologue_s if cost.host_prologue and counts_host_ops(cost, profile) else 0.0
     routed_s = 0.0 if cost.experts is None else experts_s(
-        cost.experts, profile, hw.peak_flop_per_s, hw.bandwidth_bytes_per_s, 4 if cost.fp32 else 2,
-        profile.bandwidth_fraction(hw.memory_type))  # type: ignore[arg-type]
+        cost.experts, profile, hw.peak_flop_per_s, hw.bandwidth_bytes_per_s, 4 if cost.fp32 else 2, bandwidth)
     t = PhaseTime(bound_s, bound, 0.0, compute_s, weights_s + elementwise_s + kv_s, allreduce_s(cost, hw, profile),
                   weights_s, elementwise_s, kv_s, fixed_s, host_dispatch_s(cost, profile), prologue_s, routed_s,
-                  math_kernel_s(cost, hw, profile))
+                  math_kernel_s(cost, hw, profile), gemm_s, unmasked_s + masked_s)
     return replace(t, expected_s=expected_time(t.gpu_s, t.host_s, t.communication_s, bound_s))
 
 

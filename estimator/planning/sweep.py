@@ -24,18 +24,13 @@ from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import MissingDependency, WorkloadInvalid
 from estimator.inference.estimate import estimate
+from estimator.inference.point_fields import memory_point_fields, time_point_fields
 from estimator.inference.report import WorkloadInfo
 from estimator.inference.workload import MAX_BATCH, MAX_TOKENS, InferenceWorkload
 from estimator.model.capacity import fewest_gpus, max_batch, max_context_tokens, within_position_limit
 from estimator.model.compute import expected_distinct_experts
 from estimator.model.elementwise import as_float, distinct, per_distinct
-from estimator.model.footprint import (
-    SIZE_LIMIT_BYTES,
-    GpuMemory,
-    memory_per_gpu,
-    peak_kv_layers,
-    within_size_limit,
-)
+from estimator.model.footprint import SIZE_LIMIT_BYTES, GpuMemory, memory_per_gpu, peak_kv_layers, within_size_limit
 from estimator.model.parallel import valid_tensor_parallel
 from estimator.model.phases import job_costs
 from estimator.model.timing import Hardware, peak_for, phase_time
@@ -208,10 +203,10 @@ def error_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints, p
                             dtype=w.weight_format.name, kv_dtype=w.kv_format.name, gpus=w.tensor_parallel,
                             logits=w.logits, profile=w.profile.name,
                             mla_cache=w.mla_layout if arch is not None and arch.attention.latent else None)
-    named = {"schema_version": SCHEMA_VERSION, "model.name": model.name, "gpu.name": gpu.name,
-             "gpu.requested_as": requested_gpu or gpu.name,
-             **flatten(workload.model_dump(mode="json"), "workload.")}
-    columns = {"workload.batch": b, "workload.prompt_tokens": p, "workload.output_tokens": o}
+    named = flatten({"schema_version": SCHEMA_VERSION, "model": {"name": model.name},
+                     "gpu": {"name": gpu.name, "requested_as": requested_gpu or gpu.name},
+                     "workload": workload.model_dump(mode="json")})
+    columns = report_columns(_numpy(), "workload", {"batch": b, "prompt_tokens": p, "output_tokens": o}, len(b))
     constants = {k: named[k] if k in IDENTITY else None for k in KEYS if k not in columns}
     constants["error"] = error
     return SweepBlock(constants, columns, {}, list(KEYS), len(b), error=error)
@@ -226,23 +221,21 @@ def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints, p
     flat.pop("explain")
     flat["error"] = None
     mem = memory_per_gpu(model, gpu, w, w.tensor_parallel, b, p, o)
-    cols: dict[str, Any] = {"workload.batch": b, "workload.prompt_tokens": p, "workload.output_tokens": o}
-    cols.update(_memory_columns(np, model, gpu, w, mem, b, p, o))
-    cols.update(_time_columns(np, model, gpu, w, mem, b, p, o))
-    required = cols["memory.gpus_required"]
-    cols["memory.gpus_required"] = np.ma.masked_equal(required, 0)  # estimate's None: no group fits
-    cols["time.hypothetical"] = np.logical_not(cols["memory.fits"])
-    by_memory = cols.get("memory.max_context_tokens_by_memory")
-    headroom = cols["memory.headroom_bytes"]
-    lazy = {"warnings": warnings_column(template.warnings, gpu, model, w, p, o, cols["memory.fits"], required,
-                                        by_memory, headroom)}
+    memory = _memory_fields(np, model, gpu, w, mem, b, p, o)
+    fits, required, headroom = memory["fits"], memory["gpus_required"], memory["headroom_bytes"]
+    by_memory = memory.get("max_context_tokens_by_memory")
+    memory["gpus_required"] = np.ma.masked_equal(required, 0)  # estimate's None: no group fits
+    time = {**_time_fields(np, model, gpu, w, mem, b, p, o), "hypothetical": np.logical_not(fits)}
+    n = len(b)
+    cols = {**report_columns(np, "workload", {"batch": b, "prompt_tokens": p, "output_tokens": o}, n),
+            **report_columns(np, "memory", memory, n), **report_columns(np, "time", time, n)}
+    lazy = {"warnings": warnings_column(template.warnings, gpu, model, w, p, o, fits, required, by_memory, headroom)}
     if words_point_figures(w.profile):
         lazy["assumptions"] = _assumptions_column(model, gpu, w, b, p, o, requested_gpu)
-    groups = {"warnings": warnings_groups(model, p, o, cols["memory.fits"], required, by_memory, headroom,
-                                          gpu.memory_bytes)}
+    groups = {"warnings": warnings_groups(model, p, o, fits, required, by_memory, headroom, gpu.memory_bytes)}
     joined = {}
     if model.arch is not None and model.arch.causal:
-        joined["memory.kv_by_window"] = _kv_by_window(model, w, b, p, o)
+        joined[_path("memory", "kv_by_window")] = _kv_by_window(model, w, b, p, o)
     constants = {k: v for k, v in flat.items() if k not in cols and k not in lazy and k not in joined}
     return SweepBlock(constants, cols, lazy, list(flat), len(b), groups, joined)
 
@@ -268,29 +261,37 @@ def _assumptions_column(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b:
     return assumptions
 
 
-def _memory_columns(np: Any, model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, mem: GpuMemory, b: Ints,
-                    p: Ints, o: Ints) -> dict[str, Any]:
-    """estimate's memory fields at every point: `footprint.memory_per_gpu` and the `capacity` searches."""
+def _path(section: str, name: str) -> str:
+    """The flattened key of the Report's field ``name`` in ``section`` (a row's column), checked against the
+    Report's own fields (`sweep_row.KEYS`)."""
+    key = f"{section}.{name}"
+    if key not in KEYS:
+        raise AssertionError(f"{key} is no field of the flattened Report (sweep_row.KEYS)")
+    return key
+
+
+def report_columns(np: Any, section: str, fields: dict[str, Any], n: int) -> dict[str, Any]:
+    """The Report's ``section`` fields ``fields`` (by field name, as estimate fills them) as columns of ``n``
+    points named by their flattened path; a None field keeps the template's value (a model known by its size)."""
+    return {_path(section, name): value if isinstance(value, np.ndarray) and value.shape == (n,) else
+            _full(np, value, n) for name, value in fields.items() if value is not None}
+
+
+def _memory_fields(np: Any, model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, mem: GpuMemory, b: Ints,
+                   p: Ints, o: Ints) -> dict[str, Any]:
+    """estimate's memory fields at every point, by MemoryReport field name: `footprint.memory_per_gpu` as estimate
+    reports it (`memory_point_fields`) and the `capacity` searches."""
     tp, n = w.tensor_parallel, len(b)
-    group = mem.across(tp)
-    cols: dict[str, Any] = {"memory.overhead_bytes": group.overhead, "memory.total_bytes": group.per_gpu,
-            "memory.per_gpu_bytes": mem.per_gpu, "memory.overhead_per_gpu_bytes": mem.overhead}
-    if mem.kv is not None and mem.activation is not None:  # else the template's None (a model known by its size)
-        cols |= {"memory.kv_cache_bytes": group.kv, "memory.activation_bytes": group.activation,
-                 "memory.kv_cache_per_gpu_bytes": mem.kv, "memory.activation_per_gpu_bytes": mem.activation,
-                 "memory.state_bytes": group.state, "memory.state_per_gpu_bytes": mem.state}
-    cols = {k: _full(np, v, n) for k, v in cols.items()}
-    cols["memory.fits"] = _full(np, mem.per_gpu <= gpu.memory_bytes, n)
-    cols["memory.headroom_bytes"] = _full(np, gpu.memory_bytes - mem.per_gpu, n)
-    cols["memory.gpus_required"] = _full(np, fewest_gpus(model, gpu, w, b, p, o), n)
+    fields = {**memory_point_fields(mem, tp, gpu.memory_bytes), "gpus_required": fewest_gpus(model, gpu, w, b, p, o)}
+    fields = {k: None if v is None else _full(np, v, n) for k, v in fields.items()}
     if model.arch is not None:  # one search per distinct (prompt, output) and (batch, output) pair
         (up, uo), back = _distinct(p, o)
-        cols["memory.max_batch"] = np.asarray(max_batch(model, gpu, w, tp, up, uo))[back]
+        fields["max_batch"] = np.asarray(max_batch(model, gpu, w, tp, up, uo))[back]
         (ub, uo), back = _distinct(b, o)
         by_memory = np.asarray(max_context_tokens(model, gpu, w, tp, ub, uo))[back]
-        cols["memory.max_context_tokens_by_memory"] = by_memory
-        cols["memory.max_context_tokens"] = np.asarray(within_position_limit(model, by_memory))
-    return cols
+        fields["max_context_tokens_by_memory"] = by_memory
+        fields["max_context_tokens"] = np.asarray(within_position_limit(model, by_memory))
+    return fields
 
 
 def _distinct(a: Ints, b: Ints) -> tuple[list[Ints], Ints]:
@@ -300,39 +301,26 @@ def _distinct(a: Ints, b: Ints) -> tuple[list[Ints], Ints]:
     return [ua[keys // len(ub)], ub[keys % len(ub)]], inverse
 
 
-def _time_columns(np: Any, model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, mem: GpuMemory, b: Ints, p: Ints,
-                  o: Ints) -> dict[str, Any]:
-    """estimate's time fields at every point: `phases.job_costs` and `timing.phase_time` on float64 arrays."""
-    tp, arch, n = w.tensor_parallel, model.arch, len(b)
+def _time_fields(np: Any, model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, mem: GpuMemory, b: Ints, p: Ints,
+                 o: Ints) -> dict[str, Any]:
+    """estimate's time fields at every point, by TimeReport field name: `phases.job_costs` and `timing.phase_time`
+    on float64 arrays, as estimate reports them (`time_point_fields`)."""
+    tp, arch = w.tensor_parallel, model.arch
     _, peak = peak_for(gpu, w.weight_format.compute_dtype)
     hw = Hardware(peak, gpu.bandwidth_bytes_per_s, gpu.memory_type, gpu.interconnect_bytes_per_s, tp,
                   gpu.peak_flop_per_s("fp32"))
     bf = as_float(b)
     costs = job_costs(model, w, tp, bf, as_float(p), as_float(o), as_float(0 * b if mem.kv is None else mem.kv))
-    prefill = phase_time(costs.prefill, hw, w.profile)
-    cols: dict[str, Any] = {
-        "time.prefill_s": prefill.expected_s, "time.prefill_bound_s": prefill.bound_s,
-        "time.prefill_bound": prefill.bound, "time.time_to_first_token_s": prefill.expected_s,
-        "time.prefill_flops": costs.prefill.flops * tp, "time.prefill_bytes": costs.prefill.bytes * tp,
-        "time.communication_s": prefill.communication_s,
-        "time.prefill_flop_per_byte": costs.prefill.flop_per_byte,
-        "time.prefill_flop_per_s_per_gpu": costs.prefill.flop_per_s(prefill.expected_s),
-    }
-    if arch is None or arch.causal:
-        decode, step = phase_time(costs.decode, hw, w.profile), phase_time(costs.step, hw, w.profile)
-        tokens_per_s = bf / step.expected_s
-        cols |= {"time.decode_step_s": decode.expected_s, "time.decode_step_bound_s": decode.bound_s,
-                 "time.bound": decode.bound, "time.tokens_per_s": tokens_per_s,
-                 "time.tokens_per_s_bound": bf / step.bound_s, "time.tokens_per_s_per_sequence": tokens_per_s / bf,
-                 "time.decode_bytes": costs.decode.bytes * tp, "time.decode_flops": costs.decode.flops * tp,
-                 "time.communication_s": prefill.communication_s + decode.communication_s,
-                 "time.decode_flop_per_byte": costs.decode.flop_per_byte,
-                 "time.decode_flop_per_s_per_gpu": costs.decode.flop_per_s(decode.expected_s)}
+    decoding = arch is None or arch.causal
+    decode = phase_time(costs.decode, hw, w.profile) if decoding else None
+    step = phase_time(costs.step, hw, w.profile) if decoding else None
+    fields = time_point_fields(costs.prefill, costs.decode, phase_time(costs.prefill, hw, w.profile), decode, step,
+                               bf, tp)
     if arch is not None and arch.moe is not None:
         moe = arch.moe
-        cols["time.experts_read_per_layer"] = per_distinct(
+        fields["experts_read_per_layer"] = per_distinct(
             lambda x: expected_distinct_experts(moe.num_experts, moe.experts_per_token, x), b)
-    return {k: _full(np, v, n) for k, v in cols.items()}
+    return fields
 
 
 def _kv_by_window(model: ModelSpec, w: InferenceWorkload, b: Ints, p: Ints, o: Ints) -> list[Any]:

@@ -46,6 +46,7 @@ from estimator.model.collectives import (
     rail_ring_allreduce_s,
     ring_allreduce_s,
 )
+from estimator.model.rates import achievable
 from estimator.training.experts import expert_link, step_all_to_all_s
 from estimator.training.workload import TrainingWorkload
 
@@ -67,7 +68,8 @@ class Communication:
 
 
 def _scaled(link: Link, efficiency: float) -> Link:
-    return Link(link.tier, link.bytes_per_s * efficiency, link.latency_s)
+    """``link`` at the bandwidth collectives reach on it (the profile's ``efficiency`` of its peak)."""
+    return Link(link.tier, achievable(link.bytes_per_s, efficiency), link.latency_s)
 
 
 def _card_link(gpu: GpuSpec, gpus: int) -> Link:

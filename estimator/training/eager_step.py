@@ -9,12 +9,15 @@ the two. Small models are host-bound (0.05–1 B parameters; the host's issue ti
 operations transformers dispatches, counted per family and precision, × the host's cost of one); large ones are
 GPU-bound: matrix FLOPs at the profile's efficiency (fp32 has its own: no tensor cores), plus the
 loss stage's and autocast's bytes, and, where PyTorch's math SDPA kernel runs, its fp32 GEMMs and score passes.
+Each pass's GEMMs, fused attention and bytes are a phase's work (`timing.PhaseCost`) timed by inference's own rule
+(`timing.phase_time`, at the step's GEMM figure); the backward's multiples, the layers' elementwise passes, the math
+kernel and the host are what a training step adds.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
@@ -29,7 +32,8 @@ from estimator.model.compute import (
 )
 from estimator.model.inventory import lm_head_numel, tensor_inventory
 from estimator.model.phases import elementwise_elements_per_layer
-from estimator.model.timing import attention_flop_fraction
+from estimator.model.rates import achievable, achievable_bandwidth
+from estimator.model.timing import Hardware, PhaseCost, expected_time, phase_rates, phase_time
 from estimator.notes import Note, NoteCode, note
 from estimator.training.host_ops import MODES, host_s, step_ops, uncounted
 from estimator.training.states import state_dtype_bytes
@@ -96,9 +100,9 @@ def math_attention_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec) -> t
     efficiency = prof.train_fp32_flop_efficiency or prof.train_flop_efficiency
     if fp32_peak is None or efficiency is None:
         return 0.0, 0.0
-    flops = math_attention_flops(arch, w.batch, w.seq_len, layers) / mp / (fp32_peak * efficiency)
+    flops = math_attention_flops(arch, w.batch, w.seq_len, layers) / mp / achievable(fp32_peak, efficiency)
     scores = math_attention_scores(arch, w.batch, w.seq_len, layers) / mp
-    bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
+    bandwidth = achievable_bandwidth(gpu.bandwidth_bytes_per_s, prof, gpu.memory_type)
     forward = math_sdpa_pass_bytes(4 if w.compute_dtype == "fp32" else 2)
     return (flops + scores * forward / bandwidth,
             2 * flops + scores * MATH_SDPA_BACKWARD_BYTES_PER_SCORE / bandwidth)
@@ -131,9 +135,9 @@ class EagerPhases:
 
     def seconds(self, micro_batches: int) -> float:
         """``micro_batches`` of these on one GPU without the bubble: forward and backward each the longer of the
-        GPU's time and the host's issue time."""
-        return micro_batches * (max(self.gpu_forward_s, self.host_forward_s)
-                                + max(self.gpu_backward_s, self.host_backward_s))
+        GPU's time and the host's issue time (`timing.expected_time`, a phase's rule, with nothing to wait for)."""
+        return micro_batches * (expected_time(self.gpu_forward_s, self.host_forward_s, 0.0, 0.0)
+                                + expected_time(self.gpu_backward_s, self.host_backward_s, 0.0, 0.0))
 
 
 def eager_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, trainable_params: int,
@@ -171,20 +175,35 @@ def eager_phases(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: fl
     if full:
         backward += (2 * layers + lumped) * tokens / mp
         math_bwd += math_fwd
-    bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
-    ew_fwd, ew_bwd = elementwise_s(arch, w, bandwidth)
-    attn_fwd = 0.0
-    if split:  # fp32 attention: the memory-efficient kernel on CUDA cores, as a prefill's
-        fp32_eff = prof.fp32_attention_flop_efficiency if fp32 else None
-        attn_fwd = sum(flops * tokens / mp / (peak * (fp32_eff or attention_flop_fraction(prof, masked=kind)))
-                       for flops, kind in ((attention, False), (masked_attention, True)))
-    gemm_fwd = forward / (peak * efficiency) + attn_fwd
-    gemm_bwd = backward / (peak * efficiency) + (3 if full else 2) * attn_fwd
     loss_fwd, loss_bwd = (b / w.tp for b in loss_stage_bytes(arch, tokens))
     cast = AUTOCAST_CAST_BYTES * trainable_params / mp if w.amp and not lora else 0
-    gpu_fwd = gemm_fwd + (loss_fwd + cast) / bandwidth + ew_fwd + math_fwd
-    gpu_bwd = gemm_bwd + (loss_bwd + (cast if full else 0)) / bandwidth + ew_bwd + math_bwd
+    # each pass's GEMMs (at the step share), fused attention (where split: fp32 on CUDA cores, as a prefill's) and
+    # the loss stage's and casts' bytes, timed as a phase's; the backward's attention is 2 (3 with recompute) × the
+    # forward's
+    hw = one_gpu(gpu, peak)
+    fwd_cost = _pass_cost(forward, attention * tokens / mp if split else 0.0,
+                          masked_attention * tokens / mp if split else 0.0, loss_fwd + cast, fp32=fp32)
+    rates = replace(phase_rates(fwd_cost, hw, prof), matmul=achievable(peak, efficiency))
+    fwd = phase_time(fwd_cost, hw, prof, rates)
+    bwd = phase_time(_pass_cost(backward, 0.0, 0.0, loss_bwd + (cast if full else 0), fp32=fp32), hw, prof, rates)
+    ew_fwd, ew_bwd = elementwise_s(arch, w, rates.bandwidth)
+    gpu_fwd = fwd.gemm_s + fwd.attention_s + fwd.elementwise_s + ew_fwd + math_fwd
+    gpu_bwd = bwd.gemm_s + (3 if full else 2) * fwd.attention_s + bwd.elementwise_s + ew_bwd + math_bwd
     return EagerPhases(gpu_fwd, gpu_bwd, *host_s(arch, w, stage_layers), efficiency)
+
+
+def one_gpu(gpu: GpuSpec, peak: float) -> Hardware:
+    """The rates of one training GPU at the compute peak ``peak`` (no tensor-parallel all-reduce here: training's
+    communication is `training.communication`'s)."""
+    return Hardware(peak, gpu.bandwidth_bytes_per_s, gpu.memory_type, gpu.interconnect_bytes_per_s, 1,
+                    gpu.peak_flop_per_s("fp32"))
+
+
+def _pass_cost(gemm_flops: float, attention_flops: float, masked_flops: float, elementwise_bytes: float, *,
+               fp32: bool) -> PhaseCost:
+    """One pass of a training step as a phase's work on one GPU: GEMM and attention FLOPs, elementwise bytes."""
+    return PhaseCost(matmul_flops=gemm_flops, attention_flops=attention_flops, weight_bytes=0.0, kv_bytes=0.0,
+                     elementwise_bytes=elementwise_bytes, layers=0, masked_attention_flops=masked_flops, fp32=fp32)
 
 
 def dispatch_notes(arch: Architecture, w: TrainingWorkload, phases: EagerPhases | None, stage_layers: int

@@ -9,9 +9,9 @@ checkpointing re-runs the forward inside the backward through saved-tensor hooks
 PyTorch's math attention kernel (fp32 with grouped KV heads) 30 more forward. A family the profile counts none of,
 LoRA (the adapters' operations are not counted) and FP8 keep the profile's figures per layer.
 
-Measured on the H200 with PyTorch 2.11 and transformers 5.17 (tests/data/measured/random, ``kind=train_parts``:
-the forward, backward and optimizer step of 30 small random models, each with its host issue time; docs/accuracy.md
-item 22): a forward operation costs the host about 20 µs where it records the autograd graph, a backward one about
+Measured on the H200 with PyTorch 2.11 and transformers 5.17 (tests/data/measured/random, ``kind=train_parts``: the
+forward, backward and optimizer step of 30 small random models, each with its host issue time; docs/accuracy.md, "Host
+dispatch"): a forward operation costs the host about 20 µs where it records the autograd graph, a backward one about
 17 µs (the autograd engine's C++ loop), and a checkpointed forward one about 32 µs (its pack hooks).
 """
 

@@ -8,7 +8,8 @@ Under autocast with full recomputation nothing saves the decoder layers' 16-bit 
 cache holds them through the forward and drops them when the forward leaves its autocast region, and each layer's
 recompute casts its own again (PyTorch's autocast cache; non-reentrant checkpointing). Backward then starts without
 them, and the forward's end — every layer's copy, the checkpoints and the logits at the loss — is the other candidate
-for the first phase (docs/accuracy.md item 29: the measured steps matched the copies' absence to the megabyte).
+for the first phase (docs/accuracy.md, "Training steps": the measured steps matched the copies' absence to the
+megabyte).
 """
 
 from __future__ import annotations

@@ -1,17 +1,21 @@
-"""A training step's time on one GPU: compute (two ways, by profile), optimizer step, communication, bubble.
+"""A training step's time on one GPU: compute (three ways, by profile), optimizer step, communication, bubble.
 
 Compute, as the profile says:
 
 - ``train_flop_efficiency`` given (a step-level figure, fitted on a whole measured step): executed FLOPs ÷
   (peak × that fraction).
+- host figures given (eager PyTorch, `estimator.training.eager_step`): each pass's GEMMs at that step-level
+  figure, its attention and bytes, timed as a phase's work by inference's own rule (`timing.phase_time`), and
+  the host's dispatch beside them.
 - ``train_flop_efficiency: null`` (kernel by kernel, as a framework that runs fused kernels does — Megatron-LM,
-  NeMo): every pass runs the same kernels as a prefill, timed with the profile's kernel figures — linear layers
-  at ``matmul_flop_efficiency``, attention at ``attention_flop_efficiency``, the elementwise passes (norms,
-  activations, residual adds, dropout; ``elementwise_hidden_passes`` × h + ``elementwise_ffn_passes`` × ffn
-  per token per layer) at the profile's bandwidth. Backward costs twice the forward of each (Kaplan et al.
-  2020's 2 + 4 accounting), full recompute adds one forward. Eager attention (scores materialised, as
-  Megatron-LM before FlashAttention) also moves each layer's score matrix: written by QKᵀ, read and written by
-  the softmax and by dropout, read by the PV product (6 passes of 16-bit scores per forward).
+  NeMo): every pass runs the same kernels as a prefill, the step's work timed as one phase's by `timing.phase_time`
+  with the profile's kernel figures — linear layers at ``matmul_flop_efficiency``, attention at
+  ``attention_flop_efficiency``, the elementwise passes (norms, activations, residual adds, dropout;
+  ``elementwise_hidden_passes`` × h + ``elementwise_ffn_passes`` × ffn per token per layer) at the profile's
+  bandwidth. Backward costs twice the forward of each (Kaplan et al. 2020's 2 + 4 accounting), full recompute adds
+  one forward. Eager attention (scores materialised, as Megatron-LM before FlashAttention) also moves each layer's
+  score matrix: written by QKᵀ, read and written by the softmax and by dropout, read by the PV product (6 passes of
+  16-bit scores per forward).
 
 FP8 training (Transformer Engine) runs the linear layers' GEMMs at the card's FP8 peak, attention and the
 elementwise kernels in bf16; MFU stays against the bf16 peak, as NeMo and the Llama 3 report state it.
@@ -26,7 +30,7 @@ compute of the phase it can hide behind (`exposed_s`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.specs import GpuSpec
@@ -35,8 +39,10 @@ from estimator.errors import WorkloadInvalid
 from estimator.model.compute import attention_flops, linear_params_per_token
 from estimator.model.inventory import lm_head_numel
 from estimator.model.phases import elementwise_elements_per_layer
+from estimator.model.rates import achievable, achievable_bandwidth
+from estimator.model.timing import PhaseCost, phase_rates, phase_time
 from estimator.training.communication import Communication, step_communication
-from estimator.training.eager_step import EagerPhases, eager_optimizer_s, eager_phases, uses_eager_step
+from estimator.training.eager_step import EagerPhases, eager_optimizer_s, eager_phases, one_gpu, uses_eager_step
 from estimator.training.experts import routed_expert_params, stage_moe_layers
 from estimator.training.pipeline import imbalance, stages
 from estimator.training.stage_params import dense_share, expert_share
@@ -89,14 +95,16 @@ def _elementwise_bytes_per_token(arch: Architecture, w: TrainingWorkload, comput
 
 def _kernel_compute_s(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, linear_flops: float,
                       attention_fwd: float, passes: int, compute_bytes: int, gemm_peak: float) -> float:
-    """Seconds of one replica's step on one GPU, kernel by kernel (module docstring), without the bubble."""
+    """Seconds of one replica's step on one GPU, kernel by kernel (module docstring), without the bubble: the
+    step's GEMMs (FP8 training: at the FP8 peak), attention and elementwise passes timed as one phase's work."""
     prof, mp, tokens = w.profile, w.tp * w.pp, w.tokens_per_micro_batch * w.grad_accum
-    bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
+    cost = PhaseCost(matmul_flops=linear_flops * tokens / mp, attention_flops=passes * attention_fwd * tokens / mp,
+                     weight_bytes=0.0, kv_bytes=0.0, layers=0,
+                     elementwise_bytes=passes * _elementwise_bytes_per_token(arch, w, compute_bytes) * tokens / w.pp)
+    hw = one_gpu(gpu, peak)
     fp8 = prof.fp8_matmul_flop_efficiency if w.fp8 else None  # measured at FP8 (specs/profiles/megatron.yaml)
-    linear_s = linear_flops * tokens / mp / (gemm_peak * (fp8 or prof.matmul_flop_efficiency))
-    attention_s = passes * attention_fwd * tokens / mp / (peak * prof.attention_flop_efficiency)
-    elementwise_s = passes * _elementwise_bytes_per_token(arch, w, compute_bytes) * tokens / w.pp / bandwidth
-    return linear_s + attention_s + elementwise_s
+    rates = replace(phase_rates(cost, hw, prof), matmul=achievable(gemm_peak, fp8 or prof.matmul_flop_efficiency))
+    return phase_time(cost, hw, prof, rates).gpu_s
 
 
 def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float, inputs: StepInputs,
@@ -130,8 +138,8 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
     # the busiest stage's share of the work sets every micro-batch's pace (`training.pipeline.imbalance`)
     layer_work = (6 * linear_params_per_token(arch) + 3 * attn_fwd) / arch.num_layers  # per token, as above
     skew = imbalance(stages(arch.num_layers, w.pp), layer_work, 6 * lm_head_numel(arch))
-    compute_s = executed_gpu / (peak * efficiency) / (1 - bubble) * skew
-    bandwidth = gpu.bandwidth_bytes_per_s * prof.bandwidth_fraction(gpu.memory_type)
+    compute_s = executed_gpu / achievable(peak, efficiency) / (1 - bubble) * skew
+    bandwidth = achievable_bandwidth(gpu.bandwidth_bytes_per_s, prof, gpu.memory_type)
     optimizer_s = 2 * (inputs.states.total_bytes + inputs.step_transient) / bandwidth
     if not inputs.deepspeed and (adamw := eager_optimizer_s(arch, w, gpu, inputs.trainable_params)) is not None:
         optimizer_s = adamw

@@ -41,7 +41,7 @@ def test_a_host_bound_phase_states_its_span_over_the_host_states() -> None:
 @pytest.mark.parametrize(("model", "operations"), [
     # llama's prefill: 52 counted operations a layer (the profile's eager_ops_per_layer) and 38 outside the layers
     ("llama-3.2-1b", 38 + 16 * 52),
-    ("qwen3-0.6b", 41 + 28 * 68),  # qwen3: counted on the CPU (item 32)
+    ("qwen3-0.6b", 41 + 28 * 68),  # qwen3: counted on the CPU (docs/accuracy.md, "Host dispatch")
     ("gpt-oss-20b", 0),  # a family the profile counts no operations for: 24 layers × host_per_layer_s
 ])
 def test_the_note_names_the_figure_the_host_time_comes_from(model: str, operations: int) -> None:

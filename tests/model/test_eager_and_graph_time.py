@@ -1,7 +1,8 @@
-"""Issue 15's fourth pass (docs/accuracy.md items 11 and 13, timing.phase_time): the host's preamble before an eager
-prefill's first kernel (the hf profile's host_prologue_s, read from seed 5's kernel timings) — a GPU-bound prefill
-waits through it, a host-bound one holds it in its host time, a decode step or a profile without a host floor
-counted in operations takes none — and an fp32 CUDA-graph decode's walk over its cache (hf-graph)."""
+"""The host's preamble and an fp32 graph decode's cache walk (docs/accuracy.md, "Host dispatch"; timing.phase_time):
+the host's preamble before an eager prefill's first kernel (the hf profile's host_prologue_s, read from seed 5's kernel
+timings) — a GPU-bound prefill waits through it, a host-bound one holds it in its host time, a decode step or a profile
+without a host floor counted in operations takes none — and an fp32 CUDA-graph decode's walk over its cache
+(hf-graph)."""
 
 from __future__ import annotations
 
@@ -47,9 +48,9 @@ def test_no_preamble_without_a_host_floor_counted_in_operations() -> None:
 
 
 def test_an_fp32_graph_decode_walks_its_cache_in_place_of_the_kv_read() -> None:
-    """hf-graph's fp32 cache attention (timing.cache_attention_s; the memory-efficient kernel measured alone, item 33
-    of docs/accuracy.md): per layer the variant's fixed time, plus its time per key position once per wave of the
-    blocks reading distinct memory, replacing the KV read."""
+    """hf-graph's fp32 cache attention (timing.cache_attention_s; the memory-efficient kernel measured alone,
+    docs/accuracy.md, "Decode attention kernels"): per layer the variant's fixed time, plus its time per key position
+    once per wave of the blocks reading distinct memory, replacing the KV read."""
     graph = default_catalog().profiles.get("hf-graph")
     assert [(k.max_head_dim, k.fixed_s, k.key_s, k.streams_per_wave) for k in graph.fp32_cache_attention] == [
         (64, 1.21e-5, 1.09e-7, 198), (128, 6.69e-6, 1.03e-7, 132), (None, 2.34e-5, 1.51e-7, 198)]

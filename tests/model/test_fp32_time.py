@@ -1,4 +1,4 @@
-"""Time of fp32 prefills and the CUDA-graph hf profile (issue 15, second pass): fp32 GEMMs at the profile's fp32
+"""Time of fp32 prefills and the CUDA-graph hf profile: fp32 GEMMs at the profile's fp32
 figure, PyTorch's math SDPA kernel as GEMMs over every pair plus its passes per score (compute.math_attention_*,
 phases.prefill_cost), and a GPU cost per counted operation (timing.phase_time, the hf-graph profile)."""
 
@@ -80,7 +80,8 @@ def test_graph_profile_has_no_host_floor_and_a_gpu_cost_per_operation() -> None:
     decode = job_costs(ModelSpec(name="x", arch=arch), rt, 1, 1, 128, 1, 0).decode
     t = phase_time(decode, _hw(), graph)
     assert t.host_s == 0
-    # (32 layers × 63 operations + 48 outside them) × 1.97 µs, and no per-layer cost beside them (item 31)
+    # (32 layers × 63 operations + 48 outside them) × 1.97 µs, and no per-layer cost beside them (docs/accuracy.md,
+    # "Decode time")
     assert decode.host_ops == 32 * 63 + 48
     assert t.fixed_s == pytest.approx((32 * 63 + 48) * 1.97e-6, rel=1e-12)
     # a family whose operations are not counted keeps the lean decode's 41 µs per layer, and nothing per operation

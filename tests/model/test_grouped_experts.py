@@ -1,6 +1,6 @@
 """A prefill's routed experts under transformers' grouped_mm forward (`estimator.model.grouped_experts`, the `hf`
-profiles' `grouped_experts`, docs/accuracy.md item 21): exact work counts, the time rule, and a prefill that moves
-its routed experts out of the dense terms without changing the roofline bound."""
+profiles' `grouped_experts`, docs/accuracy.md, "Prefill kernels"): exact work counts, the time rule, and a prefill that
+moves its routed experts out of the dense terms without changing the roofline bound."""
 
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ def test_the_time_rule_adds_weights_flops_and_passes() -> None:
     profile = default_catalog().profiles.get("hf").model_copy(update={"grouped_experts": spec})
     work = ExpertWork(flops=1e12, weight_bytes=1e9, pair_hidden=1e8, pair_ffn=1e8, token_hidden=1e8, layers=2)
     # 1e9 B / (1e12 × 0.5) + 1e12 / (1e15 × 0.5) + (2 + 4 + 8) × 1e8 × 2 B / (1e12 × 0.5) + 2 × 1 ms
-    assert experts_s(work, profile, 1e15, 1e12, 2, 0.5) == pytest.approx(2e-3 + 2e-3 + 5.6e-3 + 2e-3, rel=1e-12)
-    assert experts_s(work, profile.model_copy(update={"grouped_experts": None}), 1e15, 1e12, 2, 0.5) == 0
+    assert experts_s(work, profile, 1e15, 1e12, 2, 0.5e12) == pytest.approx(2e-3 + 2e-3 + 5.6e-3 + 2e-3, rel=1e-12)
+    assert experts_s(work, profile.model_copy(update={"grouped_experts": None}), 1e15, 1e12, 2, 0.5e12) == 0
 
 
 def _prefill(profile: Any, model: str = "qwen3-30b-a3b") -> Any:

@@ -1,6 +1,6 @@
-"""transformers' repeat_kv before a masked decode's attention (`estimator.model.decode_attention.repeated`, the
-`hf` profiles' `repeat_kv_elements_per_s`, docs/accuracy.md item 19): exact factors, copies and pair shares, the
-copy's time, and the decode step and note of a grouped-query model under the `hf-graph` profile."""
+"""transformers' repeat_kv before a masked decode's attention (`estimator.model.decode_attention.repeated`, the `hf`
+profiles' `repeat_kv_elements_per_s`, docs/accuracy.md, "Decode attention kernels"): exact factors, copies and pair
+shares, the copy's time, and the decode step and note of a grouped-query model under the `hf-graph` profile."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from estimator.catalog.specs import GpuSpec
 from estimator.errors import WorkloadInvalid
 from estimator.inference.estimate import estimate
 from estimator.inference.workload import InferenceWorkload
-from estimator.planning.sweep import TOO_BIG, sweep
+from estimator.planning.sweep import TOO_BIG, report_columns, sweep
 from estimator.planning.sweep_row import IDENTITY, KEYS
 from estimator.report import flatten
 
@@ -226,3 +226,10 @@ def test_long_batch_axes_equal_estimate(shipped_catalog: Catalog, workload: Call
     assert len({r["memory.gpus_required"] for r in rows}) > 1  # the search has something to find
     for row in rows:
         _assert_row_is_estimate(row, m, g, w, gpu)
+
+
+def test_a_sweep_column_must_be_a_report_field() -> None:
+    np = pytest.importorskip("numpy")
+    assert list(report_columns(np, "time", {"prefill_s": 1.0, "bound": None}, 3)) == ["time.prefill_s"]
+    with pytest.raises(AssertionError, match=r"time\.prefil_s is no field"):
+        report_columns(np, "time", {"prefil_s": 1.0}, 3)
