@@ -22,9 +22,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("inference",),
     ("training",),
     ("planning", "live"),
+    ("request",),  # the typed requests every front end builds, and the option definitions they are read by
     ("render",),
-    ("cli",),
-    ("serve",),  # a front end like cli, above it: it reads requests with the CLI's own option definitions
+    ("cli", "serve"),  # the front ends: neither imports the other
     ("__init__", "__main__"),
 )
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from estimator.catalog.registry import Catalog
-from estimator.cli.options import ForceOption, OutputFormat, catalog_for, check_format, positive
+from estimator.cli.options import ForceOption, OutputFormat, catalog_for, check_format, count
 from estimator.cli.options import console as table_console
 from estimator.errors import DeviceUnavailable, WorkloadInvalid
 from estimator.inference.report import Report
@@ -286,7 +286,7 @@ def validate_command(
     from estimator.live.validation import Predictor, ValidateReport, points
 
     check_format(output_format, LIVE_FORMATS)
-    sequences, tokens = positive("--batch", batch), positive("--prompt-tokens", prompt_tokens)
+    sequences, tokens = count("batch", batch), count("prompt_tokens", prompt_tokens)
     catalog = catalog_for(specs_dir)
     spec_model, config = _model_and_config(catalog, model)
     if spec_model.arch is None:
