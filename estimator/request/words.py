@@ -119,4 +119,4 @@ def parse_fields(command: str, query: Iterable[tuple[str, str]], fixed: Mapping[
     errors += [(o.name, f"Missing option '{o.flag}'.") for o in missing]
     if errors:
         raise FieldsInvalid(errors)
-    return {name: values.get(name, o.default) for name, o in options.items()}
+    return {o.name: values.get(o.name, o.default) for o in options_of(command)}  # hidden ones at their defaults
