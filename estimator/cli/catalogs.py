@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -41,34 +41,35 @@ GPUS_FORMATS = (OutputFormat.table, OutputFormat.json, OutputFormat.csv)
 CatalogFormat = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
 
 
-def _listed(kind: str, ctx: typer.Context, specs_dir: Path | None, output_format: OutputFormat) -> Catalog | None:
-    """The catalog whose ``kind`` listing is to be drawn as a table; None when a sub-command runs instead or the
-    listing was written as JSON or CSV here."""
-    if ctx.invoked_subcommand is not None:
-        return None
-    check_format(output_format, GPUS_FORMATS)
-    catalog = catalog_for(specs_dir)
-    if output_format is OutputFormat.table:
-        return catalog
-    rows = catalog_rows(catalog, kind)
-    write_report(output_format.value, rows, table=table_rows(rows))
-    return None
+Draw = Callable[[Catalog], None]
 
 
-@gpus_app.callback()
-def gpus_list(ctx: typer.Context, specs_dir: SpecsDir = None,
-              output_format: CatalogFormat = OutputFormat.table) -> None:
-    """List the GPU catalog.
+def _listing(app: typer.Typer, kind: str, what: str, example: str) -> Callable[[Draw], Draw]:
+    """Register ``kind``'s listing as ``app``'s callback (its help names ``what`` it lists and shows ``example``):
+    JSON or CSV rows written here, a table drawn by the decorated function; nothing when a sub-command runs
+    instead."""
+    def register(draw: Draw) -> Draw:
+        def listed(ctx: typer.Context, specs_dir: SpecsDir = None,
+                   output_format: CatalogFormat = OutputFormat.table) -> None:
+            if ctx.invoked_subcommand is not None:
+                return
+            check_format(output_format, GPUS_FORMATS)
+            catalog = catalog_for(specs_dir)
+            if output_format is OutputFormat.table:
+                draw(catalog)
+                return
+            rows = catalog_rows(catalog, kind)
+            write_report(output_format.value, rows, table=table_rows(rows))
+        listed.__doc__ = (f"List the {what} catalog.\n\n    \b\n    Examples:\n      estimator {kind}\n      estimator "
+                          f"{kind} --format csv > {kind}.csv\n      estimator {kind} show {example}\n    ")
+        app.callback()(listed)
+        return draw
+    return register
 
-    \b
-    Examples:
-      estimator gpus
-      estimator gpus --format csv > gpus.csv
-      estimator gpus show rtx-4090
-    """
-    catalog = _listed("gpus", ctx, specs_dir, output_format)
-    if catalog is None:
-        return
+
+@_listing(gpus_app, "gpus", "GPU", "rtx-4090")
+def gpus_list(catalog: Catalog) -> None:
+    """The gpus catalog as a table."""
     gpus = sorted(catalog.gpus, key=lambda g: (g.vendor, g.name))
     cells: list[list[str]] = []
     for g in gpus:
@@ -119,20 +120,9 @@ def gpus_show(name: str, specs_dir: SpecsDir = None) -> None:
     _provenance(out, g.price_usd, g.price_date, g.notes, g.sources)
 
 
-@models_app.callback()
-def models_list(ctx: typer.Context, specs_dir: SpecsDir = None,
-                output_format: CatalogFormat = OutputFormat.table) -> None:
-    """List the model catalog.
-
-    \b
-    Examples:
-      estimator models
-      estimator models --format csv > models.csv
-      estimator models show mixtral-8x7b
-    """
-    catalog = _listed("models", ctx, specs_dir, output_format)
-    if catalog is None:
-        return
+@_listing(models_app, "models", "model", "mixtral-8x7b")
+def models_list(catalog: Catalog) -> None:
+    """The models catalog as a table."""
     models = sorted(catalog.models, key=lambda m: m.name)
     cells: list[list[str]] = []
     for m in models:
@@ -190,20 +180,9 @@ systems_app = typer.Typer(help="The system (server) catalog.\n\n\b\nExamples:\n 
                           invoke_without_command=True)
 
 
-@systems_app.callback()
-def systems_list(ctx: typer.Context, specs_dir: SpecsDir = None,
-                 output_format: CatalogFormat = OutputFormat.table) -> None:
-    """List the system catalog.
-
-    \b
-    Examples:
-      estimator systems
-      estimator systems --format csv > systems.csv
-      estimator systems show hgx-h100
-    """
-    catalog = _listed("systems", ctx, specs_dir, output_format)
-    if catalog is None:
-        return
+@_listing(systems_app, "systems", "system", "hgx-h100")
+def systems_list(catalog: Catalog) -> None:
+    """The systems catalog as a table."""
     rows = [[escape(s.name), escape(catalog.system_gpu(s).name), str(s.gpus_per_node), escape(s.intra_node_link),
              str(s.domain_gpus), f"{s.link_gb_per_s:g}", f"{s.nics_per_node} × {s.nic_gbit_per_s:g} Gb/s",
              f"{s.server_power_w:,.0f}", "—" if s.price_usd is None else f"${s.price_usd:,.0f}"]

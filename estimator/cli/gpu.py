@@ -39,7 +39,7 @@ from estimator.render.live_tables import (
     render_validation,
 )
 from estimator.render.output import append_lines, check_rows_target
-from estimator.training.options import Mode
+from estimator.request.choices import Mode
 from estimator.units import MIB, format_bytes
 
 if TYPE_CHECKING:
@@ -53,14 +53,15 @@ LIVE_FORMATS = (OutputFormat.table, OutputFormat.json)  # gpu and validate
 
 
 class LogitsChoice(str, Enum):
-    last = "last"
-    all = "all"
-    both = "both"
+    """validate --logits: the last position, all, or both measured."""
+
+    last, all, both = "last", "all", "both"
 
 
 class TrainDtype(str, Enum):
-    amp = "amp"
-    bf16 = "bf16"
+    """validate's training dtype: automatic mixed precision, or bf16 weights."""
+
+    amp, bf16 = "amp", "bf16"
 
 
 def make_probe() -> GpuProbe:

@@ -78,6 +78,16 @@ def to_csv(reports: Iterable[BaseModel]) -> str:
     return buffer.getvalue()
 
 
+def table_of(document: BaseModel | Iterable[Row],
+             table: tuple[Sequence[str], Iterable[Row]] | None) -> tuple[Sequence[str], Iterable[Row]]:
+    """The rows CSV and XLSX write: ``table`` when given, else the report flattened as one row."""
+    if table is not None:
+        return table
+    if not isinstance(document, BaseModel):
+        raise ValueError("rows need table=(keys, rows)")  # a caller's bug
+    return report_rows([document])
+
+
 def write_report(output_format: str, document: BaseModel | Iterable[Row], output: Path | None = None, *,
                  table: tuple[Sequence[str], Iterable[Row]] | None = None, sheet: str = "report",
                  notes: Sequence[str] = ()) -> None:
@@ -91,11 +101,7 @@ def write_report(output_format: str, document: BaseModel | Iterable[Row], output
     if output_format == "json":
         _to_file(output, lambda handle: write_json(document, handle))
         return
-    if table is None:
-        if not isinstance(document, BaseModel):
-            raise ValueError("rows need table=(keys, rows)")  # a caller's bug
-        table = report_rows([document])
-    keys, rows = table
+    keys, rows = table_of(document, table)
     if output_format == "csv":
         _to_file(output, lambda handle: write_csv(keys, rows, handle))
     elif output is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from estimator.request.choices import Logits, MlaCache, Mode, OutputFormat, Units
 from estimator.request.errors import FieldInvalid, invalid
@@ -47,6 +47,14 @@ def size(field: str, text: str | int | None) -> int | None:
         return parse_bytes(text)
     except WorkloadInvalid as error:  # worded whole: "not a size: 'x' (expected ...)"
         raise FieldInvalid(field, "{message}", message=str(error)) from None
+
+
+@overload
+def choice(field: str, kind: type[E], value: str | E) -> E: ...
+
+
+@overload
+def choice(field: str, kind: type[E], value: None) -> None: ...
 
 
 def choice(field: str, kind: type[E], value: str | E | None) -> E | None:
@@ -114,7 +122,7 @@ def estimate_request_of(values: Mapping[str, Any]) -> EstimateRequest:
     p = {**defaults("estimate"), **values}
     unknown = sorted(set(p) - set(defaults("estimate")))
     if unknown:
-        raise FieldInvalid(unknown[0], "{field} is not an option of estimate", field=repr(unknown[0]))
+        raise FieldInvalid(unknown[0], "{name} is not an option of estimate", name=repr(unknown[0]))
     mode = choice("mode", Mode, p["mode"])
     reject_other_mode(mode, p)
     hardware = Hardware(gpu=p["gpu"], system=p["system"], nodes=maybe_count("nodes", p["nodes"]),

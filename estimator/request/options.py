@@ -15,19 +15,7 @@ from enum import Enum
 from functools import cache
 from typing import Any
 
-from estimator.request.choices import (
-    Attention,
-    Fsdp,
-    Logits,
-    MlaCache,
-    Mode,
-    Optimizer,
-    OutputFormat,
-    Precision,
-    Recompute,
-    SortBy,
-    Units,
-)
+from estimator.request import choices as ch
 
 # What an option takes: a word ("text", converted at the door), a whole number ("int"), a file ("path"), nothing
 # ("flag": set or not; "switch": --name/--no-name), a repeatable word ("texts"), or one of an Enum's values.
@@ -87,29 +75,29 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _opt("gpus_per_node", topic="hardware", help="GPUs per server, overriding the system's."),
     _opt("network", topic="hardware", help="Scale-out network per server, overriding the system's: NICS x "
          "Gbit/s[-ib|roce|eth], e.g. 8x400g-ib."),
-    _opt("logits", Logits, Logits.last, "Compute logits for the last position only, or all positions."),
+    _opt("logits", ch.Logits, ch.Logits.last, "Compute logits for the last position only, or all positions."),
     _opt("profile", default="optimized", help="Efficiency profile: optimized (serving engine, CUDA graphs), hf "
          "(Hugging Face transformers eager), hf-graph (transformers, decode step in a CUDA graph) or megatron "
          "(training, kernel by kernel)."),
-    _opt("mla_cache", MlaCache, help="MLA models: cache the compressed latent (serving engines; the optimized "
+    _opt("mla_cache", ch.MlaCache, help="MLA models: cache the compressed latent (serving engines; the optimized "
          "profile's default) or decompressed K/V (transformers; the hf profile's)."),
     _opt("group_size", "int", help="Quantization group size for grouped formats (gptq-int4, awq-int4, nf4, mxfp4, "
          "nvfp4)."),
-    _opt("output_format", OutputFormat, OutputFormat.table, "table, json or csv.", "output", ("--format", "-f")),
-    _opt("units", Units, Units.gb, "Table units: gb (10⁹ B) or gib (2³⁰ B).", "output"),
+    _opt("output_format", ch.OutputFormat, ch.OutputFormat.table, "table, json or csv.", "output", ("--format", "-f")),
+    _opt("units", ch.Units, ch.Units.gb, "Table units: gb (10⁹ B) or gib (2³⁰ B).", "output"),
     _opt("explain", "flag", False, "Print the arithmetic and assumptions.", "output"),
     _opt("specs_dir", "path", help="Read specs from this folder instead of the packaged catalog (same layout as "
          "specs/).", topic="catalog"),
-    _opt("mode", Mode, Mode.infer, "infer, or train (one optimizer step; --batch is the micro-batch).", _TRAIN),
+    _opt("mode", ch.Mode, ch.Mode.infer, "infer, or train (one optimizer step; --batch is the micro-batch).", _TRAIN),
     _opt("seq_len", help="Train: tokens per sequence (default 2048).", topic=_TRAIN),
     _opt("grad_accum", help="Train: micro-batches per optimizer step (1).", topic=_TRAIN),
-    _opt("precision", Precision, None, "Train: amp = fp32 weights + 16-bit autocast, fp8 = Transformer Engine FP8 "
+    _opt("precision", ch.Precision, None, "Train: amp = fp32 weights + 16-bit autocast, fp8 = Transformer Engine FP8 "
          "GEMMs (default amp-bf16).", _TRAIN),
-    _opt("optimizer", Optimizer, None, "Train: optimizer (adamw = PyTorch foreach).", _TRAIN),
-    _opt("recompute", Recompute, None, "Train: activation recomputation (none).", _TRAIN),
-    _opt("attention", Attention, None, "Train: attention kernel (sdpa).", _TRAIN),
+    _opt("optimizer", ch.Optimizer, None, "Train: optimizer (adamw = PyTorch foreach).", _TRAIN),
+    _opt("recompute", ch.Recompute, None, "Train: activation recomputation (none).", _TRAIN),
+    _opt("attention", ch.Attention, None, "Train: attention kernel (sdpa).", _TRAIN),
     _opt("zero", help="Train: DeepSpeed ZeRO stage 0-3 over --dp ranks (0).", topic=_TRAIN),
-    _opt("fsdp", Fsdp, None, "Train: PyTorch FSDP sharding over --dp ranks.", _TRAIN),
+    _opt("fsdp", ch.Fsdp, None, "Train: PyTorch FSDP sharding over --dp ranks.", _TRAIN),
     _opt("dp", help="Train: data-parallel ranks (1).", topic="parallelism"),
     _opt("tp", help="Train: tensor-parallel ranks (1).", topic="parallelism"),
     _opt("pp", help="Train: pipeline stages, 1F1B (1).", topic="parallelism"),
@@ -145,7 +133,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _opt("allow_tp_across_domains", "flag", False, "Let tensor parallel cross NVLink domains (PCIe, network).",
          "planning"),
     _opt("prices", "path", None, "YAML file of card prices (docs/planning.md).", "planning"),
-    _opt("sort", SortBy, SortBy.cost, "Rank by cost ($/Mtoken: rented where priced, else owned), owned, rented, "
+    _opt("sort", ch.SortBy, ch.SortBy.cost, "Rank by cost ($/Mtoken: rented where priced, else owned), owned, rented, "
          "cards, or throughput.", "planning"),
     # sweep
     _opt("max_points", help="Largest grid evaluated (default 2,000,000 points, about 0.7 KB of memory each; 10m, "
@@ -200,7 +188,7 @@ VARIANTS: dict[tuple[str, str], dict[str, Any]] = {
                                  "256, as plan; estimate defaults to 0, the prompt alone)."},
     ("sweep", "gpus"): {"help": "Tensor-parallel degrees, comma-separated."},
     ("sweep", "profile"): {"help": _PROFILES},
-    ("sweep", "output_format"): {"default": OutputFormat.csv, "help": "csv, json or xlsx (table: csv)."},
+    ("sweep", "output_format"): {"default": ch.OutputFormat.csv, "help": "csv, json or xlsx (table: csv)."},
     ("sweep", "explain"): {"help": _NOT_HERE},
     ("sweep", "units"): {"default": None, "help": "Not taken here: sweep writes bytes."},
 }

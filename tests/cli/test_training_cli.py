@@ -126,8 +126,9 @@ def test_train_mode_refuses_inference_options_through_params() -> None:
     from estimator.request.errors import FieldInvalid
     from estimator.request.options import flag_of
 
-    with pytest.raises(FieldInvalid, match="^gpus applies to inference; use tp, pp and dp in mode train$") as caught:
+    with pytest.raises(FieldInvalid) as caught:
         report_for_params(estimate_params([*BASE, "--gpus", "8"]))
+    assert str(caught.value) == "gpus applies to inference; use tp, pp and dp in mode train"
     assert caught.value.field == "gpus"
     assert caught.value.worded(flag_of) == "--gpus applies to inference; use --tp, --pp and --dp in --mode train"
 
