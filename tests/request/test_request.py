@@ -109,13 +109,14 @@ def test_an_error_names_its_field_and_the_cli_words_it_with_the_flag(values: dic
 
 
 def test_hardware_errors_name_their_field() -> None:
-    cases = [({"gpu": None}, "gpu", "give gpu (a card) or system (a server, e.g. hgx-h100)"),
+    cases: list[tuple[dict[str, str | None], str, str]] = [
+             ({"gpu": None}, "gpu", "give gpu (a card) or system (a server, e.g. hgx-h100)"),
              ({"gpu": "a100", "system": "hgx-h100"}, "gpu",
               "gpu a100 is not the GPU of system hgx-h100 (NVIDIA H100 SXM5 80GB); give one"),
              ({"network": "8x400g-ib"}, "network", "network replaces a system's scale-out network; give system")]
     for values, field, message in cases:
         with pytest.raises(FieldInvalid) as caught:
-            estimate_for(model="llama-3.1-8b", **{"gpu": "h100", **values})
+            estimate_for(None, model="llama-3.1-8b", **{"gpu": "h100", **values})
         assert (caught.value.field, str(caught.value)) == (field, message)
 
 
