@@ -9,7 +9,7 @@ from typing import Any
 
 from estimator.errors import WorkloadInvalid
 
-_FIELD = re.compile(r"\{([a-z_]+)\}")
+_FIELD = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 
 class FieldInvalid(WorkloadInvalid):
@@ -29,6 +29,28 @@ class FieldInvalid(WorkloadInvalid):
 
     def __str__(self) -> str:
         return self.worded(lambda name: name)
+
+
+_FLAG = re.compile(r"--([a-z][a-z0-9-]*)")
+
+
+def in_fields(message: str, field_of_flag: Callable[[str], str | None]) -> FieldInvalid | None:
+    """A message from below the request layer that names options by their flags (``--ep 4 does not divide ...``)
+    as a FieldInvalid: each flag that is an option becomes its field (the first one is the field it is about), the
+    rest of the text is kept as it is. None when it names no option."""
+    parts = _FLAG.split(message)  # text, flag, text, flag, ..., text
+    fields = [field_of_flag("--" + flag) for flag in parts[1::2]]
+    if not any(fields):
+        return None
+    template, values = [], {}
+    for index, part in enumerate(parts):
+        field = fields[index // 2] if index % 2 else None
+        if field is not None:
+            template.append("{" + field + "}")
+        else:
+            values[f"t{index}"] = part if index % 2 == 0 else "--" + part
+            template.append("{" + f"t{index}" + "}")
+    return FieldInvalid(next(f for f in fields if f), "".join(template), **values)
 
 
 def invalid(field: str, message: str) -> FieldInvalid:

@@ -163,3 +163,15 @@ def test_the_python_api_is_exported() -> None:
     assert {"estimate_request", "estimate_for", "EstimateRequest", "Hardware", "Job", "Output", "Training",
             "FieldInvalid"} <= set(estimator.__all__)
     assert estimator.estimate_request is estimate_request
+
+
+def test_an_error_from_below_is_located_at_the_option_it_names(cli: Cli) -> None:
+    """inference words its refusals with flags; the request layer hands them on in fields, and the CLI prints
+    them exactly as before."""
+    with pytest.raises(FieldInvalid) as caught:
+        estimate_for(None, model="llama-3.1-8b", gpu="h100", ep="2")
+    assert caught.value.field == "ep"
+    assert str(caught.value) == "ep 2: llama-3.1-8b is not a mixture-of-experts model (no experts to deal out)"
+    printed = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--ep", "2")
+    assert printed.stderr == f"error: {caught.value.worded(flag_of)}\n"
+    assert printed.stderr == "error: --ep 2: llama-3.1-8b is not a mixture-of-experts model (no experts to deal out)\n"
