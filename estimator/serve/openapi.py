@@ -32,8 +32,10 @@ def _schema(option: Option) -> dict[str, Any]:
 
 
 def parameters(command: str, fixed: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """One OpenAPI query parameter per field of ``command`` (its help, choices and default), then ``format``."""
+    """One OpenAPI query parameter per field of ``command`` (its help, choices, default and topic: workload,
+    hardware, parallelism, training, planning, output), then ``format``."""
     fields = [{"name": name, "in": "query", "required": option.required,
                "description": MODEL_HELP if name == "model" else option.help,
-               "schema": _schema(option)} for name, option in fields_of(command).items() if name not in fixed]
+               "schema": _schema(option), "x-topic": option.topic}
+              for name, option in fields_of(command).items() if name not in fixed]
     return [*fields, FORMAT_FIELD]

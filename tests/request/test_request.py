@@ -23,7 +23,7 @@ from estimator.request.convert import estimate_request_of
 from estimator.request.errors import FieldInvalid
 from estimator.request.estimate import estimate_for, estimate_request
 from estimator.request.models import EstimateRequest, Hardware, Job
-from estimator.request.options import COMMANDS, OPTIONS, flag_of, options_of
+from estimator.request.options import COMMANDS, flag_of, options_of
 from estimator.request.words import parse, parse_fields
 from estimator.serve.fields import SERVER_ONLY, fields_of
 from estimator.serve.openapi import parameters
@@ -53,8 +53,12 @@ def test_the_http_fields_are_the_definitions_less_the_server_s_own(command: str)
     assert list(fields_of(command)) == names
     documented = [p["name"] for p in parameters(command)]
     assert documented == [*names, "format"]
-    helps = {p["name"]: p["description"] for p in parameters(command)}
-    assert all(helps[name] == OPTIONS[name].help or name == "model" or command != "estimate" for name in names)
+    described = {p["name"]: p for p in parameters(command)}
+    for option in options_of(command):
+        if option.name in names:
+            field = described[option.name]
+            assert field["x-topic"] == option.topic and field["required"] == option.required
+            assert field["description"] == option.help or option.name == "model"  # model: never a path here
 
 
 def test_the_script_s_parser_takes_every_option_of_estimate_by_every_flag() -> None:
