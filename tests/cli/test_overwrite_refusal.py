@@ -1,7 +1,7 @@
 """Fuzz-campaign class 'every output overwrites without asking': an existing output file is replaced only with
 --force, and the refusal is one line before any work (stdout empty, the old file untouched). --force is one
-option (estimator/cli/options.py) in every command that writes; calibrate keeps other cards' entries and refuses
-only to replace this card's entry or a file that is no calibration file."""
+option (defined once in estimator/request/options.py) in every command that writes; calibrate keeps other cards'
+entries and refuses only to replace this card's entry or a file that is no calibration file."""
 
 from __future__ import annotations
 
