@@ -9,7 +9,7 @@ ratio is given in wall time (the targets' measure) and in CPU time (user + syste
 moves less when other jobs share the cores. The commands keep their caches (parsed and built specs) in a folder of
 this run's own, warmed by a first run of each (``ESTIMATOR_CACHE_DIR``, unless the shell sets it): a user's warm
 cache, never emptied or rewritten meanwhile by another checkout or version sharing the user's cache folder.
-See ``python -X importtime -c "from estimator.cli.estimate_fast import estimate_main"`` for a per-module breakdown.
+See ``python -X importtime -c "from estimator.cli.estimate import estimate_main"`` for a per-module breakdown.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ENTRY = "import sys; from estimator.cli.estimate_fast import estimate_main; sys.argv[0] = 'estimate'; estimate_main()"
+ENTRY = "import sys; from estimator.cli.estimate import estimate_main; sys.argv[0] = 'estimate'; estimate_main()"
 ARGS = ["--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "4"]
 BASELINE = ["-c", "pass"]
 # The floor of any command that validates and writes a pydantic model: pydantic imported, one two-field model built,

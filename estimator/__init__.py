@@ -1,8 +1,10 @@
 """estimator: GPU memory and speed of transformer models, from datasheets and configs.
 
->>> from estimator import default_catalog, estimate, InferenceWorkload
+>>> from estimator import estimate_for, EstimateRequest, estimate_request
 
-The public API: inference (`estimate`), training (`estimate_training`), capacity planning (`plan`), grid sweeps
+The public API: one request as the CLI makes it (`estimate_for(model=..., gpu=..., gpus=8)`, or a typed
+`EstimateRequest` run by `estimate_request`: the hardware chosen, formats resolved and strings converted as the
+CLI does), inference (`estimate`), training (`estimate_training`), capacity planning (`plan`), grid sweeps
 (`sweep`), the live-GPU probe protocol (`GpuProbe`, `FakeProbe`, `NvmlProbe`) and the errors. Names load on first
 use (module ``__getattr__``, PEP 562), so ``import estimator`` costs almost nothing and each command imports only
 what it needs.
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
     from estimator.live.probe import FakeProbe, GpuProbe, LiveGpu, NvmlProbe, Snapshot
     from estimator.planning.plan import Goal, PlanReport, Prices, plan
     from estimator.planning.sweep import SweepResult, sweep
+    from estimator.request.errors import FieldInvalid
+    from estimator.request.estimate import estimate_for, estimate_request
+    from estimator.request.models import EstimateRequest, Hardware, Job, Output, Training
     from estimator.training.estimate import estimate_training
     from estimator.training.report import TrainingReport
     from estimator.training.workload import TrainingWorkload
@@ -65,6 +70,14 @@ _EXPORTS: dict[str, str] = {
     "plan": "estimator.planning.plan",
     "SweepResult": "estimator.planning.sweep",
     "sweep": "estimator.planning.sweep",
+    "FieldInvalid": "estimator.request.errors",
+    "estimate_for": "estimator.request.estimate",
+    "estimate_request": "estimator.request.estimate",
+    "EstimateRequest": "estimator.request.models",
+    "Hardware": "estimator.request.models",
+    "Job": "estimator.request.models",
+    "Output": "estimator.request.models",
+    "Training": "estimator.request.models",
     "estimate_training": "estimator.training.estimate",
     "TrainingReport": "estimator.training.report",
     "TrainingWorkload": "estimator.training.workload",
@@ -75,17 +88,22 @@ __all__ = [
     "Catalog",
     "DeviceUnavailable",
     "EfficiencyProfile",
+    "EstimateRequest",
     "EstimatorError",
     "FakeProbe",
+    "FieldInvalid",
     "Goal",
     "GpuProbe",
     "GpuSpec",
+    "Hardware",
     "InferenceWorkload",
+    "Job",
     "LiveGpu",
     "MissingDependency",
     "ModelSpec",
     "NumberFormat",
     "NvmlProbe",
+    "Output",
     "PlanReport",
     "Prices",
     "Report",
@@ -93,11 +111,14 @@ __all__ = [
     "SpecInvalid",
     "SpecNotFound",
     "SweepResult",
+    "Training",
     "TrainingReport",
     "TrainingWorkload",
     "WorkloadInvalid",
     "default_catalog",
     "estimate",
+    "estimate_for",
+    "estimate_request",
     "estimate_training",
     "plan",
     "sweep",

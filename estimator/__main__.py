@@ -1,5 +1,5 @@
-"""The `estimator` program (and ``python -m estimator``): the CLI's commands, and `serve`, the front end that sits
-above the CLI (it reads requests with the CLI's own option definitions, so the CLI cannot import it)."""
+"""The `estimator` program (and ``python -m estimator``): the CLI's commands, and `serve`, the HTTP front end, a
+sibling of the CLI that this module registers on the CLI's app (neither front end imports the other)."""
 
 from estimator.cli.main import app
 from estimator.cli.main import main as _cli_main

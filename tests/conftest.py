@@ -33,7 +33,7 @@ import pytest
 
 from estimator import InferenceWorkload
 from estimator.catalog.registry import Catalog, default_catalog
-from estimator.cli.estimate_fast import estimate_main
+from estimator.cli.estimate import estimate_main
 from estimator.cli.main import main
 
 DATA = Path(__file__).resolve().parent / "data"

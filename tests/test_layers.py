@@ -18,9 +18,10 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "estimator"
 PYPROJECT = PACKAGE.parent / "pyproject.toml"
 
-# Lowest first. A module may import its own package and any lower layer, never a higher one; packages that share a
-# layer (inference and training; planning, live and oom) never import each other. The top-level modules errors,
-# units and report are layers of their own; the package itself (its __init__) and __main__ sit on top.
+# Lowest first. A module may import its own package and any lower layer, never a higher one; packages that share
+# a layer (inference and training; planning, live and oom; request and render; cli and serve) never import each
+# other. The top-level modules errors, units and report are layers of their own; the package itself (its __init__)
+# and __main__ sit on top.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
     ("units",),
@@ -30,10 +31,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("model",),
     ("inference", "training"),
     ("planning", "live", "oom"),
-    ("render",),
-    ("request",),
-    ("cli",),
-    ("serve",),  # reads its requests with the CLI's option definitions, so it sits above the CLI
+    ("request", "render"),  # the typed requests every front end builds; the renderers of their reports
+    ("cli", "serve"),  # the front ends: neither imports the other
     ("__init__", "__main__"),
 )
 

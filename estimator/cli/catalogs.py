@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
+from estimator.catalog.registry import Catalog
 from estimator.cli.options import OutputFormat, SpecsDir, catalog_for, check_format, console
 from estimator.model.inventory import active_param_count, param_count
 from estimator.render.fit import Column, print_table
 from estimator.render.formats import write_report
-from estimator.report import flatten
+from estimator.request.listing import catalog_rows, table_rows
 from estimator.units import GIB, format_bytes
 
 if TYPE_CHECKING:
@@ -19,10 +21,6 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from estimator.catalog.architecture import ModelSpec
-    from estimator.catalog.registry import Catalog
-    from estimator.catalog.specs import GpuSpec
-    from estimator.catalog.systems import SystemSpec
 
 gpus_app = typer.Typer(help="The GPU catalog.\n\n\b\nExamples:\n  estimator gpus\n  estimator gpus --format csv > "
                                 "gpus.csv\n  estimator gpus show rtx-4090", invoke_without_command=True)
@@ -39,45 +37,40 @@ _CAPACITY_NOTE = ("usable: GiB (2³⁰ B), as nvidia-smi / rocm-smi / hl-smi rep
 GPUS_FORMATS = (OutputFormat.table, OutputFormat.json, OutputFormat.csv)
 
 
-def gpu_row(g: GpuSpec) -> dict[str, Any]:
-    """One card as the JSON that `gpus --format json` lists: every spec key as the file gives it, then the figures
-    the estimator uses in base units (bytes, bytes/s) and where the usable capacity comes from."""
-    return {**g.model_dump(mode="json"), "usable_memory_bytes": g.memory_bytes, "capacity_source": g.capacity_source,
-            "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s,
-            "derived_bandwidth_gb_per_s": round(g.derived_bandwidth_gb_per_s, 3)}
-
-
-def gpu_table_rows(rows: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
-    """CSV rows: each card flattened with dots (``dense_tflop_per_s.fp16``); columns are every key any card has,
-    in first-seen order, and a card without one leaves it empty."""
-    flat = [flatten(r) for r in rows]
-    keys = list(dict.fromkeys(k for r in flat for k in r))
-    return keys, [{k: r.get(k) for k in keys} for r in flat]
-
-
 # the --format option of every catalog listing (gpus, models, systems)
 CatalogFormat = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
 
 
-@gpus_app.callback()
-def gpus_list(ctx: typer.Context, specs_dir: SpecsDir = None,
-              output_format: CatalogFormat = OutputFormat.table) -> None:
-    """List the GPU catalog.
+Draw = Callable[[Catalog], None]
 
-    \b
-    Examples:
-      estimator gpus
-      estimator gpus --format csv > gpus.csv
-      estimator gpus show rtx-4090
-    """
-    if ctx.invoked_subcommand is not None:
-        return
-    check_format(output_format, GPUS_FORMATS)
-    gpus = sorted(catalog_for(specs_dir).gpus, key=lambda g: (g.vendor, g.name))
-    if output_format is not OutputFormat.table:
-        rows = [gpu_row(g) for g in gpus]
-        write_report(output_format.value, rows, table=gpu_table_rows(rows))
-        return
+
+def _listing(app: typer.Typer, kind: str, what: str, example: str) -> Callable[[Draw], Draw]:
+    """Register ``kind``'s listing as ``app``'s callback (its help names ``what`` it lists and shows ``example``):
+    JSON or CSV rows written here, a table drawn by the decorated function; nothing when a sub-command runs
+    instead."""
+    def register(draw: Draw) -> Draw:
+        def listed(ctx: typer.Context, specs_dir: SpecsDir = None,
+                   output_format: CatalogFormat = OutputFormat.table) -> None:
+            if ctx.invoked_subcommand is not None:
+                return
+            check_format(output_format, GPUS_FORMATS)
+            catalog = catalog_for(specs_dir)
+            if output_format is OutputFormat.table:
+                draw(catalog)
+                return
+            rows = catalog_rows(catalog, kind)
+            write_report(output_format.value, rows, table=table_rows(rows))
+        listed.__doc__ = (f"List the {what} catalog.\n\n    \b\n    Examples:\n      estimator {kind}\n      estimator "
+                          f"{kind} --format csv > {kind}.csv\n      estimator {kind} show {example}\n    ")
+        app.callback()(listed)
+        return draw
+    return register
+
+
+@_listing(gpus_app, "gpus", "GPU", "rtx-4090")
+def gpus_list(catalog: Catalog) -> None:
+    """The gpus catalog as a table."""
+    gpus = sorted(catalog.gpus, key=lambda g: (g.vendor, g.name))
     cells: list[list[str]] = []
     for g in gpus:
         flops = g.dense_tflop_per_s
@@ -127,35 +120,10 @@ def gpus_show(name: str, specs_dir: SpecsDir = None) -> None:
     _provenance(out, g.price_usd, g.price_date, g.notes, g.sources)
 
 
-def model_row(m: ModelSpec) -> dict[str, Any]:
-    """One model as `models --format json` lists it: the table's figures, counts exact (parameters, not billions)."""
-    a = m.arch
-    assert a is not None  # catalog models carry an architecture
-    return {"name": m.name, "aliases": list(m.aliases), "model_type": a.model_type, "params": param_count(a),
-            "active_params": active_param_count(a), "num_layers": a.num_layers, "hidden_size": a.hidden_size,
-            "num_heads": a.attention.num_heads, "num_kv_heads": a.attention.num_kv_heads,
-            "max_position_embeddings": a.max_position_embeddings}
-
-
-@models_app.callback()
-def models_list(ctx: typer.Context, specs_dir: SpecsDir = None,
-                output_format: CatalogFormat = OutputFormat.table) -> None:
-    """List the model catalog.
-
-    \b
-    Examples:
-      estimator models
-      estimator models --format csv > models.csv
-      estimator models show mixtral-8x7b
-    """
-    if ctx.invoked_subcommand is not None:
-        return
-    check_format(output_format, GPUS_FORMATS)
-    models = sorted(catalog_for(specs_dir).models, key=lambda m: m.name)
-    if output_format is not OutputFormat.table:
-        rows = [model_row(m) for m in models]
-        write_report(output_format.value, rows, table=gpu_table_rows(rows))
-        return
+@_listing(models_app, "models", "model", "mixtral-8x7b")
+def models_list(catalog: Catalog) -> None:
+    """The models catalog as a table."""
+    models = sorted(catalog.models, key=lambda m: m.name)
     cells: list[list[str]] = []
     for m in models:
         a = m.arch
@@ -212,30 +180,9 @@ systems_app = typer.Typer(help="The system (server) catalog.\n\n\b\nExamples:\n 
                           invoke_without_command=True)
 
 
-def system_row(catalog: Catalog, s: SystemSpec) -> dict[str, Any]:
-    """One server as `systems --format json` lists it (and /v1/systems): every spec key, and its GPU's name."""
-    return {**s.model_dump(mode="json"), "gpu_name": catalog.system_gpu(s).name}
-
-
-@systems_app.callback()
-def systems_list(ctx: typer.Context, specs_dir: SpecsDir = None,
-                 output_format: CatalogFormat = OutputFormat.table) -> None:
-    """List the system catalog.
-
-    \b
-    Examples:
-      estimator systems
-      estimator systems --format csv > systems.csv
-      estimator systems show hgx-h100
-    """
-    if ctx.invoked_subcommand is not None:
-        return
-    check_format(output_format, GPUS_FORMATS)
-    catalog = catalog_for(specs_dir)
-    if output_format is not OutputFormat.table:
-        found = [system_row(catalog, s) for s in sorted(catalog.systems, key=lambda s: s.name)]
-        write_report(output_format.value, found, table=gpu_table_rows(found))
-        return
+@_listing(systems_app, "systems", "system", "hgx-h100")
+def systems_list(catalog: Catalog) -> None:
+    """The systems catalog as a table."""
     rows = [[escape(s.name), escape(catalog.system_gpu(s).name), str(s.gpus_per_node), escape(s.intra_node_link),
              str(s.domain_gpus), f"{s.link_gb_per_s:g}", f"{s.nics_per_node} × {s.nic_gbit_per_s:g} Gb/s",
              f"{s.server_power_w:,.0f}", "—" if s.price_usd is None else f"${s.price_usd:,.0f}"]

@@ -1,122 +1,34 @@
-"""The `estimate` command's typer definition: its options, parsed by typer, run by `run_estimate`.
+"""The `estimate` command: its words parsed by the request layer's option definitions, the request built and run
+by the library (`estimator.request`), the report rendered, errors worded with the CLI's flags (`run.guarded`).
 
-The options are this function's parameters; `estimate_fast.py` parses the same options without typer for the
-console script (its option table is tested against these definitions), and the work both call is in
-`estimate_run.py` (re-exported here: `oom`, `gpu --expect` and `estimator serve` import it from here).
+The `estimate` console script (`estimate_main`) parses a plain command line itself, by the same definitions,
+without importing typer (about a quarter of a cold start); anything else (``--help``, a usage error, a shell's
+completion) goes to the typer command built from them (`estimate_command`), so help, usage errors and their exit
+codes are typer's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Annotated, Any
+import atexit
+import gc
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-import typer
+from estimator.cli.process import as_typer_invokes, without_pydantic_plugins
+from estimator.cli.shared import print_table, writable
+from estimator.request.choices import Mode, OutputFormat, Units
+from estimator.request.options import options_of
+from estimator.request.words import parse
 
-from estimator.cli.estimate_run import (
-    ESTIMATE_FORMATS,
-    TRAINING_FLAGS,
-    MlaCache,
-    estimate_report,
-    inference_report,
-    report_for_params,
-    run_estimate,
-    with_gpu_memory,
-)
-from estimator.cli.options import (
-    ForceOption,
-    GroupSizeOption,
-    Logits,
-    LogitsOption,
-    OutputFormat,
-    OutputOption,
-    PlotOption,
-    SpecsDir,
-    Units,
-    UnitsOption,
-)
-from estimator.errors import WorkloadInvalid
-from estimator.inference.report import Report
-from estimator.training.options import Attention, Fsdp, Mode, Optimizer, Precision, Recompute
+if TYPE_CHECKING:
+    from estimator.inference.report import Report
+    from estimator.request.models import Output
+    from estimator.training.report import TrainingReport
 
-__all__ = ["ESTIMATE_FORMATS", "TRAINING_FLAGS", "MlaCache", "estimate_command", "estimate_main", "estimate_params",
-           "estimate_report", "inference_report", "report_for_args", "report_for_params", "run_estimate",
-           "with_gpu_memory"]
-
-
-def estimate_command(
-    model: Annotated[str, typer.Option("--model", "-m", help="Catalog name (llama-3.1-8b), config.json path or "
-                                       "folder, or a size such as 70b.")],
-    gpu: Annotated[str | None, typer.Option("--gpu", "-g", help="Catalog name or alias (h100, a100, rtx-4090); "
-                                            "or give --system.")] = None,
-    dtype: Annotated[str | None, typer.Option(help="Weight format: fp32 fp16 bf16 fp8 int8 int4, or a quantization "
-                                              "format (gptq-int4, awq-int4, nf4, q4_k_m...). Default: the "
-                                              "checkpoint's quantization_config, else bf16.")] = None,
-    kv_dtype: Annotated[str | None, typer.Option(help="KV-cache format: fp32 fp16 bf16 fp8 int8. Default: the "
-                                                 "activation precision (bf16, or fp32 for fp32 models).")] = None,
-    batch: Annotated[str, typer.Option(help="Concurrent sequences.")] = "1",
-    prompt_tokens: Annotated[str, typer.Option(help="Prompt length per sequence (2048, 8k, 32Ki).")] = "2048",
-    output_tokens: Annotated[str, typer.Option(help="Generated tokens per sequence, their KV cached too (default "
-                                               "0: the prompt alone; plan and sweep default to 256).")] = "0",
-    gpus: Annotated[str, typer.Option(help="Tensor-parallel degree: GPUs that split the model.")] = "1",
-    ep: Annotated[str | None, typer.Option(help="MoE models: expert-parallel GPUs, each holding whole experts; a "
-                                           "multiple of --gpus, whose groups each serve a share of the batch "
-                                           "(data-parallel attention) and exchange tokens by all-to-all.")] = None,
-    gpu_memory: Annotated[str | None, typer.Option(help="Usable memory per GPU with its unit (96GiB, 100GB), instead "
-                                                   "of the catalog's: a Mac whose wired limit was raised, a card "
-                                                   "shared with other work.")] = None,
-    system: Annotated[str | None, typer.Option(help="Server the GPUs sit in (hgx-h100, gb200-nvl72, pcie-l40s; "
-                                               "`estimator systems`). Default: the GPU's common server.")] = None,
-    nodes: Annotated[str | None, typer.Option(help="Servers of --system (1).")] = None,
-    gpus_per_node: Annotated[str | None, typer.Option(help="GPUs per server, overriding the system's.")] = None,
-    network: Annotated[str | None, typer.Option(help="Scale-out network per server, overriding the system's: "
-                                                "NICS x Gbit/s[-ib|roce|eth], e.g. 8x400g-ib.")] = None,
-    logits: LogitsOption = Logits.last,
-    profile: Annotated[str, typer.Option(help="Efficiency profile: optimized (serving engine, CUDA graphs), hf "
-                                         "(Hugging Face transformers eager), hf-graph (transformers, decode step "
-                                         "in a CUDA graph) or megatron (training, kernel by kernel).")] = "optimized",
-    mla_cache: Annotated[MlaCache | None, typer.Option(help="MLA models: cache the compressed latent (serving "
-                                                       "engines; the optimized profile's default) or decompressed "
-                                                       "K/V (transformers; the hf profile's).")] = None,
-    group_size: GroupSizeOption = None,
-    output_format: Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json or csv.")]
-    = OutputFormat.table,
-    units: UnitsOption = Units.gb,
-    explain: Annotated[bool, typer.Option("--explain", help="Print the arithmetic and assumptions.")] = False,
-    specs_dir: SpecsDir = None,
-    # Training (--mode train): see docs/training.md. Left unset, each takes the default in its help.
-    mode: Annotated[Mode, typer.Option(help="infer, or train (one optimizer step; --batch is the micro-batch).")]
-    = Mode.infer,
-    seq_len: Annotated[str | None, typer.Option(help="Train: tokens per sequence (default 2048).")] = None,
-    grad_accum: Annotated[str | None, typer.Option(help="Train: micro-batches per optimizer step (1).")] = None,
-    precision: Annotated[Precision | None, typer.Option(help="Train: amp = fp32 weights + 16-bit autocast, "
-                                                        "fp8 = Transformer Engine FP8 GEMMs (default amp-bf16).")
-                         ] = None,
-    optimizer: Annotated[Optimizer | None, typer.Option(help="Train: optimizer (adamw = PyTorch foreach).")] = None,
-    recompute: Annotated[Recompute | None, typer.Option(help="Train: activation recomputation (none).")] = None,
-    attention: Annotated[Attention | None, typer.Option(help="Train: attention kernel (sdpa).")] = None,
-    zero: Annotated[str | None, typer.Option(help="Train: DeepSpeed ZeRO stage 0-3 over --dp ranks (0).")] = None,
-    fsdp: Annotated[Fsdp | None, typer.Option(help="Train: PyTorch FSDP sharding over --dp ranks.")] = None,
-    dp: Annotated[str | None, typer.Option(help="Train: data-parallel ranks (1).")] = None,
-    tp: Annotated[str | None, typer.Option(help="Train: tensor-parallel ranks (1).")] = None,
-    pp: Annotated[str | None, typer.Option(help="Train: pipeline stages, 1F1B (1).")] = None,
-    cp: Annotated[str | None, typer.Option(help="Train: context-parallel ranks, the sequence split over them, "
-                                           "ring attention (1).")] = None,
-    virtual_stages: Annotated[str | None, typer.Option(help="Train: model chunks per pipeline GPU, the "
-                                                       "interleaved 1F1B schedule (1).")] = None,
-    sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel", help="Train: split norms and "
-                                                    "dropout along the sequence over --tp.")] = False,
-    lora_rank: Annotated[str | None, typer.Option(help="Train: LoRA rank (frozen base, adapters trained).")] = None,
-    lora_targets: Annotated[str | None, typer.Option(help="Train: 'all' or e.g. q,k,v,o,gate,up,down (all).")]
-    = None,
-    qlora: Annotated[bool, typer.Option("--qlora", help="Train: 4-bit NF4 base (needs --lora-rank).")] = False,
-    output: OutputOption = None,
-    plot: PlotOption = None,
-    force: ForceOption = False,
-    calibration: Annotated[Path | None, typer.Option(help="Calibration file from `estimator calibrate` (default: "
-                                                     "the user config dir's, when it has this card).")] = None,
-) -> None:
-    """Estimate memory and speed of a model on a GPU, or a tensor-parallel group of them.
+ESTIMATE_FORMATS = (OutputFormat.table, OutputFormat.json, OutputFormat.csv)  # inference and training alike
+DOC = """Estimate memory and speed of a model on a GPU, or a tensor-parallel group of them.
 
     \b
     Examples:
@@ -124,21 +36,75 @@ def estimate_command(
       estimator estimate --model 70b --dtype fp16 --gpu a100 --gpus 2 --explain
       estimator estimate --model llama-3.2-1b --gpu rtx-4090 --mode train --batch 4 --format json -o train.json
     """
-    run_estimate(dict(locals()))  # every option by parameter name, as `estimate_params` gives them
+
+
+def run_estimate(values: dict[str, Any]) -> None:
+    """The estimate command for its option values (field → value as parsed): estimate, then print or write.
+    The request layer's models load here, inside the script's settings (`process.without_pydantic_plugins`)."""
+    from estimator.request.convert import check_format, choice, estimate_request_of
+    from estimator.request.estimate import estimate_request
+
+    check_format(choice("output_format", OutputFormat, values["output_format"]), ESTIMATE_FORMATS)
+    request = estimate_request_of(values)
+    show(estimate_request(request), request.output)
+
+
+def show(report: Report | TrainingReport, out: Output) -> None:
+    """The report as a table (terminal or file), JSON or CSV, and the chart when asked."""
+    from estimator.inference.report import Report
+    from estimator.render.formats import write_report
+
+    binary = out.units is Units.gib
+    if not isinstance(report, Report):
+        from estimator.render.training_table import render_training_table
+
+        if out.format is OutputFormat.table:
+            print_table(out.output, lambda o: render_training_table(report, o, binary=binary, explain=out.explain))
+        else:
+            write_report(out.format.value, report, out.output)
+        return
+    if out.plot is not None:
+        from estimator.render.plot import estimate_chart  # matplotlib loads only when asked
+
+        estimate_chart(report, out.plot)
+    if out.format is OutputFormat.table:
+        from estimator.render.formats import render_table
+
+        print_table(out.output, lambda o: render_table(report, o, binary=binary, explain=out.explain))
+    else:
+        write_report(out.format.value, report, out.output)
+
+
+def estimate_command_function() -> Callable[..., None]:
+    """The typer function of `estimate`, built from the option definitions."""
+    from estimator.cli.command import command_function
+
+    return command_function("estimate", run_estimate, DOC)
 
 
 def estimate_params(args: Sequence[str]) -> dict[str, Any]:
-    """``estimate ARGS`` parsed by the estimate command's own option definitions: parameter name → value."""
-    alone = typer.Typer(add_completion=False)
-    alone.command()(estimate_command)
-    with typer.main.get_command(alone).make_context("estimate", list(args)) as ctx:
-        return dict(ctx.params)
+    """``estimate ARGS`` parsed by the typer command built from the option definitions: field → value."""
+    from estimator.cli.command import parsed
+
+    return parsed("estimate", estimate_command_function(), args)
+
+
+def report_for_params(values: dict[str, Any]) -> Report | TrainingReport:
+    """The Report (or, with ``mode`` train, the TrainingReport) that `estimate` prints for these option values."""
+    from estimator.request.convert import estimate_request_of
+    from estimator.request.estimate import estimate_request
+
+    return estimate_request(estimate_request_of(values))
 
 
 def report_for_args(args: Sequence[str]) -> Report:
-    """The inference Report that ``estimate ARGS`` would print, parsed by the same option definitions."""
+    """The inference Report that ``estimate ARGS`` would print (`monitor --expect`)."""
+    from estimator.errors import WorkloadInvalid
+    from estimator.inference.report import Report
+    from estimator.request.convert import choice
+
     p = estimate_params(args)
-    if str(getattr(p["mode"], "value", p["mode"])) != Mode.infer.value:
+    if choice("mode", Mode, p["mode"]) is not Mode.infer:
         raise WorkloadInvalid("--expect takes inference options of estimate, not --mode train")
     report = report_for_params(p)
     assert isinstance(report, Report)
@@ -146,11 +112,61 @@ def report_for_args(args: Sequence[str]) -> Report:
 
 
 def estimate_main() -> None:
-    """The estimate command on its own, parsed by typer (the console script's fast path, `estimate_fast`, falls
-    back to this for what it does not parse itself: --help, a usage error), importing none of the other commands
-    (the live GPU's NVML bindings, planning, numpy)."""
+    """`estimate` console script: the estimate command on its own, parsed here when the line is plain (no typer
+    imported), by typer otherwise.
+
+    The cyclic garbage collector is paused while it runs (and resumed after, for a caller in the same process):
+    importing pydantic and building the models allocates enough to trigger some 60 collections that find almost
+    nothing, about 7 % of a short process's time. When the process exits, the objects it holds are frozen
+    (`gc.freeze`, registered with atexit, so it happens at exit only, after the exit handlers registered later,
+    such as the built-spec cache's save): the interpreter's last collections then skip the ~300,000 objects of
+    pydantic's and the estimator's classes and schemas, which the operating system frees with the process, instead
+    of walking them all (about 6 % of a cold `estimate --format json`, docs/performance.md). pydantic's plugin
+    search is off while it runs (`process.without_pydantic_plugins`).
+    """
+    atexit.unregister(gc.freeze)  # once, however often a caller in the same process runs the script
+    atexit.register(gc.freeze)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with without_pydantic_plugins():
+            _main(sys.argv[1:])
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def typer_main() -> None:
+    """The estimate command on its own, parsed by typer: what the script falls back to for what it does not parse
+    itself (--help, a usage error, a shell's completion)."""
+    from estimator.cli.command import click_command
     from estimator.cli.run import run
 
-    alone = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
-    alone.command()(estimate_command)
-    run(typer.main.get_command(alone))
+    run(click_command("estimate", estimate_command_function(), pretty_exceptions_enable=False,
+                      rich_markup_mode=None))
+
+
+def _main(args: list[str]) -> None:
+    from estimator.cli.run import guarded
+
+    parsed = None if completing() else parse("estimate", args)
+    if parsed is None:
+        typer_main()
+        return
+    values, order = parsed
+    guarded(lambda: as_typer_invokes(lambda: run_estimate(checked(values, order))))
+
+
+def checked(values: dict[str, Any], order: list[str]) -> dict[str, Any]:
+    """``values`` after the output options' checks, run as typer runs their callbacks while parsing: the eager
+    ``--force`` first, then the given options in command-line order."""
+    outputs = {o.name for o in options_of("estimate") if o.checked}
+    for name in order:
+        if name in outputs:
+            writable(values[name], force=values["force"])
+    return values
+
+
+def completing() -> bool:
+    """Whether a shell asks for completions (typer answers ``_ESTIMATE_COMPLETE=…``; any such variable counts)."""
+    return any(name.startswith("_") and name.endswith("_COMPLETE") and value for name, value in os.environ.items())

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from estimator.catalog.registry import Catalog
-from estimator.cli.options import ForceOption, OutputFormat, catalog_for, check_format, positive
+from estimator.cli.options import ForceOption, OutputFormat, catalog_for, check_format, count
 from estimator.cli.options import console as table_console
 from estimator.errors import DeviceUnavailable, WorkloadInvalid
 from estimator.inference.report import Report
@@ -39,7 +39,7 @@ from estimator.render.live_tables import (
     render_validation,
 )
 from estimator.render.output import append_lines, check_rows_target
-from estimator.training.options import Mode
+from estimator.request.choices import Mode
 from estimator.units import MIB, format_bytes
 
 if TYPE_CHECKING:
@@ -53,14 +53,15 @@ LIVE_FORMATS = (OutputFormat.table, OutputFormat.json)  # gpu and validate
 
 
 class LogitsChoice(str, Enum):
-    last = "last"
-    all = "all"
-    both = "both"
+    """validate --logits: the last position, all, or both measured."""
+
+    last, all, both = "last", "all", "both"
 
 
 class TrainDtype(str, Enum):
-    amp = "amp"
-    bf16 = "bf16"
+    """validate's training dtype: automatic mixed precision, or bf16 weights."""
+
+    amp, bf16 = "amp", "bf16"
 
 
 def make_probe() -> GpuProbe:
@@ -286,7 +287,7 @@ def validate_command(
     from estimator.live.validation import Predictor, ValidateReport, points
 
     check_format(output_format, LIVE_FORMATS)
-    sequences, tokens = positive("--batch", batch), positive("--prompt-tokens", prompt_tokens)
+    sequences, tokens = count("batch", batch), count("prompt_tokens", prompt_tokens)
     catalog = catalog_for(specs_dir)
     spec_model, config = _model_and_config(catalog, model)
     if spec_model.arch is None:

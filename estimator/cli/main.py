@@ -16,7 +16,7 @@ from estimator.cli import oom as cli_oom
 from estimator.cli import plan as cli_plan
 from estimator.cli import sweep as cli_sweep
 from estimator.cli.catalogs import gpus_app, models_app, systems_app
-from estimator.cli.estimate import estimate_command
+from estimator.cli.estimate import estimate_command_function
 from estimator.cli.run import run
 from estimator.cli.schema import schema_command
 
@@ -32,7 +32,7 @@ app.add_typer(models_app, name="models")
 app.add_typer(systems_app, name="systems")
 app.add_typer(cli_plan.app)  # plan
 app.add_typer(cli_sweep.app)  # sweep
-app.command("estimate")(estimate_command)
+app.command("estimate")(estimate_command_function())
 app.command("gpu")(cli_gpu.gpu_command)
 app.command("monitor")(cli_gpu.monitor_command)
 app.command("calibrate")(cli_gpu.calibrate_command)

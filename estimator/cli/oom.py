@@ -24,7 +24,7 @@ from estimator.oom.report import Card, Cost, Evidence, OomReport, Prediction, Su
 from estimator.oom.tensors import Tensor, inference_tensors, training_tensors
 from estimator.render.formats import write_report
 from estimator.render.oom_table import render_oom
-from estimator.training.options import Attention, Optimizer, Recompute
+from estimator.request.choices import Attention, Optimizer, Recompute
 from estimator.training.report import TrainingReport
 
 AnyReport = Report | TrainingReport

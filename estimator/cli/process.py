@@ -12,9 +12,12 @@ environment.
 
 from __future__ import annotations
 
+import errno
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 PLUGINS_SETTING = "PYDANTIC_DISABLE_PLUGINS"
 NO_PLUGINS = "__all__"  # pydantic's value for "disable every plugin" ("1" and "true" mean the same)
@@ -31,3 +34,42 @@ def without_pydantic_plugins() -> Iterator[None]:
     finally:
         if added:
             os.environ.pop(PLUGINS_SETTING, None)
+
+
+class _Pacified:
+    """sys.stdout or sys.stderr after a closed pipe, as typer leaves them: a flush swallows the broken pipe (the
+    interpreter flushes both at exit)."""
+
+    def __init__(self, wrapped: Any) -> None:
+        self.wrapped = wrapped
+
+    def flush(self) -> None:
+        try:
+            self.wrapped.flush()
+        except OSError as error:
+            if error.errno != errno.EPIPE:
+                raise
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.wrapped, attr)
+
+
+def as_typer_invokes(call: Callable[[], Any]) -> Any:
+    """``call()`` as typer's main runs a command (not standalone), so a script that parses its own line ends as
+    the typer command does: input that ends, a blank line and Abort; Ctrl-C, status 130 without a word; a closed
+    pipe, status 1 without a word (tests/cli/test_estimate_fast.py compares the two)."""
+    from estimator.cli.run import Aborted
+
+    try:
+        return call()
+    except EOFError as error:
+        sys.stderr.write("\n")
+        sys.stderr.flush()
+        raise Aborted from error
+    except KeyboardInterrupt:
+        return 130
+    except OSError as error:
+        if error.errno != errno.EPIPE:
+            raise
+        sys.stdout, sys.stderr = _Pacified(sys.stdout), _Pacified(sys.stderr)
+        sys.exit(1)

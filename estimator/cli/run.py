@@ -10,6 +10,8 @@ from pydantic import ValidationError
 
 from estimator.catalog.registry import validation_message
 from estimator.errors import EstimatorError
+from estimator.request.errors import FieldInvalid
+from estimator.request.options import flag_of
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -39,6 +41,8 @@ def guarded(call: Callable[[], Any]) -> None:
     is the exit status)."""
     try:
         code = call()
+    except FieldInvalid as error:  # the library names the field; the command line, its flag
+        _fail(error.worded(flag_of), error.exit_code)
     except EstimatorError as error:
         _fail(str(error), error.exit_code)
     except ValidationError as error:

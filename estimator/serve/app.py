@@ -20,10 +20,12 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from estimator.catalog.registry import validation_message
-from estimator.cli.plan import plan_notes
 from estimator.errors import EstimatorError, MissingDependency
 from estimator.inference.report import Report
 from estimator.planning.plan import PlanReport
+from estimator.request.errors import FieldInvalid
+from estimator.request.options import flag_of
+from estimator.request.plan import plan_notes
 from estimator.serve import jobs
 from estimator.serve.documents import MEDIA_TYPES, Table, chosen_format, document_bytes
 from estimator.serve.fields import MAX_QUERY_CHARS, RequestInvalid, field_of
@@ -57,14 +59,22 @@ def _named(message: str, query: list[tuple[str, str]]) -> str:
     return field
 
 
+def _located(error: EstimatorError, query: list[tuple[str, str]]) -> tuple[str, str]:
+    """(field, message): the request layer's errors name their field, worded as the command line words it; an
+    error from below is located by the option it names or the value it quotes."""
+    if isinstance(error, FieldInvalid):
+        return error.field, error.worded(flag_of)
+    return _named(str(error), query), str(error)
+
+
 def answer_error(error: Exception, query: list[tuple[str, str]]) -> JSONResponse:
-    """An exception → one line per bad field, with the CLI's wording (`estimator.cli.run`)."""
+    """An exception → one line per bad field, worded as the command line words it."""
     if isinstance(error, RequestInvalid):
         return _error(422, error.errors)
     if isinstance(error, MissingDependency):
         return _error(501, [("query", str(error))])
     if isinstance(error, EstimatorError):
-        return _error(422, [(_named(str(error), query), str(error))])
+        return _error(422, [_located(error, query)])
     if isinstance(error, ValidationError):
         return _error(422, [("query", validation_message(error))])
     if isinstance(error, (OverflowError, ZeroDivisionError)):
@@ -129,9 +139,9 @@ def create_app(catalog: Catalog) -> FastAPI:
 
 
 def _report_routes(app: FastAPI, catalog: Catalog) -> None:
-    estimate_fields = parameters(jobs.commands()["estimate"])
-    train_fields = parameters(jobs.commands()["estimate"], fixed=("mode",))
-    plan_fields = parameters(jobs.commands()["plan"])
+    estimate_fields = parameters("estimate")
+    train_fields = parameters("estimate", fixed=("mode",))
+    plan_fields = parameters("plan")
 
     def estimate(request: Request, body: bytes | None, train: bool) -> Callable[[], tuple[Any, None, str]]:
         def work() -> tuple[BaseModel, None, str]:
@@ -163,7 +173,7 @@ def _report_routes(app: FastAPI, catalog: Catalog) -> None:
             summary="plan (as `estimator plan`)")(_route(plan))
     app.post("/v1/plan", responses=planned, openapi_extra={"parameters": plan_fields, **_BODY},
              summary="plan for a config.json body")(_route(plan, True))
-    app.get("/v1/sweep", openapi_extra={"parameters": parameters(jobs.commands()["sweep"])},
+    app.get("/v1/sweep", openapi_extra={"parameters": parameters("sweep")},
             summary="sweep (as `estimator sweep`): one row per point")(
         _route(lambda r, b: lambda: (*jobs.sweep_job(catalog, _query(r)), "sweep")))
 

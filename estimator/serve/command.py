@@ -5,13 +5,16 @@ from __future__ import annotations
 import ipaddress
 import socket
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from estimator.cli.options import SpecsDir, catalog_for
 from estimator.errors import MissingDependency, WorkloadInvalid
+from estimator.request.estimate import catalog_for
+from estimator.request.options import OPTIONS
 
+SpecsDir = Annotated[Path | None, typer.Option(*OPTIONS["specs_dir"].flags, help=OPTIONS["specs_dir"].help)]
 INSTALL_HINT = "estimator serve needs FastAPI, fastapi-offline and uvicorn: pip install 'estimator[serve]'"
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from estimator.errors import WorkloadInvalid
-from estimator.render.formats import report_rows, write_csv, write_json
+from estimator.render.formats import table_of, write_csv, write_json
 from estimator.render.xlsx import write_xlsx
 
 FORMATS = ("json", "csv", "xlsx")
@@ -41,11 +41,7 @@ def document_bytes(output_format: str, document: BaseModel | Iterable[Mapping[st
         text = io.StringIO()
         write_json(document, text)
         return text.getvalue().encode()
-    if table is None:
-        if not isinstance(document, BaseModel):
-            raise ValueError("rows need table=(keys, rows)")  # a caller's bug
-        table = report_rows([document])
-    keys, rows = table
+    keys, rows = table_of(document, table)
     if output_format == "csv":
         text = io.StringIO()
         write_csv(keys, rows, text)

@@ -1,6 +1,7 @@
-"""Each endpoint's work, without HTTP: fields → the CLI's parameters → the report the command prints.
+"""Each endpoint's work, without HTTP: fields → the typed request → the report the command prints.
 
-The conversions are the commands' own (`estimate_report`, `plan_report`, `sweep_grid`); a model is read by name
+The conversions are the request layer's, which the commands call too (`estimate_request_of`, `plan_report`,
+`sweep_grid`); a model is read by name
 only (`Catalog.named_model`: a request never names a file), or from a config.json sent as the request body,
 through the same reader as ``--model path/config.json``.
 """
@@ -9,17 +10,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from estimator.catalog.registry import model_from_config
-from estimator.cli.catalogs import gpu_row, gpu_table_rows, model_row, system_row
-from estimator.cli.estimate import estimate_command, estimate_report
-from estimator.cli.plan import plan_command, plan_report
-from estimator.cli.sweep import grid_points, sweep_command, sweep_grid, sweep_result, too_many_points
-from estimator.errors import SpecInvalid, SpecNotFound, WorkloadInvalid
+from estimator.errors import SpecInvalid, SpecNotFound
+from estimator.request.convert import estimate_request_of
+from estimator.request.estimate import estimate_request
+from estimator.request.listing import catalog_rows as listed
+from estimator.request.listing import model_row, table_rows
+from estimator.request.plan import plan_report
+from estimator.request.sweep import grid_points, sweep_grid, sweep_result, too_many_points
 from estimator.serve.documents import Table
-from estimator.serve.fields import Command, RequestInvalid, command_fields, parse
+from estimator.serve.fields import RequestInvalid, parse
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -31,13 +33,6 @@ Query = Iterable[tuple[str, str]]
 UPLOADED = "uploaded-config"  # the model name a config.json body stands for, when it names none
 MAX_BODY_BYTES = 1 << 20  # a config.json is a few KiB; the largest in specs/ is under 20 KiB
 MAX_SWEEP_POINTS = 20_000  # a grid past this is for `estimator sweep -o grid.csv`, not a request
-
-
-@cache
-def commands() -> dict[str, Command]:
-    """The CLI commands whose options are the API's fields."""
-    return {"estimate": command_fields("estimate", estimate_command), "plan": command_fields("plan", plan_command),
-            "sweep": command_fields("sweep", sweep_command)}
 
 
 def uploaded_model(body: bytes) -> ModelSpec:
@@ -84,22 +79,22 @@ def estimate_job(catalog: Catalog, query: Query, uploaded: ModelSpec | None = No
                  train: bool = False) -> BaseModel:
     """/v1/estimate (any mode, as `estimate`) and /v1/train (``--mode train``)."""
     fixed = _fixed(uploaded, **({"mode": "train"} if train else {}))
-    p = parse(commands()["estimate"], query, fixed)
-    return estimate_report(catalog, _model(catalog, p, uploaded), p)
+    p = parse("estimate", query, fixed)
+    return estimate_request(estimate_request_of(p), catalog, _model(catalog, p, uploaded))
 
 
 def plan_job(catalog: Catalog, query: Query, uploaded: ModelSpec | None = None) -> tuple[BaseModel, Table]:
     """/v1/plan: the PlanReport and its rows (`plan_rows`, as `plan --format csv` writes them)."""
     from estimator.render.plan_table import plan_rows
 
-    p = parse(commands()["plan"], query, _fixed(uploaded))
+    p = parse("plan", query, _fixed(uploaded))
     report = plan_report(catalog, _model(catalog, p, uploaded), p)
     return report, plan_rows(report)
 
 
 def sweep_job(catalog: Catalog, query: Query) -> tuple[Iterable[dict[str, Any]], Table]:
     """/v1/sweep: its rows; the grid's size is checked from the fields before anything is built."""
-    p = parse(commands()["sweep"], query)
+    p = parse("sweep", query)
     points = grid_points(p)
     if points > MAX_SWEEP_POINTS:  # a request's max_points may lower this limit, never raise it
         raise RequestInvalid([("query", too_many_points(points, MAX_SWEEP_POINTS, "a request holds no more; use "
@@ -110,20 +105,11 @@ def sweep_job(catalog: Catalog, query: Query) -> tuple[Iterable[dict[str, Any]],
 
 def catalog_rows(catalog: Catalog, kind: str) -> tuple[list[dict[str, Any]], Table]:
     """/v1/gpus, /v1/models (the rows of `gpus`/`models --format json`), /v1/systems and /v1/formats."""
-    if kind == "gpus":
-        rows = [gpu_row(g) for g in sorted(catalog.gpus, key=lambda g: (g.vendor, g.name))]
-    elif kind == "models":
-        rows = [model_row(m) for m in sorted(catalog.models, key=lambda m: m.name)]
-    elif kind == "systems":
-        rows = [system_row(catalog, s) for s in sorted(catalog.systems, key=lambda s: s.name)]
-    elif kind == "formats":
-        rows = [f.model_dump(mode="json") for f in sorted(catalog.formats, key=lambda f: f.name)]
-    else:
-        raise WorkloadInvalid(f"no catalog {kind!r}")  # a caller's bug: the routes name each
-    return rows, gpu_table_rows(rows)
+    rows = listed(catalog, kind)
+    return rows, table_rows(rows)
 
 
 def described(model: ModelSpec) -> tuple[list[dict[str, Any]], Table]:
     """/v1/models/config: an uploaded config.json read, as the one row of `models --format json` it would be."""
     rows = [model_row(model)]
-    return rows, gpu_table_rows(rows)
+    return rows, table_rows(rows)

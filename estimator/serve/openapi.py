@@ -1,12 +1,13 @@
-"""The OpenAPI description of a command's fields, read from its click options: the API documents what it parses."""
+"""The OpenAPI description of a command's fields, read from the request layer's option definitions: the API
+documents what it parses."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import Enum
 from typing import Any
 
-from estimator.serve.fields import Command
+from estimator.request.options import Option
+from estimator.serve.fields import fields_of
 
 FORMAT_FIELD: dict[str, Any] = {
     "name": "format", "in": "query", "required": False,
@@ -18,31 +19,23 @@ MODEL_HELP = ("Catalog name or alias (llama-3.1-8b), or a size such as 70b; neve
               "the body instead.")
 
 
-def _choices(option: Any) -> list[Any]:
-    """An option's choices: click's Choice type, or (typer 0.2x keeps no click type) its Enum annotation."""
-    choices = getattr(getattr(option, "type", None), "choices", None)
-    if choices:
-        return list(choices)
-    annotation = getattr(getattr(option, "type_descriptor", None), "annotation", None)
-    return list(annotation) if isinstance(annotation, type) and issubclass(annotation, Enum) else []
-
-
-def _schema(option: Any) -> dict[str, Any]:
-    if option.is_flag:
-        return {"type": "boolean", "default": False}
+def _schema(option: Option) -> dict[str, Any]:
+    if option.takes in ("flag", "switch"):
+        return {"type": "boolean", "default": bool(option.default)}
     schema: dict[str, Any] = {"type": "string"}
-    choices = _choices(option)
-    if choices:
-        schema["enum"] = [getattr(c, "value", c) for c in choices]
+    if isinstance(option.takes, type):
+        schema["enum"] = [c.value for c in option.takes]
     default = getattr(option.default, "value", option.default)
-    if default is not None and not callable(default):
+    if default is not None:
         schema["default"] = str(default)
     return schema
 
 
-def parameters(command: Command, fixed: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """One OpenAPI query parameter per field of ``command`` (its help, choices and default), then ``format``."""
-    fields = [{"name": name, "in": "query", "required": bool(option.required),
-               "description": MODEL_HELP if name == "model" else option.help or "",
-               "schema": _schema(option)} for name, option in command.fields.items() if name not in fixed]
+def parameters(command: str, fixed: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """One OpenAPI query parameter per field of ``command`` (its help, choices, default and topic: workload,
+    hardware, parallelism, training, planning, output), then ``format``."""
+    fields = [{"name": name, "in": "query", "required": option.required,
+               "description": MODEL_HELP if name == "model" else option.help,
+               "schema": _schema(option), "x-topic": option.topic}
+              for name, option in fields_of(command).items() if name not in fixed]
     return [*fields, FORMAT_FIELD]

@@ -28,7 +28,7 @@ CASES = [
     # multi-head latent attention over 8 GPUs: the latent is on every GPU whole
     ("--model", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--batch", "4", "--prompt-tokens", "4k",
      "--dtype", "fp8"),
-    # transformers in a CUDA graph: the fixed cost counted per operation (item 31)
+    # transformers in a CUDA graph: the fixed cost counted per operation (profile hf-graph)
     ("--model", "llama-3.1-8b", "--gpu", "h200", "--profile", "hf-graph", "--batch", "8", "--output-tokens", "64"),
 ]
 

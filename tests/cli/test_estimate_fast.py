@@ -1,6 +1,7 @@
-"""The `estimate` console script's own parser (estimate_fast.py) against the typer command it stands for.
+"""The `estimate` console script's own parser (`estimator.request.words.parse`) against the typer command it stands
+for: both are built from the request layer's option definitions.
 
-Its option table is rebuilt here from the typer command's parameters and compared; then many command lines
+The definitions are rebuilt here from the typer command's parameters and compared; then many command lines
 (hand-picked and random: valid and invalid values, both spellings of each option, ``--name=VALUE``, repeats, stray
 words, ``--help``) are parsed both ways: wherever the fast parser takes a line, typer takes it too and gives the
 same parameters, and end to end the script prints the same bytes on both streams and exits with the same status.
@@ -19,13 +20,21 @@ from typing import Any, get_args
 import pytest
 import typer
 
-from estimator.cli import estimate, estimate_fast
-from estimator.cli.estimate_fast import OPTIONS, REQUIRED, Opt, parse
+from estimator.cli import estimate
 from estimator.errors import WorkloadInvalid
+from estimator.request.options import Option, options_of
+from estimator.request.words import parse as parse_words
+
+OPTIONS = options_of("estimate")
+
+
+def parse(args: list[str]) -> tuple[dict[str, Any], list[str]] | None:
+    return parse_words("estimate", args)
+
 
 MODEL = ("--model", "llama-3.2-1b")
 VALUES: dict[str, list[str]] = {
-    "str": ["8", "70b", "h100", "32Ki", "a b", "x=y", "ünï", "", "-1", "--gpu", "-"],
+    "text": ["8", "70b", "h100", "32Ki", "a b", "x=y", "ünï", "", "-1", "--gpu", "-"],
     "int": ["64", "007", "0", "1_000", " 5", "+3", "-1", "x", "9" * 30, ""],
     "path": ["out.json", "dir/out.csv", "exists.json", "", "-", "-x.json"],
 }
@@ -33,7 +42,7 @@ VALUES: dict[str, list[str]] = {
 
 def _typer_command() -> Any:
     app = typer.Typer(add_completion=False)
-    app.command()(estimate.estimate_command)
+    app.command()(estimate.estimate_command_function())
     return typer.main.get_command(app)
 
 
@@ -45,18 +54,17 @@ def _kind(param: Any) -> str | type[Enum]:
         return "flag"
     if isinstance(leaf, type) and issubclass(leaf, Enum):
         return leaf
-    return {str: "str", int: "int", Path: "path"}[leaf]
+    return {str: "text", int: "int", Path: "path"}[leaf]
 
 
-def test_the_table_is_the_typer_commands_options() -> None:
+def test_the_definitions_are_the_typer_commands_options() -> None:
     rebuilt = []
     for param in _typer_command().params:
         assert not param.secondary_opts and not param.multiple and param.nargs == 1 and param.envvar is None
         assert param.expose_value and param.prompt is None
-        rebuilt.append(Opt(param.name, tuple(param.opts), _kind(param), param.default, param.callback is not None,
-                           param.is_eager))
-    assert list(OPTIONS) == rebuilt
-    assert tuple(p.name for p in _typer_command().params if p.required) == REQUIRED
+        rebuilt.append((param.name, tuple(param.opts), _kind(param), param.default, param.required, param.help,
+                        param.callback is not None, param.is_eager))
+    assert rebuilt == [(o.name, o.flags, o.takes, o.default, o.required, o.help, o.checked, o.eager) for o in OPTIONS]
 
 
 def _typer_params(args: list[str]) -> dict[str, Any] | Exception:
@@ -71,21 +79,21 @@ def _fast_params(args: list[str]) -> dict[str, Any] | Exception | None:
     if parsed is None:
         return None
     try:
-        return estimate_fast._checked(*parsed)
+        return estimate.checked(*parsed)
     except WorkloadInvalid as error:
         return error
 
 
-def _word(opt: Opt, rng: random.Random, folder: Path) -> list[str]:
+def _word(opt: Option, rng: random.Random, folder: Path) -> list[str]:
     flag = rng.choice(opt.flags)
-    if opt.kind == "flag":
+    if opt.takes == "flag":
         return [flag] if rng.random() < 0.9 else [f"{flag}=1"]
-    if isinstance(opt.kind, type):
-        values = [*(c.value for c in opt.kind), next(iter(opt.kind)).value.upper(), "bogus"]
+    if isinstance(opt.takes, type):
+        values = [*(c.value for c in opt.takes), next(iter(opt.takes)).value.upper(), "bogus"]
     else:
-        values = VALUES[str(opt.kind)]
+        values = VALUES[str(opt.takes)]
     value = rng.choice(values)
-    if opt.kind == "path" and value and not value.startswith("-"):
+    if opt.takes == "path" and value and not value.startswith("-"):
         value = str(folder / value) if rng.random() < 0.8 else str(folder / "missing" / value)
     if flag.startswith("--") and rng.random() < 0.3:
         return [f"{flag}={value}"]
@@ -165,8 +173,8 @@ def test_the_script_prints_what_the_typer_command_prints(tmp_path: Path, monkeyp
               [*MODEL, "--format", "yaml"], [*MODEL, "--group-size", "x"]]
     assert sum(parse(args) is not None for args in lines) >= 20
     for args in lines:
-        fast = (*_run(estimate_fast.estimate_main, args, monkeypatch), _taken(tmp_path / "out.json"))
-        slow = (*_run(estimate.estimate_main, args, monkeypatch), _taken(tmp_path / "out.json"))
+        fast = (*_run(estimate.estimate_main, args, monkeypatch), _taken(tmp_path / "out.json"))
+        slow = (*_run(estimate.typer_main, args, monkeypatch), _taken(tmp_path / "out.json"))
         assert fast == slow, args
 
 
@@ -182,7 +190,7 @@ def _taken(path: Path) -> bytes | None:
 def test_the_plain_path_imports_no_typer() -> None:
     import subprocess
 
-    code = ("import sys; from estimator.cli.estimate_fast import estimate_main; sys.argv = ['estimate', '--model', "
+    code = ("import sys; from estimator.cli.estimate import estimate_main; sys.argv = ['estimate', '--model', "
             "'llama-3.2-1b', '--gpu', 'h100', '--format', 'json']; estimate_main(); "
             "sys.stderr.write(' '.join(m for m in sys.modules if m.split('.')[0] in ('typer', 'rich')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -195,12 +203,11 @@ def test_the_script_ends_as_the_typer_command_ends(raised: BaseException, monkey
     def failing(params: dict[str, Any]) -> None:
         raise raised
 
-    monkeypatch.setattr("estimator.cli.estimate_run.run_estimate", failing)
     monkeypatch.setattr("estimator.cli.estimate.run_estimate", failing)
     args = [*MODEL, "--gpu", "h100"]
     assert parse(args) is not None
-    fast = _run(estimate_fast.estimate_main, args, monkeypatch)
-    assert fast == _run(estimate.estimate_main, args, monkeypatch)
+    fast = _run(estimate.estimate_main, args, monkeypatch)
+    assert fast == _run(estimate.typer_main, args, monkeypatch)
     assert fast[0] != 0
 
 
@@ -210,8 +217,8 @@ def test_a_completion_request_goes_to_typer(instruction: str, monkeypatch: pytes
     monkeypatch.setenv("COMP_WORDS", "estimate --mo")
     monkeypatch.setenv("COMP_CWORD", "1")
     args = [*MODEL, "--gpu", "h100", "--format", "json"]
-    assert estimate_fast._completing()
-    assert _run(estimate_fast.estimate_main, args, monkeypatch) == _run(estimate.estimate_main, args, monkeypatch)
+    assert estimate.completing()
+    assert _run(estimate.estimate_main, args, monkeypatch) == _run(estimate.typer_main, args, monkeypatch)
 
 
 def test_the_script_freezes_its_objects_at_exit_only() -> None:
@@ -220,7 +227,7 @@ def test_the_script_freezes_its_objects_at_exit_only() -> None:
     # an exit handler registered before the script runs after the script's own (atexit runs them last in, first out)
     code = ("import atexit, gc, sys\n"
             "atexit.register(lambda: sys.stderr.write(f'frozen at exit: {gc.get_freeze_count() > 0}'))\n"
-            "from estimator.cli.estimate_fast import estimate_main\n"
+            "from estimator.cli.estimate import estimate_main\n"
             "sys.argv = ['estimate', '--model', 'llama-3.2-1b', '--gpu', 'h100', '--format', 'json']\n"
             "estimate_main(); estimate_main()\n"
             "sys.stderr.write(f'frozen before: {gc.get_freeze_count() > 0}, collecting: {gc.isenabled()}; ')\n")

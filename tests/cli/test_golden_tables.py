@@ -28,7 +28,7 @@ TRAIN = {
     "train-qlora-llama-3.1-8b-rtx-4090": ["--model", "llama-3.1-8b", "--mode", "train", "--lora-rank", "16",
                                           "--qlora", "--recompute", "full", "--batch", "1", "--seq-len", "2048",
                                           "--gpu", "rtx-4090"],
-    # the hf profile's eager step: each phase's GPU time beside its counted host dispatch (docs/accuracy.md item 22)
+    # the hf profile's eager step: each phase's GPU time beside its counted host dispatch
     "train-hf-qwen2.5-0.5b-h200": ["--model", "qwen2.5-0.5b", "--mode", "train", "--precision", "bf16",
                                    "--recompute", "full", "--batch", "4", "--seq-len", "2048", "--gpu", "h200",
                                    "--profile", "hf", "--explain"],

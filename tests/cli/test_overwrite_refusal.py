@@ -1,7 +1,7 @@
 """Fuzz-campaign class 'every output overwrites without asking': an existing output file is replaced only with
 --force, and the refusal is one line before any work (stdout empty, the old file untouched). --force is one
-option (estimator/cli/options.py) in every command that writes; calibrate keeps other cards' entries and refuses
-only to replace this card's entry or a file that is no calibration file."""
+option (defined once in estimator/request/options.py) in every command that writes; calibrate keeps other cards'
+entries and refuses only to replace this card's entry or a file that is no calibration file."""
 
 from __future__ import annotations
 
@@ -112,17 +112,13 @@ def test_calibrate_out_in_a_missing_folder_is_refused_before_measuring(cli: Cli,
 
 def test_the_http_api_takes_no_force(tmp_path: Path) -> None:
     """`estimator serve` writes no file: --force is no request field, and a request naming it is refused."""
-    from estimator.cli.estimate import estimate_command
-    from estimator.cli.plan import plan_command
-    from estimator.cli.sweep import sweep_command
-    from estimator.serve.fields import RequestInvalid, command_fields, parse
+    from estimator.serve.fields import RequestInvalid, fields_of, parse
 
-    for name, function in (("estimate", estimate_command), ("plan", plan_command), ("sweep", sweep_command)):
-        fields = command_fields(name, function)
-        assert "force" not in fields.fields and "output" not in fields.fields
-    estimate = command_fields("estimate", estimate_command)
+    for name in ("estimate", "plan", "sweep"):
+        fields = fields_of(name)
+        assert "force" not in fields and "output" not in fields
     with pytest.raises(RequestInvalid, match="'force' is not a field of estimate"):
-        parse(estimate, [("model", "llama-3.1-8b"), ("gpu", "h100"), ("force", "true")])
+        parse("estimate", [("model", "llama-3.1-8b"), ("gpu", "h100"), ("force", "true")])
 
 
 def test_validate_save_into_a_file_of_no_rows_is_refused_before_measuring(cli: Cli, tmp_path: Path) -> None:

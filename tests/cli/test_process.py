@@ -40,7 +40,7 @@ import importlib.metadata, sys
 calls = []
 real = importlib.metadata.entry_points
 importlib.metadata.entry_points = lambda *a, **k: calls.append(k) or real(*a, **k)
-from estimator.cli.estimate_fast import estimate_main
+from estimator.cli.estimate import estimate_main
 sys.argv = ['estimate', '--model', 'llama-3.2-1b', '--gpu', 'h100', '--format', 'json']
 estimate_main()
 sys.stderr.write(f'searches={len(calls)}')

@@ -120,12 +120,17 @@ def test_train_mode_refuses_inference_options(args: list[str], message: str, tmp
 
 
 def test_train_mode_refuses_inference_options_through_params() -> None:
-    """The same refusal where `oom` builds the report from parsed options (report_for_params)."""
+    """The same refusal where `oom` builds the report from parsed options (report_for_params): in the library's
+    terms, located at the field, worded with the flags where the CLI prints it."""
     from estimator.cli.estimate import estimate_params, report_for_params
-    from estimator.errors import WorkloadInvalid
+    from estimator.request.errors import FieldInvalid
+    from estimator.request.options import flag_of
 
-    with pytest.raises(WorkloadInvalid, match="--gpus applies to inference"):
+    with pytest.raises(FieldInvalid) as caught:
         report_for_params(estimate_params([*BASE, "--gpus", "8"]))
+    assert str(caught.value) == "gpus applies to inference; use tp, pp and dp in mode train"
+    assert caught.value.field == "gpus"
+    assert caught.value.worded(flag_of) == "--gpus applies to inference; use --tp, --pp and --dp in --mode train"
 
 
 def test_training_on_two_servers_splits_the_step(cli: Callable[..., CliResult]) -> None:

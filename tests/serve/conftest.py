@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from fastapi.testclient import TestClient
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def client() -> TestClient:
     pytest.importorskip("fastapi", reason="estimator serve needs the [serve] extra: pip install '.[serve]'")
     pytest.importorskip("httpx2", reason="FastAPI's TestClient needs httpx2")

@@ -1,0 +1,85 @@
+"""Run a request: `estimate_request` gives the Report (or, for ``mode`` train, the TrainingReport) of a typed
+`EstimateRequest`, choosing its hardware and formats as the CLI does; `estimate_for` builds the request from option
+values first (``estimate_for(model="llama-3.1-8b", gpu="h100", gpus=8, prompt_tokens="8k")``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from estimator.request.choices import Mode
+
+if TYPE_CHECKING:
+    from estimator.catalog.architecture import ModelSpec
+    from estimator.catalog.registry import Catalog
+    from estimator.inference.report import Report
+    from estimator.request.models import EstimateRequest
+    from estimator.training.report import TrainingReport
+
+
+def catalog_for(specs_dir: Path | None) -> Catalog:
+    """The packaged catalog, or the one in ``specs_dir``."""
+    from estimator.catalog.registry import Catalog, default_catalog
+
+    return default_catalog() if specs_dir is None else Catalog.load(specs_dir)
+
+
+def estimate_request(request: EstimateRequest, catalog: Catalog | None = None,
+                     model: ModelSpec | None = None) -> Report | TrainingReport:
+    """The report of ``request``: read over ``catalog`` (default: the request's specs_dir, else the packaged one),
+    for ``model`` when given (a config.json already read), else the request's model name."""
+    from estimator.errors import WorkloadInvalid
+    from estimator.request.errors import FieldInvalid, in_fields
+    from estimator.request.options import field_of_flag
+
+    chosen = catalog_for(request.specs_dir) if catalog is None else catalog
+    spec = chosen.model(request.job.model) if model is None else model
+    try:
+        if request.job.mode is Mode.train:
+            from estimator.request.training import training_report
+
+            return training_report(chosen, spec, request)
+        return inference_report(chosen, spec, request)
+    except WorkloadInvalid as error:  # from below, naming options by their flags: located at the field named first
+        located = None if isinstance(error, FieldInvalid) else in_fields(str(error), field_of_flag)
+        if located is None:
+            raise
+        raise located from None
+
+
+def estimate_for(catalog: Catalog | None = None, **values: Any) -> Report | TrainingReport:
+    """The report for the estimate command's options given as keyword arguments, by field name (texts such as
+    ``"8k"`` or numbers); each converted and checked as the CLI converts it."""
+    from estimator.request.convert import estimate_request_of
+
+    return estimate_request(estimate_request_of(values), catalog)
+
+
+def inference_report(catalog: Catalog, model: ModelSpec, request: EstimateRequest) -> Report:
+    """The inference Report of a request."""
+    from pydantic import ValidationError
+
+    from estimator.catalog.registry import validation_message
+    from estimator.errors import WorkloadInvalid
+    from estimator.inference.estimate import estimate
+    from estimator.inference.workload import InferenceWorkload
+    from estimator.live.calibration import calibrated_profile
+    from estimator.request.formats import kv_format, weights_format
+    from estimator.request.hardware import resolve, with_gpu_memory
+
+    job, hw = request.job, request.hardware
+    experts = 1 if hw.ep is None else hw.ep
+    resolved = resolve(catalog, hw, max(hw.gpus, experts))
+    gpu = with_gpu_memory(resolved.gpu, hw.gpu_memory)
+    weights = weights_format(catalog, model, job.dtype, job.group_size)
+    profile = calibrated_profile(catalog.profiles.get(job.profile), gpu, request.calibration)
+    try:
+        workload = InferenceWorkload(
+            batch=job.batch, prompt_tokens=job.prompt_tokens, output_tokens=job.output_tokens,
+            weight_format=weights, kv_format=kv_format(catalog, weights, job.kv_dtype), tensor_parallel=hw.gpus,
+            logits=job.logits.value, mla_cache=None if job.mla_cache is None else job.mla_cache.value,
+            profile=profile)
+    except ValidationError as error:
+        raise WorkloadInvalid(validation_message(error)) from None
+    return estimate(model, gpu, workload, requested_gpu=hw.gpu or "", system=resolved.system, nodes=resolved.nodes,
+                    system_assumed=resolved.assumed, gpu_alone=hw.system is None, ep=experts)

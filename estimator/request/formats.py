@@ -1,0 +1,90 @@
+"""Number formats a request names: the weights' (``dtype``, else the checkpoint's own), the KV cache's, with
+``group_size`` applied; and the inference workload that plan's and sweep's points share."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from estimator.request.errors import FieldInvalid
+
+if TYPE_CHECKING:
+    from estimator.catalog.architecture import ModelSpec
+    from estimator.catalog.registry import Catalog
+    from estimator.catalog.specs import NumberFormat
+    from estimator.inference.workload import InferenceWorkload
+
+KV_FORMATS_HINT = "use fp32, fp16, bf16, fp8 or int8"
+
+
+def number_format(catalog: Catalog, name: str, group_size: int | None) -> NumberFormat:
+    """A weight format by name, with ``group_size`` applied where the format is grouped."""
+    fmt = catalog.formats.get(name)
+    if group_size is not None:
+        _check_group_size(group_size)
+        if fmt.group_size is None:
+            raise FieldInvalid("group_size", "{group_size} applies to grouped formats (gptq-int4, awq-int4, nf4, "
+                               "mxfp4, nvfp4), not {name}", name=fmt.name)
+        fmt = fmt.with_group_size(group_size)
+    return fmt
+
+
+def weights_format(catalog: Catalog, model: ModelSpec, dtype: str | None, group_size: int | None) -> NumberFormat:
+    """``dtype`` when given; else the checkpoint's own format: its file headers' bytes (a folder of safetensors,
+    a .gguf file), else its quantization_config, else bf16."""
+    if dtype is not None:
+        return number_format(catalog, dtype, group_size)
+    if model.stored is not None and model.arch is not None:
+        from estimator.model.memory import stored_format
+
+        compute = (catalog.formats.get(model.checkpoint.base).compute_dtype if model.checkpoint is not None
+                   else model.stored.compute_dtype)
+        return stored_format(model.arch, model.stored, catalog.formats.get(compute))
+    if model.checkpoint_error is not None:
+        from estimator.errors import WorkloadInvalid
+
+        raise WorkloadInvalid(model.checkpoint_error)
+    if model.checkpoint is None:
+        return number_format(catalog, "bf16", group_size)
+    from estimator.catalog.checkpoint_quant import checkpoint_format
+
+    fmt = checkpoint_format(model.checkpoint, catalog.formats.get(model.checkpoint.base))
+    if group_size is not None:
+        _check_group_size(group_size)
+    return fmt.with_group_size(group_size) if group_size is not None and fmt.group_size is not None else fmt
+
+
+def _check_group_size(group_size: int) -> None:
+    """A group holds at least one weight: a zero or negative size would divide the scale bits by nothing or make
+    them negative (the fuzz campaign's `--group-size -1` gave negative weights that "fit")."""
+    if group_size < 1:
+        raise FieldInvalid("group_size", "{group_size} must be a positive number of weights per group, got {size}",
+                           size=group_size)
+
+
+def kv_format(catalog: Catalog, weights: NumberFormat, kv_dtype: str | None) -> NumberFormat:
+    """The KV-cache format: as asked, else the compute precision (fp16 models cache fp16, quantized ones bf16)."""
+    if kv_dtype is None:
+        return catalog.formats.get(weights.compute_dtype if weights.compute_dtype in ("fp32", "fp16") else "bf16")
+    fmt = catalog.formats.get(kv_dtype)
+    if not fmt.kv_cache:
+        raise FieldInvalid("kv_dtype", "{kv_dtype} {name} is not a KV-cache format; {hint}", name=kv_dtype,
+                           hint=KV_FORMATS_HINT)
+    return fmt
+
+
+def inference_workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profile: str, *,
+                       group_size: int | None, logits: str, **fields: int) -> InferenceWorkload:
+    """The validated workload of one of plan's or sweep's points (``fields``: its counts and degree)."""
+    from pydantic import ValidationError
+
+    from estimator.catalog.registry import validation_message
+    from estimator.errors import WorkloadInvalid
+    from estimator.inference.workload import InferenceWorkload
+
+    weights = number_format(catalog, dtype, group_size)
+    kv = kv_format(catalog, weights, kv_dtype)
+    try:
+        return InferenceWorkload(weight_format=weights, kv_format=kv, profile=catalog.profiles.get(profile),
+                                 logits=logits, **fields)
+    except ValidationError as error:
+        raise WorkloadInvalid(validation_message(error)) from None
