@@ -11,7 +11,7 @@ one-element tensor (`estimator.live.host_cost.bare_op_s`). Two things are printe
   the host's cost per operation set to ``k`` × the bare launch measured before that very case (`row_points`), ``k``
   fitted on seed 5's `fit` rows alone (`fit_ratio`): how much of those terms' error is the host's state.
 
-    python benchmarks/host_state.py
+    python -m lab.accuracy.host_state
 """
 
 from __future__ import annotations

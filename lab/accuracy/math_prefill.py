@@ -1,6 +1,6 @@
-"""What the math SDPA kernel's prefills measured (benchmarks/measure_math_prefill.py rows), beside the estimate.
+"""What the math SDPA kernel's prefills measured (lab/measure/math_prefill.py rows), beside the estimate.
 
-    python benchmarks/math_prefill.py FILE.jsonl [--kernels] [--split fit|held-out|all]
+    python -m lab.accuracy.math_prefill FILE.jsonl [--kernels] [--split fit|held-out|all]
 
 For each ``kind=sdpa_math`` row (SDPA alone): the kernels by kind and their time per score. For each prefill row of
 a random Falcon-style architecture: the ``hf`` estimate on the card the row names beside the measured median (the

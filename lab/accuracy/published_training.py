@@ -1,7 +1,7 @@
 """Predicted vs published multi-node training throughput (tokens/s/GPU), every case of
 tests/data/published/training.yaml.
 
-    python benchmarks/published_training.py [--profile megatron] [--data tests/data/published/training.yaml]
+    python -m lab.accuracy.published_training [--profile megatron] [--data tests/data/published/training.yaml]
 
 Each case is a GPT model of the source's shape (GPT-2 layout: LayerNorm, GeLU 4h MLP, learned positions, tied
 embeddings) with its published layout and batch, data parallel over the rest, estimated by `estimate_training` —

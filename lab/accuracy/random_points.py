@@ -1,14 +1,15 @@
-"""Predicted vs measured for the random architectures of benchmarks/measure_random.py (tests/data/measured/random).
+"""Predicted vs measured for the random architectures of lab/measure/random_architectures.py
+(tests/data/measured/random).
 
-    python benchmarks/random_points.py [FILES ...] [--split SPLIT|all] [--term TERM] [--cases] [--calibration host]
+    python -m lab.accuracy.random_points [FILES ...] [--split SPLIT|all] [--term TERM] [--cases] [--calibration host]
 
 Each row carries its config.json, so the model is built from it (no catalog entry). Predictions use the shipped
 profiles in the row's dtype: ``hf`` for prefill, eager decode and training, ``hf-graph`` for the HF decode
 captured in a CUDA graph, ``optimized`` for the lean decode. The split: seed 0's rows carry ``split`` (``fit``
 rows may have shaped a mechanism, ``held-out`` rows never did); every row of seeds 1 and 2 is held out (those
-were measured in the same session but not looked at until the mechanisms were written); rows of the seeds in
-``FRESH_SEEDS`` are ``fresh``: measured in a later session, before the second pass of mechanisms was written
-(docs/accuracy.md says which), and judged apart. A seed measured in a call that ran `estimator calibrate` first
+were measured in the same device call but not looked at until the mechanisms were written); rows of the seeds in
+``FRESH_SEEDS`` are ``fresh``: measured in a later device call, before the host, fp32-kernel and graph
+mechanisms were written, and judged apart. A seed measured in a call that ran `estimator calibrate` first
 (``h200-…-seed<N>-calibration.yaml`` beside its rows: seeds 4 and 5) is held out twice over: ``seed N`` predicts it
 with the shipped profiles, ``seed N cal`` with that call's calibration applied to them (what a user who ran
 `calibrate` on that machine gets; ``--calibration host`` applies only its host cost per operation). Seed 5's rows
@@ -42,15 +43,17 @@ DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "measured" / "ra
 FIT_SEED = 0
 FRESH_SEEDS = (3,)
 CALIBRATED_SEEDS = (4, 5, 6)  # seeds whose call ran `estimator calibrate` first (h200-…-seed<N>-calibration.yaml)
-# seed 5 (fourth pass) carries the kernels' busy time; its `fit` rows may shape a mechanism and join `fit`, its
+# seed 5 carries the kernels' busy time; its `fit` rows may shape a mechanism and join `fit`, its
 # `held-out` rows are judged as `seed 5` (and `seed 5 cal`)
 SPLIT_SEEDS = (5,)
-# seed 7: lean decodes only (measure_random.py --lean), measured after item 17's decode_attention was set
+# seed 7: lean decodes only (random_architectures.py --lean), measured after `optimized`'s decode_attention was set
 LEAN_SEEDS = (7,)
-# seed 8: training steps only (measure_random.py --inference 0), measured after item 22's operation count was committed
+# seed 8: training steps only (random_architectures.py --inference 0), measured after the training step's
+# operation count was committed
 TRAIN_SEEDS = (8,)
-# seeds 9 and 10: prefills only (measure_random.py --prefill-only); seed 9 measured before item 23's GEMM rule was
-# written and read after it was committed, seed 10 measured after items 23-24 were committed (e8ad999)
+# seeds 9 and 10: prefills only (random_architectures.py --prefill-only); seed 9 measured before the GEMM rule was
+# written and read after it was committed, seed 10 measured after it and the strided elementwise rate were
+# committed (e8ad999)
 PREFILL_SEEDS = (9, 10, 11)
 SPLITS = ("fit", "held-out", "fresh", *(f"seed {n}{cal}" for n in CALIBRATED_SEEDS for cal in ("", " cal")),
           *(f"seed {n}" for n in (*LEAN_SEEDS, *TRAIN_SEEDS, *PREFILL_SEEDS)))

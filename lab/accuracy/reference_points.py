@@ -1,6 +1,6 @@
 """Predicted vs measured on the H200 reference points (tests/data/measured/reference/h200-measured.jsonl).
 
-    python benchmarks/reference_points.py [path/to/h200-measured.jsonl]
+    python -m lab.accuracy.reference_points [path/to/h200-measured.jsonl]
 
 Prints one line per measured point: the estimator's prediction, the measurement and the relative error, for
 weights, KV cache, prefill activation peak, prefill latency (hf profile) and decode step (optimized profile for

@@ -1,6 +1,6 @@
-"""Predicted vs measured for tensor-parallel runs (rows of kind "tp" written by benchmarks/measure_tp.py).
+"""Predicted vs measured for tensor-parallel runs (rows of kind "tp" written by lab/measure/tensor_parallel.py).
 
-    python benchmarks/tp_points.py tests/data/measured/h200x2-tp.jsonl
+    python -m lab.accuracy.tp_points tests/data/measured/h200x2-tp.jsonl
 
 For each case: weights and KV cache per GPU (exact), NVML used per GPU vs the estimate's per-GPU total, decode
 step (CUDA graph) vs the optimized profile, prefill vs the optimized profile; relative error of each.

@@ -1,7 +1,7 @@
 """Predicted vs measured for every ``kind=train`` row of a measurement file (same format as
 tests/data/measured/reference/h200-measured.jsonl; see its README h200-measured.md).
 
-    python benchmarks/training_points.py [path/to/measurements.jsonl] [--gpu h200]
+    python -m lab.accuracy.training_points [path/to/measurements.jsonl] [--gpu h200]
 
 For each row: the estimator's steady-state peak of torch-allocated bytes (``memory.peak_tensor_bytes``; the
 measurement's ``steady_peak`` is the peak minus what was allocated before the model was built) and the step time

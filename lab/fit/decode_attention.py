@@ -1,6 +1,6 @@
-"""The decode attention kernel's tiles (issue 15, item 17), read from the probe of the kernel alone.
+"""The decode attention kernel's tiles, read from the probe of the kernel alone.
 
-``tests/data/measured/attention/h200-2026-12-01-decode-attention.jsonl`` (``benchmarks/measure_decode_attention.py``
+``tests/data/measured/attention/h200-2026-12-01-decode-attention.jsonl`` (``lab/measure/decode_attention.py``
 on the H200, PyTorch 2.11) times SDPA with one query per sequence over a cache — the lean decode's attention — for
 310 shapes, with the kernels one call launches. This script reads from its rows what the `optimized` profile's
 ``decode_attention`` states, and how well the rule fits:
@@ -16,7 +16,7 @@ on the H200, PyTorch 2.11) times SDPA with one query per sequence over a cache �
   floor.
 
     pip install '.[test]'                           # numpy, for the least squares
-    python benchmarks/decode_attention.py          # the fit and its residuals by split
+    python -m lab.fit.decode_attention          # the fit and its residuals by split
 """
 
 from __future__ import annotations

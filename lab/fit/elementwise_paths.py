@@ -1,14 +1,14 @@
-"""The rate of PyTorch's non-vectorized elementwise kernels (issue 15, item 24), read from the probe of
-benchmarks/measure_elementwise_paths.py (tests/data/measured/h200-2026-12-02-elementwise-paths.jsonl, the H200).
+"""The rate of PyTorch's non-vectorized elementwise kernels, read from the probe of
+lab/measure/elementwise_paths.py (tests/data/measured/h200-2026-12-02-elementwise-paths.jsonl, the H200).
 
 TensorIterator's generic kernels (``elementwise_kernel`` for strided or broadcast operands, ``unrolled_elementwise_
 kernel`` for a cast to a wider type) process a fixed number of output elements per second whatever the dtype, far
 below what the bandwidth would allow; the vectorized kernels run at the bandwidth. The rate is the median over the
 probe's strided and cast rows of 2,048 tokens and more (smaller ones hold a kernel's fixed time) of output elements ÷
-time; each row's output elements are counted as benchmarks/count_elementwise.py counts them (rotate_half is a negation
+time; each row's output elements are counted as lab/measure/count_elementwise.py counts them (rotate_half is a negation
 over half the heads' width and a concatenation over all of it):
 
-    python benchmarks/elementwise_paths.py
+    python -m lab.fit.elementwise_paths
 """
 
 from __future__ import annotations

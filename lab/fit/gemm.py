@@ -1,6 +1,6 @@
 """Fit and check the GEMM rooflines (`estimator.model.gemms`, the `hf` profiles' ``gemm`` for 16-bit and
-``fp32_gemm``) on the GEMMs measured alone (issue 15, items 23-24;
-tests/data/measured/h200-2026-12-02-prefill-gemm.jsonl, from benchmarks/measure_prefill_gemm.py).
+``fp32_gemm``) on the GEMMs measured alone (
+tests/data/measured/h200-2026-12-02-prefill-gemm.jsonl, from lab/measure/prefill_gemm.py).
 
 Each row is timed by the estimator's own `gemms_s` on the H200's datasheet peaks (989.4 TFLOP/s dense bf16 and fp16,
 66.9 TFLOP/s fp32, 4.8 TB/s); bf16 and fp16 rows are fitted together (the same tensor cores). A
@@ -8,7 +8,7 @@ grid over the kernel's fixed time, the FLOP share and the bandwidth share picks 
 |error| over the ``fit`` rows (even widths and head dims; the mean of the linear rows' and the batched rows'
 medians); the ``check`` rows (the others) are judged with it:
 
-    python benchmarks/prefill_gemm.py            # per dtype class: the fit, then fit and check by kind
+    python -m lab.fit.gemm            # per dtype class: the fit, then fit and check by kind
 """
 
 from __future__ import annotations

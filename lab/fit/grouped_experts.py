@@ -1,6 +1,6 @@
-"""transformers' grouped_mm MoE block in a prefill (issue 15, item 21), read from the probe of that block alone.
+"""transformers' grouped_mm MoE block in a prefill, read from the probe of that block alone.
 
-``tests/data/measured/h200-2026-12-02-moe-block.jsonl`` (``benchmarks/measure_moe_block.py`` on the H200: PyTorch
+``tests/data/measured/h200-2026-12-02-moe-block.jsonl`` (``lab/measure/moe_block.py`` on the H200: PyTorch
 2.11, transformers 5.17) times one MoE layer's feed-forward block, with its kernels' busy time split into grouped
 GEMMs and the rest, for 24 random configs (``fit`` / ``check``) and the catalog's three MoE families (``catalog``,
 fitted on nothing) at 512, 2,048 and 8,192 tokens. This script reads from the ``fit`` rows what the `hf` profiles'
@@ -14,7 +14,7 @@ expert_work`):
   (``dispatch_fit``). The block's wall time beside its kernels' is left to the profile's host figures.
 
     pip install '.[test]'                           # numpy, for the least squares
-    python benchmarks/moe_block.py                 # the figures and their residuals by split
+    python -m lab.fit.grouped_experts                 # the figures and their residuals by split
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Fit the efficiency profiles' calibrated constants to the H200 reference points.
 
-    python benchmarks/fit_profiles.py [path/to/h200-measured.jsonl]
+    python -m lab.fit.profiles [path/to/h200-measured.jsonl]
 
 (default: tests/data/measured/reference/h200-measured.jsonl).
 
@@ -13,7 +13,7 @@ device measurements (context, reservation) or sources, as each profile file says
 - hf: Hugging Face sdpa prefill latencies that are GPU-bound → grid search of (matmul, attention) FLOP efficiency
   minimising the RMS relative error; eager decode at batch 1 → host_per_layer_s (host dispatch per layer).
   (The grouped-KV read of eager decodes at batch ≥ 16, once kv_read_efficiency here, is now measured apart:
-  benchmarks/hf_decode_attention.py, docs/accuracy.md item 19.)
+  lab/fit/repeat_kv.py, docs/accuracy.md.)
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def fit_hf(data: list[dict[str, Any]], base: EfficiencyProfile) -> EfficiencyPro
     profile = base.model_copy(update={"host_per_layer_s": host})
 
     points = _prefill_points(data)
-    # where the profile times 16-bit prefill GEMMs by shape (gemm, items 23-24), the matmul share does not enter
+    # where the profile times 16-bit prefill GEMMs by shape (gemm), the matmul share does not enter
     # these points: only the attention fraction is searched
     shares = [profile.matmul_flop_efficiency] if profile.gemm is not None else [mm / 100 for mm in range(50, 90)]
     return grid_fit(
@@ -138,8 +138,8 @@ def main() -> None:
     drift = [f"{k} {getattr(shipped, k)}" for k in ("matmul_flop_efficiency", "attention_flop_efficiency")
              if getattr(shipped, k) != getattr(hf, k)]
     if drift:  # fitted before later prefill terms existed; the four profiles share them (docs/accuracy.md)
-        print(f"   shipped: {'  '.join(drift)} (fitted on these points before items 5-24 moved the other prefill "
-              "terms; the flash kernels' own time on the random rows reads 0.34, docs/accuracy.md item 24)")
+        print(f"   shipped: {'  '.join(drift)} (fitted on these points before the other prefill "
+              "terms were modelled; the flash kernels' own time on the random rows reads 0.34)")
     for r in data:
         if r["kind"] == "lean_decode":
             _, t = predict(optimized, r["model"], r["batch"], r["context"] - 1, 1)

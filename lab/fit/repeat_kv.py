@@ -1,11 +1,11 @@
-"""Hugging Face's static-cache decode attention (issue 15, item 19), read from the probe of that call alone.
+"""Hugging Face's static-cache decode attention, read from the probe of that call alone.
 
-``tests/data/measured/attention/h200-2026-12-02-hf-decode-attention.jsonl`` (``benchmarks/measure_hf_decode_attention
+``tests/data/measured/attention/h200-2026-12-02-hf-decode-attention.jsonl`` (``lab/measure/hf_decode_attention
 .py`` on the H200: PyTorch 2.11, transformers 5.17) times transformers' ``sdpa_attention_forward`` as a static-cache
 decode calls it — a boolean mask, so ``repeat_kv`` first — and its two parts apart, for 200 shapes in bf16, fp16 and
 fp32. This script reads from its rows what the `hf` and `hf-graph` profiles state, and how well the rule holds:
 
-- the kernels: in 16-bit every call runs cuDNN's ``sdpa_sm80_flash_fprop`` (the lean decode's kernel, item 17) with
+- the kernels: in 16-bit every call runs cuDNN's ``sdpa_sm80_flash_fprop`` (the lean decode's kernel) with
   one KV head per query head, in fp32 PyTorch's memory-efficient ``fmha_cutlassF_f32`` kernels (``kernels``);
 - the copy: ``repeat_kv`` copies several KV heads (an elementwise kernel) and views one (stride 0, no kernel); its time
   is the elements it writes at a rate per dtype, the median over the ``fit`` rows (``copy_rates``);
@@ -20,7 +20,7 @@ across the graph's calls); the fp32 walk is bound by its latency per key, not th
 graph and eager decode rows in ``tests/data/measured/random`` were not used and judge the rule.
 
     pip install '.[test]'                           # numpy, for the least squares
-    python benchmarks/hf_decode_attention.py       # the figures and their residuals by split
+    python -m lab.fit.repeat_kv       # the figures and their residuals by split
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def masked_rate(rows: list[dict[str, Any]]) -> tuple[float, float, dict[str, lis
 
 
 def fp32_terms(rows: list[dict[str, Any]]) -> tuple[float, float, dict[str, list[float]]]:
-    """Item 19's fp32 rule, which item 33's variants replaced (docs/accuracy.md prints both): time = key_s × cache
+    """The two-term fp32 rule the kernel's variants replaced: time = key_s × cache
     positions + pair_s × (sequence, head, position) triples, least squares of the call's SDPA time over rows whose
     heads are copied or own and whose repeated cache is at least 32 MB; (key_s, pair_s, residuals by split)."""
     chosen = [r for r in rows if r["dtype"] == "fp32" and (copied(r) or group(r) == 1) and read_bytes(r) >= MIN_BYTES]

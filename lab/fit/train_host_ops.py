@@ -1,13 +1,13 @@
-"""Fit the `hf` profile's host cost of one training operation per phase (issue 15, item 22).
+"""Fit the `hf` profile's host cost of one training operation per phase.
 
 Seed 2's ``kind=train_parts`` rows (tests/data/measured/random/h200-2026-12-01-seed2-host.jsonl: 30 small random
 models, each trained without and with activation checkpointing, every row `fit`) time a step's forward, backward and
 optimizer step apart, each with the host's issue time. Each phase's operations are the profile's count
-(`estimator.training.host_ops.step_ops`, from benchmarks/count_train_ops.py); the cost of one operation is the
+(`estimator.training.host_ops.step_ops`, from lab/measure/count_train_ops.py); the cost of one operation is the
 median over the rows of issue time ÷ operations, phase by phase. The rows' own CUDA count of the forward
 (``forward_ops``) is printed beside the profile's.
 
-    python benchmarks/train_host_ops.py
+    python -m lab.fit.train_host_ops
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from estimator import default_catalog
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.training.host_ops import step_ops
 from estimator.training.workload import TrainingWorkload
-from lab.accuracy.random_points import _PRECISION, DATA, load, model_of  # benchmarks/, beside this file
+from lab.accuracy.random_points import _PRECISION, DATA, load, model_of
 
 ROWS = DATA / "h200-2026-12-01-seed2-host.jsonl"
 PHASES = ("forward", "backward", "checkpointed forward", "checkpointed backward")

@@ -1,6 +1,6 @@
 """The long fuzz campaign: N seeded command lines and hostile files through the CLI, summarised by problem.
 
-    python benchmarks/fuzz_campaign.py --cases 100000 [--seed 1] [--workers 2] [--write docs/reliability.md]
+    python -m lab.fuzz.campaign --cases 100000 [--seed 1] [--workers 2] [--write docs/reliability.md]
 
 Each worker runs a contiguous share of the cases in-process (tests/fuzz/campaign.py says what a case is and what
 keeping the promise means). Prints the counts; ``--write`` records them in docs/reliability.md with the command.
@@ -71,7 +71,7 @@ def main() -> None:
     lines += [f"  e.g. {e}" for e in examples]
     print("\n".join(lines))
     if args.write is not None:
-        command = f"python benchmarks/fuzz_campaign.py --cases {args.cases} --seed {args.seed} --workers {args.workers}"
+        command = f"python -m lab.fuzz.campaign --cases {args.cases} --seed {args.seed} --workers {args.workers}"
         args.write.write_text(_document(command, lines), encoding="utf-8")
 
 

@@ -1,12 +1,12 @@
-"""Training steps under autocast with full recomputation (issue 15, item 29): random small architectures of seed 13
+"""Training steps under autocast with full recomputation: random small architectures of seed 13
 on many tokens, where the forward and backward (not the optimizer step) set the steady peak, so that whether the
 layers' bf16 copies are held at backward's start shows; each in the reference ``kind=train`` format
 (`estimator.live.measure.measure_train`).
 
-    python benchmarks/measure_amp_recompute.py --out FILE.jsonl [--count 8]
-    python benchmarks/measure_amp_recompute.py --out /tmp/x.jsonl --tiny     # the same code on the CPU
+    python -m lab.measure.amp_recompute --out FILE.jsonl [--count 8]
+    python -m lab.measure.amp_recompute --out /tmp/x.jsonl --tiny     # the same code on the CPU
 
-Drawn after item 29's rule was committed, to judge it: nothing is fitted on these rows.
+Drawn after the rule for autocast's copies was committed, to judge it: nothing is fitted on these rows.
 """
 
 from __future__ import annotations

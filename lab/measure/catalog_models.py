@@ -1,9 +1,10 @@
 """Measure catalog models on the live GPU in one run and stream the rows as JSON lines.
 
-    python benchmarks/measure_h200.py --out DIR [--budget-s 420] [--only MODEL ...]
-    python benchmarks/measure_h200.py --out /tmp/x --tiny      # the same code paths on the CPU, tiny configs
+    python -m lab.measure.catalog_models --out DIR [--budget-s 420] [--only MODEL ...]
+    python -m lab.measure.catalog_models --out /tmp/x --tiny      # the same code paths on the CPU, tiny configs
 
-Rows follow tests/data/measured/reference/h200-measured.jsonl: ``kind=device`` first (NVML before CUDA starts,
+The models and shapes are lab/measure/cases/catalog.yaml. Rows follow
+tests/data/measured/reference/h200-measured.jsonl: ``kind=device`` first (NVML before CUDA starts,
 so run this in a fresh process), then per model ``kind=model`` (load, prefill with logits last/all, HF eager decode),
 ``kind=lean_decode`` (CUDA-graph decode, dense models) and ``kind=train`` (AdamW steps, amp and bf16,
 checkpointing on and off).
@@ -26,35 +27,32 @@ from estimator.catalog.files import read_yaml
 from estimator.catalog.registry import default_catalog
 from estimator.live import measure
 
-PREFILL = [(1, 2048), (1, 8192), (8, 2048)]
-DECODE = [(1, 1024), (16, 4096), (64, 2048)]
-LEAN = [(1, 1024), (1, 16384), (16, 4096), (64, 2048)]
+CASES = Path(__file__).resolve().parent / "cases" / "catalog.yaml"
+Shape = tuple[int, int]
+TrainCase = tuple[str, str, int, int, bool]
 
-# Order = priority: the run stops starting new work when the budget is spent.
-INFERENCE = ["mixtral-8x7b", "qwen2.5-7b", "mistral-7b-v0.1", "llama-2-7b", "gemma-2-9b", "qwen3-30b-a3b"]
-TRAIN = [  # (model, mode, batch, seq, checkpointing): llama-3.2-1b amp b4 s2048 is the reference's row
-    ("llama-3.2-1b", "amp", 4, 2048, False),
-    ("llama-3.2-1b", "amp", 4, 2048, True),
-    ("llama-3.2-1b", "bf16", 4, 2048, False),
-    ("qwen2.5-0.5b", "amp", 4, 2048, False),
-    ("qwen2.5-0.5b", "amp", 4, 2048, True),
-    ("qwen2.5-0.5b", "bf16", 4, 2048, True),
-    ("llama-3.2-3b", "amp", 2, 2048, False),
-    ("llama-3.2-3b", "bf16", 2, 2048, True),
-]
-LATE_INFERENCE = ["llama-3.2-1b", "qwen2.5-0.5b", "gpt2-xl"]
-# --set extra: families no constant was fitted on and the first run did not measure (MoE + MLA, MQA, fused
-# projections, 5:1 local/global windows, qk-norm), and training of three more families.
-EXTRA_INFERENCE = ["deepseek-v2-lite", "phi-3-mini", "gemma-3-1b", "falcon-7b", "qwen3-8b"]
-EXTRA_TRAIN = [
-    ("gemma-3-1b", "amp", 2, 2048, False),
-    ("phi-3-mini", "bf16", 2, 2048, True),
-    ("qwen3-8b", "bf16", 1, 2048, True),
-]
-LEAN_MODELS = ["llama-3.1-8b", "llama-3.2-1b", "qwen2.5-0.5b", "qwen2.5-7b", "mistral-7b-v0.1", "llama-2-7b",
-               "gemma-2-9b"]
-# gpt2 has 1,024 learned positions: its cases stay inside them
-SHORT = {"gpt2-xl": ([(1, 1024), (8, 1024)], [(1, 512), (16, 1000)])}
+
+def _shapes(found: list[list[int]]) -> list[Shape]:
+    return [(int(batch), int(tokens)) for batch, tokens in found]
+
+
+def load_cases(path: Path = CASES) -> dict[str, Any]:
+    """The case file: shapes, per-model shapes and the model sets, as tuples."""
+    data = read_yaml(path)
+    sets = {name: {"inference": list(found.get("inference", [])),
+                   "late_inference": list(found.get("late_inference", [])),
+                   "lean_models": list(found.get("lean_models", [])),
+                   "train": [(str(m), str(mode), int(b), int(q), bool(c))
+                             for m, mode, b, q, c in found.get("train", [])]}
+            for name, found in data["sets"].items()}
+    short = {name: (_shapes(v["prefill"]), _shapes(v["decode"])) for name, v in data.get("short", {}).items()}
+    return {"prefill": _shapes(data["shapes"]["prefill"]), "decode": _shapes(data["shapes"]["decode"]),
+            "lean": _shapes(data["shapes"]["lean"]), "short": short, "sets": sets}
+
+
+_CASES = load_cases()
+PREFILL, DECODE, LEAN = _CASES["prefill"], _CASES["decode"], _CASES["lean"]
+SHORT: dict[str, tuple[list[Shape], list[Shape]]] = _CASES["short"]
 
 
 def catalog_config(name: str) -> dict[str, Any]:
@@ -133,27 +131,28 @@ class _Run:
 
 
 def _extra_set(run: _Run) -> None:
-    for name in EXTRA_INFERENCE:
+    cases = _CASES["sets"]["extra"]
+    for name in cases["inference"]:
         if run.in_budget(name):
             run.infer(name)
-    for name, mode, batch, seq, ckpt in EXTRA_TRAIN:
+    for name, mode, batch, seq, ckpt in cases["train"]:
         if run.in_budget(name):
             run.train(name, mode, batch, seq, ckpt)
 
 
 def _main_set(run: _Run) -> None:
-    lean_only = run.args.lean_only
+    lean_only, cases = run.args.lean_only, _CASES["sets"]["main"]
     if lean_only:
-        for name in LEAN_MODELS:
+        for name in cases["lean_models"]:
             if run.in_budget(name):
                 run.infer(name, prefill=[], decode=[], load=False)
-    for name in INFERENCE:
+    for name in cases["inference"]:
         if run.wanted(name) and run.in_budget(name):
             run.infer(name)
-    for name, mode, batch, seq, ckpt in TRAIN:
+    for name, mode, batch, seq, ckpt in cases["train"]:
         if run.wanted(name) and not lean_only and run.in_budget(name):
             run.train(name, mode, batch, seq, ckpt)
-    for name in LATE_INFERENCE:
+    for name in cases["late_inference"]:
         if run.wanted(name) and run.in_budget(name):
             prefill, decode = SHORT.get(name, (PREFILL, DECODE))
             run.infer(name, prefill=prefill, decode=decode)
@@ -166,7 +165,8 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="limit to these models")
     parser.add_argument("--tiny", action="store_true", help="CPU dry run with toy configs")
     parser.add_argument("--lean-only", action="store_true", help="only the lean decodes (and --only's HF cases)")
-    parser.add_argument("--set", choices=["main", "extra"], default="main", help="which models (see the lists)")
+    parser.add_argument("--set", choices=["main", "extra"], default="main",
+                        help="which set of lab/measure/cases/catalog.yaml")
     args = parser.parse_args()
     run = _Run(args)
     if args.tiny:

@@ -1,10 +1,9 @@
-"""Count the aten operations one transformers forward dispatches, per layer and outside the layers, by family (issue 15,
-item 32).
+"""Count the aten operations one transformers forward dispatches, per layer and outside the layers, by family.
 
 The `hf` profile's host floor is a step's counted operations × the host's cost of one (`timing.host_dispatch_s`), and
 the `hf-graph` profile's GPU floor the same count × a kernel's launch and tail (`timing.fixed_gpu_s`); a family
 without a count falls back to a figure per layer, the same for every model of that depth. The counts of the five
-families `benchmarks/measure_random.py` draws were taken on the H200 (TorchDispatchMode around each measured
+families `lab/measure/random_architectures.py` draws were taken on the H200 (TorchDispatchMode around each measured
 prefill and static-cache decode: `prefill_ops`, `decode_ops` in tests/data/measured/random). This script counts the
 same calls the same way on the CPU, random weights, for those five (it must reproduce their profile counts exactly,
 `--check`) and for the catalog's other families, each from one catalog model's config.json with its widths made
@@ -14,8 +13,8 @@ is outside the layers. Decode is one token at position 32 of a StaticCache, with
 many KV heads as query heads, then with grouped KV heads.
 
     pip install torch==2.13.0 transformers==5.17.0 pyyaml   # the transformers the hf profiles describe
-    python benchmarks/count_eager_ops.py > tests/data/measured/eager-ops-cpu.json
-    python benchmarks/count_eager_ops.py --check tests/data/measured/eager-ops-cpu.json   # against the profiles
+    python -m lab.measure.count_eager_ops > tests/data/measured/eager-ops-cpu.json
+    python -m lab.measure.count_eager_ops --check tests/data/measured/eager-ops-cpu.json   # against the profiles
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ import transformers
 from estimator.live.host_cost import count_ops
 from lab.measure import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 from lab.measure.count_elementwise import SPECS
-from lab.measure.random_architectures import random_config  # benchmarks/measure_random.py, beside this file
+from lab.measure.random_architectures import random_config  # lab/measure/random_architectures.py, beside this file
 
 MEASURED = ("llama", "qwen2", "mistral", "gemma2", "gpt2")  # counted on the H200 (tests/data/measured/random)
 # families of the catalog, each from one model's config.json in specs/models/ with its widths replaced

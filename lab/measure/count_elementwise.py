@@ -1,4 +1,4 @@
-"""Count the elementwise passes one transformers decoder layer makes per token, by family and dtype (issue 15, item 18).
+"""Count the elementwise passes one transformers decoder layer makes per token, by family and dtype.
 
 The `hf` profile times a prefill's elementwise kernels (norms, rotary, activations, residual adds, casts, copies) as
 ``elementwise_hidden_passes`` × hidden + ``elementwise_ffn_passes`` × FFN width elements moved per token and layer.
@@ -11,7 +11,7 @@ the difference of 128 and 64 tokens, checked against that of 256 and 128. Passes
 size, in bf16 and in fp32 (where RMSNorm's upcast to fp32 copies nothing).
 
     pip install torch==2.13.0 transformers==5.17.0 pyyaml   # the transformers the hf profile describes
-    python benchmarks/count_elementwise.py > tests/data/measured/elementwise-passes.json
+    python -m lab.measure.count_elementwise > tests/data/measured/elementwise-passes.json
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from lab.measure import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
-from lab.measure.random_architectures import random_config  # benchmarks/measure_random.py, beside this file
+from lab.measure.random_architectures import random_config  # lab/measure/random_architectures.py, beside this file
 
-FAMILIES = ("llama", "qwen2", "mistral", "gemma2", "gpt2")  # measure_random.py's, drawn by random_config
+FAMILIES = ("llama", "qwen2", "mistral", "gemma2", "gpt2")  # random_architectures.py's, drawn by random_config
 # families of the catalog, each from one model's config.json in specs/models/ with its widths replaced
 CATALOG_FAMILIES = {"qwen3": "qwen3-8b", "gemma3_text": "gemma-3-1b", "phi3": "phi-3-mini", "olmo2": "olmo-2-7b"}
 SPECS = Path(__file__).resolve().parents[2] / "specs" / "models"
@@ -45,7 +45,7 @@ VOCAB = 512
 
 def runs_strided(inputs: list[torch.Tensor], out: torch.Tensor) -> bool:
     """Whether CUDA runs this operation on TensorIterator's generic, non-vectorized kernels (``elementwise_kernel``,
-    ``unrolled_elementwise_kernel``; benchmarks/measure_elementwise_paths.py): an operand broadcast (more than one
+    ``unrolled_elementwise_kernel``; lab/measure/elementwise_paths.py): an operand broadcast (more than one
     element, fewer than the output's) or not contiguous (rotary embedding on the transposed heads, RMSNorm's
     ``hidden * rsqrt(variance)`` and ``weight * hidden``), a non-contiguous output, or a cast to a wider type
     (16-bit to fp32; fp32 to 16-bit has its own vectorized copy). A reduction (an input larger than its output, as

@@ -1,9 +1,9 @@
-"""Count the aten operations a transformers training step dispatches, by family and precision (issue 15, item 22).
+"""Count the aten operations a transformers training step dispatches, by family and precision.
 
 The `hf` profile times an eager training step's host dispatch as operations × the host's cost per operation
 (`estimator.training.host_ops`). This script reads the operations from transformers' own model (a TorchDispatchMode,
 random weights, toy widths: the count does not depend on width or tokens): the forward under the loss, and its
-backward, with activation checkpointing off and on (non-reentrant, as `measure_random.py` and transformers'
+backward, with activation checkpointing off and on (non-reentrant, as `random_architectures.py` and transformers'
 `gradient_checkpointing_enable` run it), in bf16, under autocast (amp: fp32 weights, bf16 compute) and in fp32.
 One layer is the difference of a 2-layer and a 1-layer model, checked against a 3-layer one; what the step does
 outside the layers (embedding, final norm, head, loss) is the 1-layer count less one layer.
@@ -14,9 +14,9 @@ PyTorch's math kernel (fp32 with grouped KV heads on CUDA, `attention_kernels.ru
 family (phi3's fused QKV projection makes its math kernel one operation fewer).
 
     # on the H200 (PyTorch 2.11, transformers 5.17): what the hf profiles ship
-    python benchmarks/count_train_ops.py --device cuda > tests/data/measured/train-ops.json
+    python -m lab.measure.count_train_ops --device cuda > tests/data/measured/train-ops.json
     # on a CPU machine: pip install torch==2.13.0 transformers==5.17.0 pyyaml
-    python benchmarks/count_train_ops.py > tests/data/measured/train-ops-cpu.json
+    python -m lab.measure.count_train_ops > tests/data/measured/train-ops-cpu.json
 
 The two agree for the decoder families but in the checkpointed forward, where CUDA issues two more operations a
 layer (checkpointing stashes the CUDA RNG state); GPT-2's MLP and phi3's fused projections dispatch differently.
@@ -40,7 +40,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from estimator.live.host_cost import count_ops
 from lab.measure import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
-from lab.measure.count_elementwise import CATALOG_FAMILIES, FAMILIES  # benchmarks/, beside this file
+from lab.measure.count_elementwise import CATALOG_FAMILIES, FAMILIES
 from lab.measure.count_elementwise import _config as family_config
 
 MODES = ("bf16", "amp", "fp32")
@@ -50,7 +50,7 @@ VOCAB = 256
 
 
 def toy_config(family: str, layers: int, kv_heads: int) -> dict[str, Any]:
-    """``family``'s config (measure_random's draw, or a catalog model's) at toy width and ``layers`` deep."""
+    """``family``'s config (random_architectures's draw, or a catalog model's) at toy width and ``layers`` deep."""
     config = family_config(family, 64, layers)
     if family == "gpt2":
         config.update(n_embd=8 * HEADS, n_head=HEADS, n_layer=layers, n_inner=None, vocab_size=VOCAB,

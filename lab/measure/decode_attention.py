@@ -1,4 +1,4 @@
-"""The decode step's attention kernel alone, and the small kernels around it (issue 15, seventh pass).
+"""The decode step's attention kernel alone, and the small kernels around it.
 
 The lean CUDA-graph decode (``estimator.live.lean``, the `optimized` profile's measurement) runs attention as
 PyTorch SDPA with one query per sequence (q: batch × heads × 1 × head_dim, ``enable_gqa``), bf16. Its rows at
@@ -15,7 +15,7 @@ drawn from a seed, so the kernel's own behaviour can be read apart from the weig
 Every shape's ``split`` is ``fit`` or ``check`` (alternating in draw order); the lean decode rows in
 ``tests/data/measured/random`` are not measured here and stay held out. Needs only torch:
 
-    python benchmarks/measure_decode_attention.py --out attention.jsonl [--seed 7] [--count 240] [--tiny]
+    python -m lab.measure.decode_attention --out attention.jsonl [--seed 7] [--count 240] [--tiny]
 
 ``--tiny`` runs a few small shapes on the CPU (no graphs, no kernels) to test the code path.
 """

@@ -1,17 +1,17 @@
-"""PyTorch's three elementwise kernel paths, timed alone (issue 15, item 24).
+"""PyTorch's three elementwise kernel paths, timed alone.
 
 A TensorIterator operation runs ``vectorized_elementwise_kernel`` where every operand is contiguous, of one shape
 and one dtype; ``unrolled_elementwise_kernel`` where they are contiguous but a cast joins them (``.to(float32)``);
 and the generic ``elementwise_kernel`` where an operand is strided or broadcast (rotary embedding's ``q * cos`` on
 the transposed heads, RMSNorm's ``hidden * rsqrt(variance)`` and ``weight * hidden``). The prefills of seed 5 spend
-much of their elementwise time in the last (benchmarks/prefill_kernels.py). This script times each path on the
-shapes a decoder layer uses, with the bytes benchmarks/count_elementwise.py counts for them (every input of more
+much of their elementwise time in the last (lab/measure/prefill_kernels.py). This script times each path on the
+shapes a decoder layer uses, with the bytes lab/measure/count_elementwise.py counts for them (every input of more
 than one element at its own size, and the output):
 
 - ``kind=path``: ``path`` (vectorized, cast, strided), ``op``, ``dtype``, ``tokens`` × ``width``, ``bytes``,
   ``time`` (10 calls in one CUDA graph), and the kernels one call launches.
 
-    python benchmarks/measure_elementwise_paths.py --out paths.jsonl [--tiny]
+    python -m lab.measure.elementwise_paths --out paths.jsonl [--tiny]
 """
 
 from __future__ import annotations

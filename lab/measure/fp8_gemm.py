@@ -13,8 +13,8 @@ Each GEMM prints one JSON line (model, linear, pass, m, n, k, dtype, seconds, TF
 step's linears per model (every layer's four linears × layers, and the head once): FLOPs ÷ seconds in each dtype,
 and their ratio. tests/data/measured/README.md says how the profile value is derived from it.
 
-    python3 benchmarks/measure_fp8_gemm.py > tests/data/measured/h200-fp8-gemm.jsonl     # on the GPU
-    python3 benchmarks/measure_fp8_gemm.py --cpu-check                                   # shapes ÷ 64, on the CPU
+    python3 -m lab.measure.fp8_gemm > tests/data/measured/h200-fp8-gemm.jsonl     # on the GPU
+    python3 -m lab.measure.fp8_gemm --cpu-check                                   # shapes ÷ 64, on the CPU
 """
 
 from __future__ import annotations

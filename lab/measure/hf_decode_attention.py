@@ -1,4 +1,4 @@
-"""Hugging Face's decode attention over a static cache, alone (issue 15, ninth pass).
+"""Hugging Face's decode attention over a static cache, alone.
 
 transformers 5.17's static-cache decode (the `hf` and `hf-graph` profiles' measurement: ``StaticCache``, one new
 token per sequence) hands ``sdpa_attention_forward`` a boolean mask of batch × 1 × 1 × cache length, so
@@ -15,7 +15,7 @@ transformers' own ``sdpa_attention_forward`` and ``repeat_kv``:
 Every shape's ``split`` is ``fit`` or ``check`` (alternating in draw order); the graph and eager decode rows in
 ``tests/data/measured/random`` are not measured here and stay held out. Needs torch and transformers:
 
-    python benchmarks/measure_hf_decode_attention.py --out hf-attention.jsonl [--seed 9] [--count 240] [--tiny]
+    python -m lab.measure.hf_decode_attention --out hf-attention.jsonl [--seed 9] [--count 240] [--tiny]
 
 ``--tiny`` runs a few small shapes on the CPU (no graphs, no kernels) to test the code path.
 """
@@ -40,7 +40,7 @@ GROUPS = (1, 1, 2, 2, 3, 4, 5, 6, 8, 12, 16, 23, 48)
 KV_HEADS = (1, 1, 2, 3, 4, 8, 12, 16, 32)
 BATCHES = (1, 2, 4, 8, 16, 16, 32, 32, 64)
 CONTEXTS = (256, 512, 1024, 1024, 2048, 4096)
-CACHE_EXTRA = 8  # measure_random.py's StaticCache holds context + 8 positions
+CACHE_EXTRA = 8  # random_architectures.py's StaticCache holds context + 8 positions
 MAX_REPEATED_BYTES = 3 * 2**30
 
 

@@ -1,11 +1,11 @@
 """What one transformers decode layer costs the host, by family and dtype, and what its operations cost one by one.
 
-    python benchmarks/measure_host_ops.py --out FILE.jsonl [--reps 15]
-    python benchmarks/measure_host_ops.py --out /tmp/x.jsonl --tiny     # the same code paths on the CPU
+    python -m lab.measure.host_ops --out FILE.jsonl [--reps 15]
+    python -m lab.measure.host_ops --out /tmp/x.jsonl --tiny     # the same code paths on the CPU
 
 Eager HF decode is host-bound at small batch: the step takes as long as the host needs to dispatch its aten
 operations. The random architectures' rows (tests/data/measured/random) show that a counted operation costs the host
-less in fp32 than in 16-bit in every session (docs/accuracy.md item 26). This measures it apart from the GPU and from
+less in fp32 than in 16-bit in every device call (docs/accuracy.md). This measures it apart from the GPU and from
 the host's drift between cases:
 
 - ``kind=layer``: the host issue time of one static-cache decode step and of one 128-token prefill forward (no cache,

@@ -1,4 +1,4 @@
-"""Host issue time, GPU wall time and the kernels' busy time of one call, as benchmarks/measure_random.py writes
+"""Host issue time, GPU wall time and the kernels' busy time of one call, as lab/measure/random_architectures.py writes
 them into its rows (``issue``, ``step_extra``): the host's time to issue a forward or a step from an idle GPU,
 the wall time until its last kernel ends (CUDA events), and the time its kernels ran (torch.profiler)."""
 

@@ -2,7 +2,7 @@
 follows every storage an operation returns until its last tensor dies). No GPU needed; the kernels' own scratch
 (cuBLAS workspaces, a CUDA kernel's temporaries) is not seen, every tensor the model's Python code holds is.
 
-    python benchmarks/trace_live_cpu.py --config '{"model_type": "gemma2", ...}' --dtype bf16 --batch 1 \
+    python -m lab.measure.live_set_cpu --config '{"model_type": "gemma2", ...}' --dtype bf16 --batch 1 \
         --prompt 512 --layers 2
 
 Prints peak minus what the cache keeps (the measured ``peak_minus_before - kept_after`` of measure_prefill), per

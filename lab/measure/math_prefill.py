@@ -1,12 +1,12 @@
-"""16-bit prefills on PyTorch's math SDPA kernel (issue 15): random Falcon-style architectures, whose attention
+"""16-bit prefills on PyTorch's math SDPA kernel: random Falcon-style architectures, whose attention
 hands SDPA one KV head beside every query head with an explicit mask, so PyTorch upcasts to fp32 and scores every
 pair (falcon-7b's prefill time read 19–31% low). Each architecture's ``split`` (``fit`` or ``held-out``) is drawn
 from the seed: a mechanism is read from the ``fit`` rows and judged on the others.
 
-    python benchmarks/measure_math_prefill.py --out FILE.jsonl [--seed 14] [--count 12] [--budget-s 300]
-    python benchmarks/measure_math_prefill.py --out /tmp/x.jsonl --tiny     # the same code on the CPU
+    python -m lab.measure.math_prefill --out FILE.jsonl [--seed 14] [--count 12] [--budget-s 300]
+    python -m lab.measure.math_prefill --out /tmp/x.jsonl --tiny     # the same code on the CPU
 
-Rows: ``kind=model`` as benchmarks/measure_random.py writes its prefill rows (load; prefill peak, ``latency``,
+Rows: ``kind=model`` as lab/measure/random_architectures.py writes its prefill rows (load; prefill peak, ``latency``,
 ``issue`` with the kernels' busy time by kind), plus ``kernels_by_name`` (every CUDA kernel of one forward: name,
 count, seconds); ``kind=sdpa_math``: the SDPA call alone on Falcon's operands (bf16 or fp16 query with every
 head, key and value with one, a 16-bit additive mask) and, in fp32, on a grouped-query model's (is_causal,

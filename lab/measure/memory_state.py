@@ -1,13 +1,13 @@
 """Measure the memory mechanisms of issue 11 on the live GPU, random weights at reduced depth, as JSON lines.
 
-    python benchmarks/measure_state.py --out DIR            # on the GPU (bf16)
-    python benchmarks/measure_state.py --out /tmp/x --tiny  # the same code paths on the CPU, toy widths
+    python -m lab.measure.memory_state --out DIR            # on the GPU (bf16)
+    python -m lab.measure.memory_state --out /tmp/x --tiny  # the same code paths on the CPU, toy widths
 
 Each case builds a published config.json (tests/data/configs) with fewer layers, random weights and no
 quantization_config, runs one prefill of ``batch`` × ``tokens`` with the cache on, and records what the cache holds:
 the bytes of every tensor in it, layer by layer (``cache_layers``), summed into attention K/V (``kv_bytes``: keys and
 values, of cross-attention layers too) and conv + recurrent state (``state_bytes``: Mamba-2 / gated-DeltaNet
-layers), together with the parameters' bytes on the device. `benchmarks/state_report.py`
+layers), together with the parameters' bytes on the device. `lab/accuracy/state_report.py`
 predicts the same terms with the estimator from the row's ``config`` (docs/accuracy.md). Cases:
 
 - gpt-oss-20b, 4 layers: attention sinks, sliding (128) and full layers alternating; tokens past the window.

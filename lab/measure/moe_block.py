@@ -1,6 +1,6 @@
-"""One MoE layer's feed-forward block of transformers alone, in a prefill (issue 15, tenth pass).
+"""One MoE layer's feed-forward block of transformers alone, in a prefill.
 
-The catalog's MoE prefills read 21–57% low (docs/accuracy.md item 5): transformers 5.17 runs routed experts as
+The catalog's MoE prefills read 21–57% low (docs/accuracy.md): transformers 5.17 runs routed experts as
 ``grouped_mm_experts_forward`` (sort the token–expert pairs, gather, a grouped GEMM up, the gate, a grouped GEMM down,
 weight, un-permute, sum), which the time model counts as dense GEMMs at the dense rate. This script times that block
 by itself: the model's own MoE module, built from a config with random bf16 weights on the GPU, called on random
@@ -15,7 +15,7 @@ Random configs (the ``qwen3_moe`` family: router, top-k, grouped experts) are ``
 catalog's three MoE families are measured as ``split: catalog`` and fit nothing: their full-model prefills in
 ``tests/data/measured`` judge what is read from here. Needs torch and transformers:
 
-    python benchmarks/measure_moe_block.py --out moe.jsonl [--seed 10] [--count 24] [--tiny]
+    python -m lab.measure.moe_block --out moe.jsonl [--seed 10] [--count 24] [--tiny]
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Provoke real CUDA out-of-memory errors with random-weight models, keep what PyTorch said, and run the change that
 `estimator oom` ranks first to show that it fits. Run on a GPU (the captures in tests/data/oom/ came from an H200):
 
-    python benchmarks/capture_oom.py --out DIR            # every scenario, then DIR/oom-captures.tar.gz
-    python benchmarks/capture_oom.py --check              # no GPU: build each model on the meta device
+    python -m lab.measure.oom_capture --out DIR            # every scenario, then DIR/oom-captures.tar.gz
+    python -m lab.measure.oom_capture --check              # no GPU: build each model on the meta device
 
 For each scenario it writes NAME.message.txt (str of the torch.OutOfMemoryError), NAME.summary.txt
 (torch.cuda.memory_summary() inside the except block, while the failed step's tensors are still alive),

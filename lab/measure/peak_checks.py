@@ -1,10 +1,10 @@
-"""The prefills traced on the CPU (tests/data/measured/peak-traces/cpu-live-sets.jsonl, benchmarks/trace_live_cpu.py)
+"""The prefills traced on the CPU (tests/data/measured/peak-traces/cpu-live-sets.jsonl, lab/measure/live_set_cpu.py)
 run again on a GPU, built the same way (2 layers, random weights), recording both what the caching allocator's blocks
 hold at the peak (``peak_minus_before``) and what the tensors requested (``requested_peak_minus_before``, before the
 allocator's rounding): whether the GPU's live set is the traced one, and how much the blocks add.
 
-    python benchmarks/measure_peak_checks.py --out /tmp/peak-checks.jsonl
-    python benchmarks/measure_peak_checks.py --out /tmp/x.jsonl --cpu    # the code path on the CPU (reads 0 bytes)
+    python -m lab.measure.peak_checks --out /tmp/peak-checks.jsonl
+    python -m lab.measure.peak_checks --out /tmp/x.jsonl --cpu    # the code path on the CPU (reads 0 bytes)
 
 Each row: the trace's config, layers, dtype, batch, prompt and ``traced`` activation, beside measure_prefill's row.
 """

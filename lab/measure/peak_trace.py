@@ -1,7 +1,7 @@
 """List the tensors alive at the peak of a Hugging Face MoE prefill (CUDA memory history), to find what the
 estimator's MoE activation term misses. Run on a GPU:
 
-    python benchmarks/trace_moe_peak.py --model qwen3-30b-a3b --layers 2 --prompt 2048
+    python -m lab.measure.peak_trace --model qwen3-30b-a3b --layers 2 --prompt 2048
 
 Prints the allocations alive at the torch peak, grouped by the innermost transformers/torch frame, with bytes per
 token. Diagnostic only; its output is quoted in docs/accuracy.md.

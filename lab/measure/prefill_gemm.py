@@ -1,4 +1,4 @@
-"""A prefill's GEMMs, alone, at the shapes transformers runs them (issue 15, twelfth pass).
+"""A prefill's GEMMs, alone, at the shapes transformers runs them.
 
 Seeds 5 and 6 time a prefill's kernels by kind: at 2,048 tokens and more the linear layers' GEMMs reach 0.8 of
 the bf16 peak and 0.74 of the fp32 one, at fewer tokens and on narrow layers far less (18–40 TF/s in fp32, where
@@ -16,7 +16,7 @@ kernels one call launches with their grid (``kernels``), and a ``split`` (``fit`
 layer width or head_dim), so a rule read off the ``fit`` rows is judged on the ``check`` ones. The models' rows
 in ``tests/data/measured/random`` are not measured here. Needs only torch:
 
-    python benchmarks/measure_prefill_gemm.py --out gemm.jsonl [--tiny]
+    python -m lab.measure.prefill_gemm --out gemm.jsonl [--tiny]
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
-"""Every kernel of one eager prefill forward, by name (issue 15, twelfth pass).
+"""Every kernel of one eager prefill forward, by name.
 
 Seeds 5 and 6 time a prefill's kernels only by kind (``issue``: GEMM, attention, other). Their 16-bit llama-family
 prefills spend 1.2–2.1 × the modelled elementwise time in "other" kernels, their GPT-2 ones 0.6–1.0 ×, and the kind
 alone does not say which kernels. This script rebuilds some of seed 5's ``fit`` architectures from their rows'
-config.json (random weights, as measure_random.py builds them) and lists, for one prefill forward (no cache, last
+config.json (random weights, as random_architectures.py builds them) and lists, for one prefill forward (no cache, last
 logits, as ``issue`` timed it), each kernel name's count and total busy time (torch.profiler, CUDA activity):
 
-    python benchmarks/prefill_kernels.py --rows tests/data/measured/random/h200-2026-12-01-seed5.jsonl \
+    python -m lab.measure.prefill_kernels --rows tests/data/measured/random/h200-2026-12-01-seed5.jsonl \
         --case rand-i16:fp16:8:2048 ... > kernels.json
 
 Only ``fit`` architectures are asked for, so the held-out rows stay unread by what this finds. Needs torch and

@@ -1,14 +1,14 @@
 """Measure randomly generated architectures on the live GPU in one run and stream the rows as JSON lines.
 
-    python benchmarks/measure_random.py --out DIR [--seed 0] [--budget-s 500] [--inference 20] [--train 20]
-    python benchmarks/measure_random.py --out DIR --seed 2 --host 30   # small models: host issue vs GPU time
-    python benchmarks/measure_random.py --out DIR --seed 7 --lean 24   # lean decodes only, five batch × contexts
-    python benchmarks/measure_random.py --out DIR --seed 9 --inference 24 --train 0 --prefill-only
-    python benchmarks/measure_random.py --out /tmp/x --tiny        # the same code paths on the CPU, toy sizes
+    python -m lab.measure.random_architectures --out DIR [--seed 0] [--budget-s 500] [--inference 20] [--train 20]
+    python -m lab.measure.random_architectures --out DIR --seed 2 --host 30   # small models: host issue vs GPU time
+    python -m lab.measure.random_architectures --out DIR --seed 7 --lean 24   # lean decodes only, five batch × contexts
+    python -m lab.measure.random_architectures --out DIR --seed 9 --inference 24 --train 0 --prefill-only
+    python -m lab.measure.random_architectures --out /tmp/x --tiny        # the same code paths on the CPU, toy sizes
 
 The architectures are drawn from ``--seed`` (Python's ``random``): llama / qwen2 / mistral / gemma2 / gpt2-like
 families, random widths, head counts, grouped-query ratios and explicit head_dim, depths that fit the card. Each
-row carries the config.json it was built from (``config``), so `benchmarks/accuracy_report.py` predicts it
+row carries the config.json it was built from (``config``), so `lab/accuracy/report.py` predicts it
 without a catalog entry, and its ``split``: ``fit`` (mechanisms may be derived from it) or ``held-out`` (judged
 only), drawn per architecture from the same seed.
 
@@ -47,7 +47,7 @@ from lab.measure.issue_timing import host_and_gpu, host_probe, kernel_times, ste
 FAMILIES = ("llama", "qwen2", "mistral", "gemma2", "gpt2")
 TRAIN_FAMILIES = FAMILIES[:4]  # gpt2 trains too, but its 1,024-wide family is covered by inference
 # --train-families may add these: q/k norms (qwen3), and four norms a layer with q/k norms and Gemma's fp32 scaling
-# (gemma3_text), for the training count's norms (docs/accuracy.md item 27)
+# (gemma3_text), for the training count's norms (docs/accuracy.md)
 MORE_TRAIN_FAMILIES = ("qwen3", "gemma3_text")
 DTYPES = ("fp32", "fp16", "bf16")
 TRAIN_MODES = ("amp", "bf16", "fp32")

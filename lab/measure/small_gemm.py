@@ -1,4 +1,4 @@
-"""A decode step's linear layers at a few rows, alone (issue 15, tenth pass).
+"""A decode step's linear layers at a few rows, alone.
 
 An HF decode step multiplies batch × in activations by each out × in weight (``F.linear``). In fp32 seed 5's graph
 decodes spent 2–4 × the weights' read time in GEMMs at batch 8–16 (``issue.gemm_kernel_s``), where the time model
@@ -12,7 +12,7 @@ with the kernel each call launches (name, grid), so the kernel's tile can be rea
 Every shape's ``split`` is ``fit`` or ``check`` (alternating by layer shape); the decode rows in
 ``tests/data/measured/random`` are not measured here and stay held out. Needs only torch:
 
-    python benchmarks/measure_small_gemm.py --out gemm.jsonl [--tiny] [--narrow]
+    python -m lab.measure.small_gemm --out gemm.jsonl [--tiny] [--narrow]
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ LAYERS = ((1024, 1024), (2048, 2048), (2048, 8192), (8192, 2048), (2944, 2944), 
           (768, 3072), (3072, 768), (1536, 1536))
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 # --narrow: every linear of seed 5's rand-i07 and rand-i12 (640 and 1,024 wide, one KV head of 160, vocabularies of
-# 151,936 and 32,000), whose fp32 GEMM kernels at batch 8 took 2.4 × the by-shape rule (docs/accuracy.md item 33): each
+# 151,936 and 32,000), whose fp32 GEMM kernels at batch 8 took 2.4 × the by-shape rule (docs/accuracy.md): each
 # timed as a decode calls it (a batch × 1 × in input) over enough weight copies that none stays in L2 between calls
 NARROW = ((640, 800), (640, 160), (800, 640), (640, 1536), (1536, 640), (640, 151936), (1024, 1280), (1024, 160),
           (1280, 1024), (1024, 2816), (2816, 1024), (1024, 32000))

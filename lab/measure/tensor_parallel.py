@@ -6,7 +6,7 @@ random bf16 weights from a catalog config (specs/models/<name>.yaml), a static K
 SDPA, and CUDA-graph decode. It is what a serving engine does per GPU, without the scheduler.
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
-      torchrun --nproc_per_node 2 benchmarks/measure_tp.py --model llama-3.1-8b --cases 1x1024,16x4096 \
+      torchrun --nproc_per_node 2 -m lab.measure.tensor_parallel --model llama-3.1-8b --cases 1x1024,16x4096 \
       --out tp.jsonl
 
 Writes one JSON line per case from rank 0 (per-rank memory gathered): weights/KV bytes per rank, torch peak,

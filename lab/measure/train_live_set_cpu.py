@@ -2,7 +2,7 @@
 counterpart of trace_live_cpu.py (its LiveSet follows every storage an operation returns, gradients and the
 optimizer's temporaries included, until its last tensor dies). No GPU needed.
 
-    python benchmarks/trace_train_cpu.py --config '{"model_type": "gemma2", ...}' --mode bf16 --batch 1 --seq 512 \
+    python -m lab.measure.train_live_set_cpu --config '{"model_type": "gemma2", ...}' --mode bf16 --batch 1 --seq 512 \
         --layers 2
 
 One step as `estimator.live.measure.measure_train` runs it (AdamW, foreach; zero_grad with set_to_none, forward

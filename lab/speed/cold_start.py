@@ -1,6 +1,6 @@
 """Cold start of `estimate`: a new process each run, timed beside a bare ``python -c pass`` on the same machine.
 
-Run from the repository root:  python benchmarks/cold_start.py [--repeats 21]
+Run from the repository root:  python -m lab.speed.cold_start [--repeats 21]
 
 Each command runs in turn with the baseline (A B A B …) and the ratio is taken pair by pair, so it holds when the
 machine's speed drifts (issue 10's targets: ``--format json`` ≤ 12 ×, the table ≤ 15 × the baseline). The command

@@ -1,7 +1,7 @@
 """Sweep memory per point: peak memory of `estimator sweep` at two grid sizes, per output format; the slope is the
 memory each point costs (the figure behind `estimator.cli.plan.DEFAULT_MAX_POINTS`, issue 14).
 
-Run from the repository root:  python benchmarks/sweep_memory.py
+Run from the repository root:  python -m lab.speed.sweep_memory
 Grid: llama-3.1-8b on an H100, 100 batches × 100 prompt lengths × N output lengths, N = 10 and 40 (100,000 and
 400,000 points), written to a temporary file as CSV and as JSON. Peak memory is the child process's maxrss (the
 kernel's own accounting, `os.wait4`), as `/usr/bin/time -v` reports it.

@@ -1,7 +1,7 @@
 """Sweep speed: evaluate a 1,000,000-point grid and write it as CSV, and print both rates (issue 10: ≥ 1,000,000
 configurations/s evaluated on one core, a million-row CSV in ≤ 10 s).
 
-Run from the repository root:  python benchmarks/sweep_speed.py [--csv OUT.csv]
+Run from the repository root:  python -m lab.speed.sweep_speed [--csv OUT.csv]
 Grid: 2 models × 2 GPUs × 2 dtypes (8 combinations) × 250 batches × 50 prompt lengths × 10 output lengths.
 A 100-point sweep runs first so that imports and first-call set-up are not timed. Evaluation (every number of every
 row, in numpy columns) is timed apart from writing the CSV (to OUT.csv, default a temporary file, removed after).

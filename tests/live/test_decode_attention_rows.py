@@ -1,4 +1,4 @@
-"""The `optimized` profile's decode attention tiles against the rows they were read from (benchmarks/decode_attention.py
+"""The `optimized` profile's decode attention tiles against the rows they were read from (lab/fit/decode_attention.py
 on tests/data/measured/attention) and against lean decodes measured after they were set (seed 7, held out)."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from estimator import default_catalog
-from tests.benchmark_modules import benchmark
+from tests.lab_modules import lab_module
 
 
 @pytest.fixture(scope="module")
 def probe() -> Any:
-    return benchmark("decode_attention")
+    return lab_module("fit.decode_attention")
 
 
 def test_the_shipped_tiles_are_the_fit_of_the_probe_rows(probe: Any) -> None:
@@ -48,7 +48,7 @@ def test_held_out_lean_decodes_measured_after_the_tiles_were_set() -> None:
     """Seed 7 (30 architectures × 5 batch × context shapes, measured after the profile's tiles were fitted): more of
     its lean decode steps within the target's 10% with the tiles than without, none further off by more than 1 point,
     and every bound below its measurement."""
-    points = benchmark("random_points")
+    points = lab_module("accuracy.random_points")
     catalog = default_catalog()
     optimized = catalog.profiles.get("optimized")
     once = optimized.model_copy(update={"decode_attention": None})

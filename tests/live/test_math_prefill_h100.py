@@ -10,7 +10,7 @@ import json
 import statistics
 from pathlib import Path
 
-from tests.benchmark_modules import benchmark
+from tests.lab_modules import lab_module
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "measured" / "random-h100" / "h100-2026-12-06-math-prefill.jsonl"
 
@@ -19,7 +19,7 @@ def test_math_kernel_prefills_on_an_h100_meet_the_median_target() -> None:
     """48 prefills: median |error| 4.3%; 43 within 15%. The five beyond read +15.8% to +17.6%, all fp16 at 2,048
     tokens (four at batch 4): a miss this check names, not one it hides."""
     rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
-    probe = benchmark("math_prefill")
+    probe = lab_module("accuracy.math_prefill")
     assert probe.gpu_of(rows) == "h100"
     prefills = [r for r in rows if r.get("kind") == "model" and r.get("phase") == "prefill" and "latency" in r]
     assert len(prefills) == 48

@@ -1,26 +1,19 @@
-"""Import a script of benchmarks/ (the analyses docs/accuracy.md is written from) as a module, for the tests that
-check its figures against the committed measurements; benchmarks/ is on the path only while it imports."""
+"""Import a module of lab/ (the measurement, fit and accuracy scripts docs/accuracy.md is written from) for the tests
+that check the product's figures against the committed measurements. The import goes through importlib so that the
+lab's scripts, which mypy does not check, stay out of the strict type check of the tests."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
-
-def benchmark(name: str) -> Any:
-    """``benchmarks/<name>.py`` as a module (its own imports of the scripts beside it resolve while it loads)."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+def lab_module(name: str) -> Any:
+    """``lab.<name>`` (e.g. ``accuracy.random_points``) as a module."""
+    return importlib.import_module(f"lab.{name}")
 
 
 # the transformers every count of the hf profiles describes (its modeling code decides what a forward dispatches)
