@@ -11,6 +11,9 @@ import pytest
 
 from tests.lab_modules import lab_module
 
+# predicts every random prefill and training row twice (about 45 s): lab-only
+pytestmark = pytest.mark.lab
+
 
 @pytest.fixture(scope="module")
 def counts() -> Any:

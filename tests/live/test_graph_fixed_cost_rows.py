@@ -12,6 +12,9 @@ import pytest
 from estimator import default_catalog
 from tests.lab_modules import lab_module
 
+# predicts every random graph decode four ways (about 15 s): lab-only
+pytestmark = pytest.mark.lab
+
 
 @pytest.fixture(scope="module")
 def fixed_cost() -> Any:

@@ -12,6 +12,9 @@ import pytest
 
 from tests.lab_modules import lab_module
 
+# predicts every random HF prefill and decode (about 10 s): lab-only
+pytestmark = pytest.mark.lab
+
 
 @pytest.fixture(scope="module")
 def split() -> Any:

@@ -11,6 +11,9 @@ import pytest
 from estimator import default_catalog
 from tests.lab_modules import lab_module
 
+# refits the host ratio over the probed random rows (about 35 s): lab-only
+pytestmark = pytest.mark.lab
+
 
 @pytest.fixture(scope="module")
 def host_state() -> Any:

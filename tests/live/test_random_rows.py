@@ -9,6 +9,9 @@ import pytest
 
 from tests.lab_modules import lab_module
 
+# predicts every random row (about 30 s): lab-only
+pytestmark = pytest.mark.lab
+
 
 @pytest.fixture(scope="module")
 def random_points() -> Any:

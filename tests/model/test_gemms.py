@@ -97,6 +97,7 @@ def test_quantized_weights_keep_the_flop_share() -> None:
     assert prefill_cost(_arch(), rt, 1, 1, 100, 101, 0).gemms == ()
 
 
+@pytest.mark.lab  # a grid search over the probe rows (about 45 s): lab-only
 def test_the_shipped_figures_are_the_script_s_fit() -> None:
     """lab/fit/gemm.py's grid over the fit rows gives the profiles' figures; the check rows, GEMMs of
     other widths and head dims, lie within a median 10% (fp32 linear), 13% (the math kernel's batched GEMMs) and 8%

@@ -88,6 +88,7 @@ def test_sliding_windows_run_the_masked_kernel_over_every_causal_pair() -> None:
     assert step(hf, short) == step(native, short)
 
 
+@pytest.mark.lab  # predicts every random row (about 25 s): lab-only
 def test_step_time_on_held_out_random_architectures() -> None:
     """Measured steps, so a tolerance: 35 held-out training rows (0.05–8.8 B parameters, amp / bf16 / fp32,
     checkpointing on and off) had a median error of 64.5% before the eager step was modelled, 10.2% with one

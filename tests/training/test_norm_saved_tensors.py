@@ -88,6 +88,7 @@ def test_traced_training_steps(row: dict[str, Any]) -> None:
     assert 0 <= row["steady_peak"] - predicted - uncounted <= 16
 
 
+@pytest.mark.lab  # predicts every random row (about 25 s): lab-only
 def test_gemma2_training_rows_on_the_h200() -> None:
     """Every Gemma 2 training row of the random architectures within ±5% of its steady peak (before the four norms
     and the fp32 scaling: 5 of 35 outside, −5.2% to −11.1%)."""
