@@ -7,8 +7,9 @@ from __future__ import annotations
 import statistics
 
 from estimator import default_catalog
-from lab.accuracy import fp32_decode, host_split, host_state
+from lab.accuracy import fp32_decode, host_split
 from lab.fit import decode_attention, gemm, grouped_experts, host_per_op_s, repeat_kv
+from lab.fit import host_op_bare_ratio as host_state
 from lab.fit.gpu_per_op_s import graph_decodes, per_op_fit
 
 TARGET = {"prefill_s": "±15%", "decode hf": "±30%"}

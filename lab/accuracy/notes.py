@@ -57,7 +57,7 @@ graph decode is counted per operation: a per-layer cost beside it fits below zer
 PREFILL_KERNELS = """\
 A prefill's GEMMs are timed one by one by shape (`gemm`, `fp32_gemm`: a roofline with a kernel's fixed time,
 `python -m lab.fit.gemm`); its non-vectorized elementwise kernels by their elements (`strided_elements_per_s`,
-`python -m lab.fit.elementwise_paths`); transformers' grouped experts as their grouped GEMMs and dispatch
+`python -m lab.fit.strided_elements_per_s`); transformers' grouped experts as their grouped GEMMs and dispatch
 (`grouped_experts`, `python -m lab.fit.grouped_experts`). Each probe's check rows are other shapes than its fit
 rows; cuBLAS picks a different kernel from one shape to the next, which is the scatter left. A narrow model's
 one-KV-head projections at 8 rows run one slow `sm80_xmma_gemm` kernel (2.4 × its shape's time;

@@ -1,4 +1,4 @@
-"""The `hf` profile's host states against the rows they were read from (lab/accuracy/host_state.py on
+"""The `hf` profile's host states against the rows they were read from (lab/fit/host_op_bare_ratio.py on
 tests/data/measured/random): the figures it ships are the ones those rows give, and the host's state explains what
 docs/accuracy.md (*Host dispatch*) says it does."""
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.lab
 
 @pytest.fixture(scope="module")
 def host_state() -> Any:
-    return lab_module("accuracy.host_state")
+    return lab_module("fit.host_op_bare_ratio")
 
 
 @pytest.fixture(scope="module")

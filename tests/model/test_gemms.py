@@ -136,7 +136,7 @@ def test_strided_elementwise_operations_are_timed_by_their_elements() -> None:
 
 
 def test_the_shipped_strided_rate_is_the_probe_s() -> None:
-    probe = lab_module("fit.elementwise_paths")
+    probe = lab_module("fit.strided_elements_per_s")
     assert default_catalog().profiles.get("hf").strided_elements_per_s == float(f"{probe.rate(probe.rows()):.3g}")
 
 

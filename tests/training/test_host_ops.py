@@ -78,7 +78,7 @@ def test_each_case_issues_its_own_operations(model_type: str, kv: int, precision
 
 def test_host_time_is_operations_times_the_phase_cost() -> None:
     """A 10-layer llama in bf16: 818 forward operations at 20.03 µs, 1,447 backward at 16.74 µs; checkpointed, 808 at
-    31.85 µs and 2,777 at 19.66 µs (lab/fit/train_host_ops.py's medians over seed 2)."""
+    31.85 µs and 2,777 at 19.66 µs (lab/fit/train_host_per_op_s.py's medians over seed 2)."""
     assert host_s(_arch("llama"), _workload(), 10) == pytest.approx((818 * 2.003e-5, 1447 * 1.674e-5), rel=1e-12)
     assert host_s(_arch("llama"), _workload(recompute="full"), 10) == pytest.approx(
         (808 * 3.185e-5, 2777 * 1.966e-5), rel=1e-12)
@@ -96,8 +96,8 @@ def test_what_the_profile_counts_none_of_keeps_the_figures_per_layer(arch: Archi
 
 
 def test_the_phase_costs_are_the_fit_of_seed_2() -> None:
-    """lab/fit/train_host_ops.py's medians are what the profile ships (to its four digits)."""
-    train_host_ops = lab_module("fit.train_host_ops")
+    """lab/fit/train_host_per_op_s.py's medians are what the profile ships (to its four digits)."""
+    train_host_ops = lab_module("fit.train_host_per_op_s")
     hf = default_catalog().profiles.get("hf")
     costs = train_host_ops.per_op_costs(hf)
     shipped = (hf.train_host_forward_per_op_s, hf.train_host_backward_per_op_s,

@@ -7,7 +7,7 @@ optimizer step apart, each with the host's issue time. Each phase's operations a
 median over the rows of issue time ÷ operations, phase by phase. The rows' own CUDA count of the forward
 (``forward_ops``) is printed beside the profile's.
 
-    python -m lab.fit.train_host_ops
+    python -m lab.fit.train_host_per_op_s
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The host's state on the measured H200 host, read from the random-architecture rows (tests/data/measured/random):
-how fast one bare dispatch was beside each case, and how far a host-bound time follows it.
+"""Fit the `hf` profile's ``host_op_bare_ratio`` and ``host_bare_op_range_s``: the host's two states on the measured
+H200 host, read from the random-architecture rows (tests/data/measured/random), and how far a host-bound time
+follows the bare dispatch probed beside each case.
 
 Every row of seeds 3–6 carries the host's speed just before its case (`host_op_before_s`; seeds 5–6 also
 `issue.host_op_s`, taken right before the case's timed repeats): the median seconds of one in-place add on a
@@ -11,7 +12,7 @@ one-element tensor (`estimator.live.host_cost.bare_op_s`). Two things are printe
   the host's cost per operation set to ``k`` × the bare launch measured before that very case (`row_points`), ``k``
   fitted on seed 5's `fit` rows alone (`fit_ratio`): how much of those terms' error is the host's state.
 
-    python -m lab.accuracy.host_state
+    python -m lab.fit.host_op_bare_ratio
 """
 
 from __future__ import annotations

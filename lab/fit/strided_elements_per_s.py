@@ -8,7 +8,7 @@ probe's strided and cast rows of 2,048 tokens and more (smaller ones hold a kern
 time; each row's output elements are counted as lab/measure/count_elementwise.py counts them (rotate_half is a negation
 over half the heads' width and a concatenation over all of it):
 
-    python -m lab.fit.elementwise_paths
+    python -m lab.fit.strided_elements_per_s
 """
 
 from __future__ import annotations
