@@ -64,10 +64,13 @@ one-KV-head projections at 8 rows run one slow `sm80_xmma_gemm` kernel (2.4 × i
 `h100-2026-12-06-narrow-gemm.jsonl`), a cuBLAS choice no rule by shape knows."""
 
 TRAINING = """\
-Where it misses, and why: the eager step's GPU time is the GEMMs, attention and elementwise kernels of each pass
-(PyTorch's foreach AdamW: 21 state accesses per parameter over 8 kernels, traced), and its host time the counted
-operations; the misses are small checkpointed models near the host floor, whose host time moves with the host's
-state, and 16-bit steps whose host issued for most of the step."""
+The steady peak counts what a CPU trace of each family's step holds (lab/measure/train_live_set_cpu.py): its norms'
+saved tensors, the math kernel's fp32 probabilities where SDPA falls back to it, Gemma 2's soft-capped logits, and
+under autocast with full recomputation the layers' bf16 weight copies freed between layers. The eager step's GPU
+time is the GEMMs, attention and elementwise kernels of each pass (PyTorch's foreach AdamW: 21 state accesses per
+parameter over 8 kernels, traced), and its host time the counted operations. Where it misses, and why: small
+checkpointed models near the host floor, whose host time moves with the host's state, and 16-bit steps whose host
+issued for most of the step (*Host dispatch*)."""
 
 TENSOR_PARALLEL = """\
 A Megatron-style tensor-parallel Llama under torchrun (lab/measure/tensor_parallel.py): column-parallel qkv and
