@@ -68,7 +68,7 @@ def test_held_out_lean_decodes_measured_after_the_tiles_were_set() -> None:
 
 
 def test_the_grid_rule_gives_every_block_count_and_the_wave_rule_no_gain(probe: Any) -> None:
-    """Item 20: cuDNN's split of the context (`splits`, read off the seed-7 grids) gives the thread blocks of all 291
+    """cuDNN's split of the context (`splits`, read off the seed-7 grids) gives the thread blocks of all 291
     tiled seed-7 rows and of the 40 wave rows chosen after it (the budget as first fixed, ≤ 256 blocks, 39 of them);
     the wave rule fixed with those shapes puts no more of them within 10% than the tiles alone, so it is not shipped."""
     rows = probe.rows_of()

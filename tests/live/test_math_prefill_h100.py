@@ -1,5 +1,6 @@
-"""Item 30's blind check (docs/accuracy.md): 16-bit prefills of 16 random Falcon-style architectures (one KV head
-handed to SDPA with a mask, so PyTorch's math kernel) measured on an H100 two stops after the rule was committed
+"""A blind check of the math-kernel prefill (docs/accuracy.md, *Prefill time*): 16-bit prefills of 16 random
+Falcon-style architectures (one KV head handed to SDPA with a mask, so PyTorch's math kernel) measured on an H100
+after the rule was committed
 (tests/data/measured/random-h100/h100-2026-12-06-math-prefill.jsonl), predicted by the shipped `hf` profile on the
 H100's own spec. Nothing was fitted on them and the profile's figures are the H200's, so the issue's prefill targets
 (within 15%, median at most 7%) are the bar; the rows that miss are named."""
