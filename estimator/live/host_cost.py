@@ -8,7 +8,7 @@ shipped `hf` profile's 16.09 µs per counted operation was fitted on another hos
 two ways:
 
 - ``bare_op_s``: the median seconds per in-place add on a one-element device tensor, issued back to back (dispatch
-  and launch, no GPU work to wait for) — the probe `benchmarks/measure_random.py` writes into every row.
+  and launch, no GPU work to wait for) — the probe `lab/measure/random_architectures.py` writes into every row.
 - ``transformers_op_s``: the marginal host seconds per aten operation of a transformers Llama layer (random weights,
   width 64, 2 and 10 layers): the difference of the host issue times of a 10-layer and a 2-layer model over the
   difference of the operations they dispatch (counted with a ``TorchDispatchMode``, as the `hf` profile's

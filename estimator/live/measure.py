@@ -185,7 +185,7 @@ def measure_train(config: Mapping[str, Any], *, mode: str, batch: int, seq: int,
     no autocast. Each step: zero_grad
     (set to None), forward with labels, backward, optimizer step; memory recorded after each. ``steady_peak`` is
     the peak of the last step minus what was allocated before the model was built. ``extra`` (given one steady
-    step to call) adds its fields to the row as ``step_extra`` (benchmarks/measure_random.py: the kernels' busy time).
+    step to call) adds its fields to the row as ``step_extra`` (lab/measure/random_architectures.py: the kernels' busy time).
     """
     t = require_cuda()
     free_memory()
@@ -238,7 +238,7 @@ def measure_train(config: Mapping[str, Any], *, mode: str, batch: int, seq: int,
     return row
 
 
-# Whole validation cases (shared by `estimator validate` and benchmarks/measure_h200.py) -----------------------
+# Whole validation cases (shared by `estimator validate` and lab/measure/catalog_models.py) -----------------------
 
 LEAN_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "gemma2")
 

@@ -1,6 +1,6 @@
 """Predicted vs measured: the estimator's figure for every measured row (format of h200-measured.jsonl).
 
-Used by `estimator validate` (rows just measured) and by ``benchmarks/accuracy_report.py`` (rows on disk). Each
+Used by `estimator validate` (rows just measured) and by ``lab/accuracy/report.py`` (rows on disk). Each
 `Point` is one term of one case with its accuracy target: weights ≤ 0.5%, KV cache ≤ 1%, NVML used after load
 ≤ 3%, prefill activation peak ≤ 10%, prefill time ≤ 15%, optimized decode ≤ 10%; ``bound`` points check that the
 roofline bound never exceeds the measured time. Pure: no torch, no I/O.

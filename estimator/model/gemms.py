@@ -4,7 +4,7 @@ A GEMM of ``m`` rows by a ``k`` × ``n`` weight takes its kernel's fixed time (l
 even back to back in a queue) plus the longer of its FLOPs at a fraction of the peak and the bytes of its two operands
 and its output at a fraction of the bandwidth. Summed over a forward's GEMMs this is what one FLOP share cannot be: at
 128–1,024 tokens or on narrow layers the fixed time and the activations' bytes are a large part of each GEMM, at 4,096
-tokens and more the FLOPs are all of it. Measured alone on the H200 (`benchmarks/prefill_gemm.py`, docs/accuracy.md,
+tokens and more the FLOPs are all of it. Measured alone on the H200 (`lab/fit/gemm.py`, docs/accuracy.md,
 "Prefill kernels"), fp32 GEMMs (CUDA cores, TF32 off) reached 2–53 TFLOP/s by shape where the profile's single share
 said 49.5.
 

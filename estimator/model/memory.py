@@ -191,7 +191,7 @@ def moe_live_bytes(arch: Architecture, element_bytes: int, tensor_parallel: int 
     the down output per row, then the output weighted by its routing weight and the scattered sum — in fp32 where
     the router keeps fp32 weights (DeepSeek), else in the activation dtype. Shared experts run apart. The peak is
     the largest. Measured on transformers 5.17's grouped_mm experts by CUDA memory history of the peak
-    (benchmarks/trace_moe_peak.py, H200): qwen3-30b-a3b 148,560 B, mixtral-8x7b 279,138 B and deepseek-v2-lite
+    (lab/measure/peak_trace.py, H200): qwen3-30b-a3b 148,560 B, mixtral-8x7b 279,138 B and deepseek-v2-lite
     164,630 B per token, each within 0.2%. Fused engines (vLLM fused_moe) hold k × (3·ffn + h); this bounds it.
     """
     assert arch.moe is not None
@@ -314,7 +314,7 @@ def attention_entry_bytes(arch: Architecture, tokens: int, element_bytes: int, t
     size of the layer's cache, not yet written (the cache is counted whole apart). A masked layer's SDPA, holding
     the repeated keys and values beside the query and its output, is no larger. Above the MLP's live set where
     heads × head_dim is wide against the MLP: a random gemma2 of 46 heads × 256 over h = 2,944 read −30% at every
-    shape without it; traced op by op (benchmarks/trace_live_cpu.py) its peak is this set exactly, and the H200's
+    shape without it; traced op by op (lab/measure/live_set_cpu.py) its peak is this set exactly, and the H200's
     within 512 bytes (docs/accuracy.md, "Memory"). 0 without rotary embeddings or with latent attention."""
     att = arch.attention
     if arch.position_embeddings or att.latent is not None:

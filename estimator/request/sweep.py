@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from estimator.planning.sweep import SweepResult
 
 # The largest grid `sweep` evaluates unless --max-points says more, from its measured memory per point:
-# `python benchmarks/sweep_memory.py` (peak resident memory, the kernel's maxrss, of `estimator sweep --model
+# `python -m lab.speed.sweep_memory` (peak resident memory, the kernel's maxrss, of `estimator sweep --model
 # llama-3.1-8b --gpu h100` over 100 batches × 100 prompt lengths × 10 and 40 output lengths) printed on 2026-12-01
 # 155 MB at 100,000 points and 309 MB at 400,000 as CSV (514 bytes per point), 198 and 408 MB as JSON (700 bytes
 # per point). 2,000,000 points then peak near 1.5 GB in the hungriest format, on top of a ~90 MB process; 10^7

@@ -8,7 +8,7 @@ saved tensors, so it is rebuilt here tensor by tensor under a `Convention`: ``me
 exactly (tests/training/test_training_activations.py), ``hf`` follows what PyTorch autograd saves for a Hugging Face
 transformers layer — RMSNorm upcast to fp32, one autocast copy per linear that casts a non-16-bit input, SwiGLU
 intermediates, GQA widths, SDPA/flash kernels that keep q, k, v, the output and an fp32 log-sum-exp (no s² term),
-no dropout. The ``hf`` count reproduces the H200 reference training step (benchmarks/training_points.py).
+no dropout. The ``hf`` count reproduces the H200 reference training step (lab/accuracy/training_points.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The host issues a step's kernels one by one and the GPU runs them as they come, so each phase of a micro-batch takes
 the longer of its GPU time and its host issue time (`eager_step.eager_compute_s`). How many operations a phase
-issues is a count of transformers' own model (``benchmarks/count_train_ops.py``: a TorchDispatchMode over the
+issues is a count of transformers' own model (``lab/measure/count_train_ops.py``: a TorchDispatchMode over the
 forward under the loss and its backward, tests/data/measured/train-ops.json), per family and precision: amp adds
 autocast's casts (86 a llama layer where bf16 issues 76), Gemma 2's four norms and soft-capping add more (102),
 checkpointing re-runs the forward inside the backward through saved-tensor hooks (274 a llama layer where 141), and

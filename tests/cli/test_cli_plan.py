@@ -156,7 +156,7 @@ def test_sweep_grid_over_limit_is_refused_before_building(cli: Cli, monkeypatch:
 def test_sweep_max_points_raises_the_limit(cli: Cli) -> None:
     from estimator.request.sweep import DEFAULT_MAX_POINTS
 
-    assert DEFAULT_MAX_POINTS == 2_000_000  # benchmarks/sweep_memory.py: ~0.7 KB a point, ~1.5 GB
+    assert DEFAULT_MAX_POINTS == 2_000_000  # lab/speed/sweep_memory.py: ~0.7 KB a point, ~1.5 GB
     done = cli("sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,2,4", "--max-points", "3")
     assert done.exit_code == 0, done.stderr
     assert len(done.stdout.splitlines()) == 1 + 3  # header and the three points

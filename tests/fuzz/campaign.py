@@ -10,7 +10,7 @@ into a scratch folder. A case passes when the CLI keeps its promise:
   not end) nor `WALL_SECONDS` of wall time (a wait that does not end);
 - a file from earlier work (``taken.*``) named as an output is never replaced without ``--force``.
 
-`tests/fuzz/test_campaign.py` runs a fast slice in CI; ``python benchmarks/fuzz_campaign.py --cases 100000``
+`tests/fuzz/test_campaign.py` runs a fast slice in CI; ``python -m lab.fuzz.campaign --cases 100000``
 runs the long one and writes docs/reliability.md. The same seed always gives the same cases.
 """
 

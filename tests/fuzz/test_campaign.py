@@ -1,6 +1,6 @@
 """The fast slice of the fuzz campaign (tests/fuzz/campaign.py): every generated command line keeps the CLI's
 promise — one 'error:' line and a non-zero exit for bad input, never a traceback, a hang, partial stdout, or a
-non-finite or negative figure. The long run is ``python benchmarks/fuzz_campaign.py`` (docs/reliability.md)."""
+non-finite or negative figure. The long run is ``python -m lab.fuzz.campaign`` (docs/reliability.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `optimized` profile's decode attention tiles against the rows they were read from (benchmarks/decode_attention.py
+"""The `optimized` profile's decode attention tiles against the rows they were read from (lab/fit/decode_attention.py
 on tests/data/measured/attention) and against lean decodes measured after they were set (seed 7, held out)."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from estimator import default_catalog
-from tests.benchmark_modules import benchmark
+from tests.lab_modules import lab_module
 
 
 @pytest.fixture(scope="module")
 def probe() -> Any:
-    return benchmark("decode_attention")
+    return lab_module("fit.decode_attention")
 
 
 def test_the_shipped_tiles_are_the_fit_of_the_probe_rows(probe: Any) -> None:
@@ -48,7 +48,7 @@ def test_held_out_lean_decodes_measured_after_the_tiles_were_set() -> None:
     """Seed 7 (30 architectures × 5 batch × context shapes, measured after the profile's tiles were fitted): more of
     its lean decode steps within the target's 10% with the tiles than without, none further off by more than 1 point,
     and every bound below its measurement."""
-    points = benchmark("random_points")
+    points = lab_module("accuracy.random_points")
     catalog = default_catalog()
     optimized = catalog.profiles.get("optimized")
     once = optimized.model_copy(update={"decode_attention": None})
@@ -68,7 +68,7 @@ def test_held_out_lean_decodes_measured_after_the_tiles_were_set() -> None:
 
 
 def test_the_grid_rule_gives_every_block_count_and_the_wave_rule_no_gain(probe: Any) -> None:
-    """Item 20: cuDNN's split of the context (`splits`, read off the seed-7 grids) gives the thread blocks of all 291
+    """cuDNN's split of the context (`splits`, read off the seed-7 grids) gives the thread blocks of all 291
     tiled seed-7 rows and of the 40 wave rows chosen after it (the budget as first fixed, ≤ 256 blocks, 39 of them);
     the wave rule fixed with those shapes puts no more of them within 10% than the tiles alone, so it is not shipped."""
     rows = probe.rows_of()

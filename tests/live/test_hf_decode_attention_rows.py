@@ -1,6 +1,5 @@
-"""The `hf` profiles' decode attention (repeat_kv, docs/accuracy.md item 19) against the probe it was read from
-(benchmarks/hf_decode_attention.py on tests/data/measured/attention) and against the random graph decodes, which were
-measured before it and not used to set it."""
+"""The `hf` profiles' decode attention (repeat_kv, docs/accuracy.md, *Decode attention kernels*) against the probe it
+was read from (lab/fit/repeat_kv.py on tests/data/measured/attention)."""
 
 from __future__ import annotations
 
@@ -10,12 +9,12 @@ from typing import Any
 import pytest
 
 from estimator import default_catalog
-from tests.benchmark_modules import benchmark
+from tests.lab_modules import lab_module
 
 
 @pytest.fixture(scope="module")
 def probe() -> Any:
-    return benchmark("hf_decode_attention")
+    return lab_module("fit.repeat_kv")
 
 
 def _sig(x: float) -> float:
@@ -24,7 +23,7 @@ def _sig(x: float) -> float:
 
 def test_the_shipped_figures_are_the_probe_s(probe: Any) -> None:
     """Exact at the profiles' three significant figures: the copy's rate per dtype (the fit rows' median) and the fp32
-    kernel's variants (least squares on the fit rows, item 33); the 16-bit kernel is the lean decode's, so its tiles
+    kernel's variants (least squares on the fit rows); the 16-bit kernel is the lean decode's, so its tiles
     are."""
     rows = probe.rows_of()
     assert len(rows) == 200
@@ -55,21 +54,3 @@ def test_the_rule_holds_on_the_probe_check_rows(probe: Any) -> None:
     assert abs(eta - bandwidth) / bandwidth < 0.05
     assert statistics.median(abs(x) for x in residuals["check"]) < 0.10
 
-
-def test_graph_decodes_measured_before_the_rule() -> None:
-    """Every split but `fit` (held out, fresh and seeds 4–6, measured before the probe): more 16-bit graph decode steps
-    within the target's ±30% and a lower median error than with the one grouped-KV rate the profiles had, both under
-    today's fixed cost (item 31); the fp32 ones are item 33's (tests/model/test_fp32_decode_rows.py)."""
-    ninth = benchmark("random_ninth")
-    points = benchmark("random_points")
-    rows = points.load(sorted(points.DATA.glob("*.jsonl")))
-    found = {name: ninth.errors(rows, chosen) for name, chosen in ninth.variants().items()}
-
-    def pooled(name: str) -> list[float]:
-        return [e for (term, split), v in found[name].items() if term == "decode hf-graph" and split != "fit"
-                and "cal" not in split for e in v]
-
-    before, after = pooled("before"), pooled("shipped")
-    assert len(before) == len(after) == 150  # 230 decodes, 80 of them fp32
-    assert sum(abs(e) <= 0.3 for e in after) > sum(abs(e) <= 0.3 for e in before)
-    assert statistics.median(abs(e) for e in after) < statistics.median(abs(e) for e in before)

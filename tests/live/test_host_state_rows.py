@@ -1,6 +1,6 @@
-"""The `hf` profile's host states against the rows they were read from (benchmarks/host_state.py on
+"""The `hf` profile's host states against the rows they were read from (lab/fit/host_op_bare_ratio.py on
 tests/data/measured/random): the figures it ships are the ones those rows give, and the host's state explains what
-docs/accuracy.md item 16 says it does."""
+docs/accuracy.md (*Host dispatch*) says it does."""
 
 from __future__ import annotations
 
@@ -9,12 +9,15 @@ from typing import Any
 import pytest
 
 from estimator import default_catalog
-from tests.benchmark_modules import benchmark
+from tests.lab_modules import lab_module
+
+# refits the host ratio over the probed random rows (about 35 s): lab-only
+pytestmark = pytest.mark.lab
 
 
 @pytest.fixture(scope="module")
 def host_state() -> Any:
-    return benchmark("host_state")
+    return lab_module("fit.host_op_bare_ratio")
 
 
 @pytest.fixture(scope="module")

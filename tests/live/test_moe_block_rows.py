@@ -1,19 +1,18 @@
-"""The `hf` profiles' grouped experts (docs/accuracy.md item 21) against the probe they were read from
-(benchmarks/moe_block.py on tests/data/measured/h200-2026-12-02-moe-block.jsonl) and against the catalog's MoE
-prefills, measured before it."""
+"""The `hf` profiles' grouped experts (docs/accuracy.md, *Prefill kernels*) against the probe they were read from
+(lab/fit/grouped_experts.py on tests/data/measured/h200-2026-12-02-moe-block.jsonl)."""
 
 from __future__ import annotations
 
 import statistics
 
 from estimator import default_catalog
-from tests.benchmark_modules import benchmark
+from tests.lab_modules import lab_module
 
 
 def test_the_shipped_figures_are_the_probe_fit() -> None:
     """At the profiles' precision: the grouped GEMMs' two rates (grid search on the fit rows) and the dispatch's
     passes and time per layer (least squares on the same rows), in both hf profiles."""
-    probe = benchmark("moe_block")
+    probe = lab_module("fit.grouped_experts")
     rows = probe.rows_of()
     assert len(rows) == 81 and {r["split"] for r in rows} == {"fit", "check", "catalog"}
     a, b, gemm = probe.gemm_fit(rows)
@@ -30,12 +29,3 @@ def test_the_shipped_figures_are_the_probe_fit() -> None:
     assert statistics.median(abs(x) for x in dispatch["check"]) < 0.05
     assert statistics.median(abs(x) for x in gemm["check"]) < 0.15
 
-
-def test_catalog_moe_prefills_measured_before() -> None:
-    """The catalog's nine MoE prefills (three families; measured 2026-11-30): more within the target's ±15% and a
-    lower median error with the grouped experts than with the routed experts as dense GEMMs."""
-    tenth = benchmark("random_tenth")
-    before, after = tenth.catalog_errors(False), tenth.catalog_errors(True)
-    assert len(after) == 9
-    assert sum(abs(e) <= 0.15 for _, e in after) > sum(abs(e) <= 0.15 for _, e in before)
-    assert statistics.median(abs(e) for _, e in after) < statistics.median(abs(e) for _, e in before)

@@ -1,7 +1,7 @@
-"""Every family's eager operations (docs/accuracy.md item 32): the `hf` and `hf-graph` profiles carry the counts of
-benchmarks/count_eager_ops.py (tests/data/measured/eager-ops-cpu.json), whose CPU count gives the five families the
-H200 rows counted exactly as they did; a counted family's step is its operations, so two models of one depth and
-different families no longer take the same host time."""
+"""Every family's eager operations (docs/accuracy.md, *Host dispatch*): the `hf` and `hf-graph` profiles carry the
+counts of lab/measure/count_eager_ops.py (tests/data/measured/eager-ops-cpu.json), whose CPU count gives the five
+families the H200 rows counted exactly as they did; a counted family's step is its operations, so two models of one
+depth and different families no longer take the same host time."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from estimator import InferenceWorkload, default_catalog, estimate
 from estimator.model.phases import eager_ops
-from tests.benchmark_modules import benchmark, needs_torch_and_transformers, skip_unless_counted_transformers
+from tests.lab_modules import lab_module, needs_torch_and_transformers, skip_unless_counted_transformers
 
 COUNTS = Path(__file__).resolve().parent.parent / "data" / "measured" / "eager-ops-cpu.json"
 GPU_COUNTED = ("llama", "qwen2", "mistral", "gemma2", "gpt2")
@@ -23,8 +23,8 @@ def _counted() -> dict[str, dict[str, list[float]]]:
 
 
 def test_the_cpu_count_is_the_h200_s_for_the_families_it_counted() -> None:
-    eighteenth = benchmark("random_eighteenth")
-    assert eighteenth.cpu_matches_gpu() == (25, 25)
+    eager_ops = lab_module("fit.eager_ops_per_layer")
+    assert eager_ops.cpu_matches_gpu() == (25, 25)
 
 
 @pytest.mark.parametrize("name", ["hf", "hf-graph"])
@@ -53,6 +53,6 @@ def test_two_families_of_one_depth_take_their_own_host_time() -> None:
 def test_the_count_reproduces_under_the_same_transformers() -> None:
     """Re-counts llama (GPU-counted) and phi3 where transformers 5.17 is installed (the count is of its code)."""
     skip_unless_counted_transformers()
-    count_eager_ops = benchmark("count_eager_ops")
+    count_eager_ops = lab_module("measure.count_eager_ops")
     for family in ("llama", "phi3"):
         assert count_eager_ops.family_counts(family) == _counted()[family]

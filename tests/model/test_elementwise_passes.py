@@ -12,7 +12,7 @@ from estimator import default_catalog
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.registry import model_from_mapping
 from estimator.model.phases import elementwise_elements_per_layer
-from tests.benchmark_modules import benchmark, needs_torch_and_transformers, skip_unless_counted_transformers
+from tests.lab_modules import lab_module, needs_torch_and_transformers, skip_unless_counted_transformers
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "measured" / "elementwise-passes.json"
 
@@ -60,7 +60,7 @@ def test_the_trace_reproduces_under_the_same_transformers() -> None:
     skip_unless_counted_transformers()
     import torch
 
-    count_elementwise = benchmark("count_elementwise")
+    count_elementwise = lab_module("measure.count_elementwise")
 
     assert count_elementwise.passes("llama", torch.bfloat16, (128, 64)) == (63.0, 5.0)
     assert count_elementwise.counts("llama", torch.bfloat16, (128, 64))[1:] == [(39.0, 0.0), (15.0, 0.0)]

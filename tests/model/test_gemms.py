@@ -1,4 +1,4 @@
-"""An fp32 prefill's GEMMs one by one (issue 15, item 23: estimator.model.gemms, the hf profiles' fp32_gemm)."""
+"""An fp32 prefill's GEMMs one by one (estimator.model.gemms, the hf profiles' fp32_gemm)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from estimator.model.compute import math_attention_flops, prefill_matmul_flops
 from estimator.model.gemms import Gemm, gemms_s, prefill_gemms
 from estimator.model.phases import prefill_cost
 from estimator.model.timing import Hardware, phase_time
-from tests.benchmark_modules import benchmark
+from tests.lab_modules import lab_module
 
 
 def _arch(heads: int = 8, kv_heads: int = 2, tied: bool = False) -> Architecture:
@@ -97,11 +97,12 @@ def test_quantized_weights_keep_the_flop_share() -> None:
     assert prefill_cost(_arch(), rt, 1, 1, 100, 101, 0).gemms == ()
 
 
+@pytest.mark.lab  # a grid search over the probe rows (about 45 s): lab-only
 def test_the_shipped_figures_are_the_script_s_fit() -> None:
-    """benchmarks/prefill_gemm.py's grid over the fit rows gives the profiles' figures; the check rows, GEMMs of
+    """lab/fit/gemm.py's grid over the fit rows gives the profiles' figures; the check rows, GEMMs of
     other widths and head dims, lie within a median 10% (fp32 linear), 13% (the math kernel's batched GEMMs) and 8%
     (16-bit linear): the GEMMs are measured, and cuBLAS picks a different kernel from one shape to the next."""
-    probe = benchmark("prefill_gemm")
+    probe = lab_module("fit.gemm")
     catalog = default_catalog()
     for dtypes, field, count, limits in ((("fp32",), "fp32_gemm", 128 * 2 + 180, {"linear": 0.10, "bmm": 0.13}),
                                          (("bf16", "fp16"), "gemm", 128 * 3, {"linear": 0.08})):
@@ -135,7 +136,7 @@ def test_strided_elementwise_operations_are_timed_by_their_elements() -> None:
 
 
 def test_the_shipped_strided_rate_is_the_probe_s() -> None:
-    probe = benchmark("elementwise_paths")
+    probe = lab_module("fit.strided_elements_per_s")
     assert default_catalog().profiles.get("hf").strided_elements_per_s == float(f"{probe.rate(probe.rows()):.3g}")
 
 

@@ -13,7 +13,7 @@ from estimator.catalog.architecture import Architecture
 from estimator.inference.workload import InferenceWorkload
 from estimator.model.attention_kernels import unexpanded_math_work
 from estimator.model.gemms import Gemm
-from tests.benchmark_modules import benchmark
+from tests.lab_modules import lab_module
 
 EXTRA = Path(__file__).resolve().parents[1] / "data" / "measured" / "h200-2026-11-30-extra.jsonl"
 
@@ -61,7 +61,7 @@ def test_pytorch_math_kernel_copies_the_broadcast_kv_head_in_fp32() -> None:
 def test_falcon_decodes_on_the_h200() -> None:
     """falcon-7b's eager decodes at 16 × 4,096 and 64 × 2,048 (measured before this term: the estimate read −75% and
     −86%, the host's floor alone) within ±10%; batch 1 stays host-bound."""
-    reference_points = benchmark("reference_points")
+    reference_points = lab_module("accuracy.reference_points")
     found = {p.case: p for p in reference_points.points(EXTRA) if p.term == "decode_step_s hf eager"
              and p.case.startswith("falcon-7b")}
     for case in ("falcon-7b hf decode b16 ctx4096", "falcon-7b hf decode b64 ctx2048"):

@@ -17,7 +17,7 @@ from estimator.model.compute import MATH_SDPA_PASS_BYTES_PER_SCORE, math_sdpa_pa
 from estimator.model.gemms import Gemm
 from estimator.model.phases import prefill_cost
 from estimator.model.timing import Hardware, phase_time
-from tests.benchmark_modules import benchmark
+from tests.lab_modules import lab_module
 
 EXTRA = Path(__file__).resolve().parents[1] / "data" / "measured" / "h200-2026-11-30-extra.jsonl"
 
@@ -87,8 +87,8 @@ def test_the_math_kernel_is_its_own_part_of_the_time() -> None:
 def test_falcon_prefills_on_the_h200() -> None:
     """falcon-7b's HF prefills at 2,048 tokens (batch 1 and 8; −20.7% and −19.3% before this term) within the issue's
     ±15% prefill target. Not blind: these rows showed the miss. The 8,192-token row (−17.8%) is still outside it and not
-    asserted here (docs/accuracy.md item 30 says what may be missing)."""
-    reference_points = benchmark("reference_points")
+    asserted here (docs/accuracy.md, *Prefill time*, names the miss)."""
+    reference_points = lab_module("accuracy.reference_points")
     found = {p.case: p for p in reference_points.points(EXTRA) if p.term == "prefill_s hf"
              and p.case.startswith("falcon-7b")}
     for case in ("falcon-7b prefill b1 s2048 logits=last", "falcon-7b prefill b8 s2048 logits=last"):

@@ -1,7 +1,7 @@
-"""Issue 15, item 25: where a transformers prefill's peak sits and what shares it — the rotary tables and position
+"""Where a transformers prefill's peak sits and what shares it — the rotary tables and position
 ids one row per position (the batch shares them), the sliding mask only once the prompt reaches the window, and the
 query's rotary entry where heads × head_dim is wide. Exact: against the live sets traced op by op on the CPU
-(benchmarks/trace_live_cpu.py, tests/data/measured/peak-traces/cpu-live-sets.jsonl), which hold every tensor the
+(lab/measure/live_set_cpu.py, tests/data/measured/peak-traces/cpu-live-sets.jsonl), which hold every tensor the
 model's code keeps and no allocator rounding."""
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _peak(row: dict[str, object], layers: int | None = None) -> int:
 
 
 def test_the_h200_s_tensors_are_the_traced_live_set() -> None:
-    """The traced prefills run on the H200 (benchmarks/measure_peak_checks.py): the bytes the tensors requested
+    """The traced prefills run on the H200 (lab/measure/peak_checks.py): the bytes the tensors requested
     (torch.cuda.memory_stats' requested_bytes) equal the trace and the formula to the byte in every case; the
     caching allocator's blocks (max_memory_allocated) hold that or more — what the random rows' ±5% misses are."""
     rows = [json.loads(line) for line in H200.read_text().splitlines()]
@@ -118,7 +118,7 @@ def test_the_h200_s_tensors_are_the_traced_live_set() -> None:
 
 
 def test_every_16_bit_prefill_of_seed_11_is_counted_to_the_byte() -> None:
-    """Seed 11 (30 random architectures, measured after item 25 was committed): the 16-bit prefills' requested
+    """Seed 11 (30 random architectures, measured after these rules were committed): the 16-bit prefills' requested
     bytes at the peak equal the prediction exactly; the fp32 ones run the math kernel or the memory-efficient one
     with grouped heads, whose scratch is the H200 probe's per-score figure, not traced (−2.4% to +0.1% measured)."""
     rows = [json.loads(line) for line in SEED11.read_text().splitlines()]

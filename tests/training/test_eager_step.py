@@ -4,8 +4,6 @@ bytes and foreach AdamW, exactly, and the whole step against the random architec
 from __future__ import annotations
 
 import statistics
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +13,7 @@ from estimator.catalog.architecture import Architecture, Attention, Mlp
 from estimator.model.compute import attention_flops
 from estimator.training.eager_step import adamw_foreach_s, eager_compute_s, elementwise_s, loss_stage_bytes
 from estimator.training.workload import TrainingWorkload
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.lab_modules import lab_module
 
 
 def _arch(softcap: bool) -> Architecture:
@@ -91,14 +88,13 @@ def test_sliding_windows_run_the_masked_kernel_over_every_causal_pair() -> None:
     assert step(hf, short) == step(native, short)
 
 
+@pytest.mark.lab  # predicts every random row (about 25 s): lab-only
 def test_step_time_on_held_out_random_architectures() -> None:
     """Measured steps, so a tolerance: 35 held-out training rows (0.05–8.8 B parameters, amp / bf16 / fp32,
     checkpointing on and off) had a median error of 64.5% before the eager step was modelled, 10.2% with one
     step-level GEMM share and 6.2% with the GPU time split into GEMMs, attention and elementwise kernels
-    (docs/accuracy.md, item 14); this holds that figure against a regression."""
-    sys.path.insert(0, str(BENCHMARKS))
-    import random_points  # type: ignore[import-not-found]
-
+    (docs/accuracy.md, *Training steps*); this holds that figure against a regression."""
+    random_points = lab_module("accuracy.random_points")
     rows = random_points.load(sorted(random_points.DATA.glob("*.jsonl")))
     points = [p for p in random_points.points(rows) if p.term == "train step" and p.split == "held-out"]
     assert len(points) == 35

@@ -17,7 +17,7 @@ from estimator.training.eager_step import dispatch_notes, eager_phases
 from estimator.training.estimate import estimate_training
 from estimator.training.host_ops import host_s, step_ops
 from estimator.training.workload import Precision, Recompute, TrainingWorkload
-from tests.benchmark_modules import benchmark, needs_torch_and_transformers, skip_unless_counted_transformers
+from tests.lab_modules import lab_module, needs_torch_and_transformers, skip_unless_counted_transformers
 
 MEASURED = Path(__file__).resolve().parents[1] / "data" / "measured"
 TRACE = MEASURED / "train-ops.json"  # counted on the H200 (CUDA), what the profiles ship
@@ -78,7 +78,7 @@ def test_each_case_issues_its_own_operations(model_type: str, kv: int, precision
 
 def test_host_time_is_operations_times_the_phase_cost() -> None:
     """A 10-layer llama in bf16: 818 forward operations at 20.03 µs, 1,447 backward at 16.74 µs; checkpointed, 808 at
-    31.85 µs and 2,777 at 19.66 µs (benchmarks/train_host_ops.py's medians over seed 2)."""
+    31.85 µs and 2,777 at 19.66 µs (lab/fit/train_host_per_op_s.py's medians over seed 2)."""
     assert host_s(_arch("llama"), _workload(), 10) == pytest.approx((818 * 2.003e-5, 1447 * 1.674e-5), rel=1e-12)
     assert host_s(_arch("llama"), _workload(recompute="full"), 10) == pytest.approx(
         (808 * 3.185e-5, 2777 * 1.966e-5), rel=1e-12)
@@ -96,8 +96,8 @@ def test_what_the_profile_counts_none_of_keeps_the_figures_per_layer(arch: Archi
 
 
 def test_the_phase_costs_are_the_fit_of_seed_2() -> None:
-    """benchmarks/train_host_ops.py's medians are what the profile ships (to its four digits)."""
-    train_host_ops = benchmark("train_host_ops")
+    """lab/fit/train_host_per_op_s.py's medians are what the profile ships (to its four digits)."""
+    train_host_ops = lab_module("fit.train_host_per_op_s")
     hf = default_catalog().profiles.get("hf")
     costs = train_host_ops.per_op_costs(hf)
     shipped = (hf.train_host_forward_per_op_s, hf.train_host_backward_per_op_s,
@@ -110,7 +110,7 @@ def test_the_cpu_trace_reproduces_under_the_installed_transformers() -> None:
     """Re-counts llama on the CPU where transformers 5.17 is installed (the count depends on its modeling code: 5.24
     dispatches one more operation a layer under amp, nine fewer outside the layers, and runs Gemma 2 without SDPA)."""
     skip_unless_counted_transformers()
-    count_train_ops = benchmark("count_train_ops")
+    count_train_ops = lab_module("measure.count_train_ops")
     trace = json.loads(CPU_TRACE.read_text(encoding="utf-8"))["ops"]["llama"]
     layer, fixed = count_train_ops.per_layer("llama", "amp", "multi", "cpu", False)
     assert [*layer, *fixed] == trace["amp"]

@@ -1,6 +1,6 @@
 """What a training step's norms keep for backward, and the rotary tables the batch shares: Gemma's fp32-scaled RMSNorm,
 the norms after each block (four a layer), q/k norms — against transformers' own steps traced on the CPU
-(benchmarks/trace_train_cpu.py; tests/data/measured/peak-traces/cpu-train-live-sets.jsonl) and against the H200's
+(lab/measure/train_live_set_cpu.py; tests/data/measured/peak-traces/cpu-train-live-sets.jsonl) and against the H200's
 Gemma 2 training rows (tests/data/measured/random), which read 5-11% low before."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from estimator.training.activations import Trainable, hf_convention, layer_saved
 from estimator.training.activations import per_token_bytes as per_token
 from estimator.training.estimate import estimate_training
 from estimator.training.workload import ALL_LORA_TARGETS, TrainingWorkload
-from tests.benchmark_modules import benchmark
+from tests.lab_modules import lab_module
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "measured" / "peak-traces" / "cpu-train-live-sets.jsonl"
 FULL = Trainable(linears=frozenset(ALL_LORA_TARGETS), norms=True, head=True)
@@ -88,10 +88,11 @@ def test_traced_training_steps(row: dict[str, Any]) -> None:
     assert 0 <= row["steady_peak"] - predicted - uncounted <= 16
 
 
+@pytest.mark.lab  # predicts every random row (about 25 s): lab-only
 def test_gemma2_training_rows_on_the_h200() -> None:
     """Every Gemma 2 training row of the random architectures within ±5% of its steady peak (before the four norms
     and the fp32 scaling: 5 of 35 outside, −5.2% to −11.1%)."""
-    random_points = benchmark("random_points")
+    random_points = lab_module("accuracy.random_points")
     rows = random_points.load(sorted(random_points.DATA.glob("*.jsonl")))
     gemma = [p for p in random_points.points(rows) if p.family == "gemma2" and p.term == "train steady peak"
              and not p.split.endswith(" cal")]
@@ -106,7 +107,7 @@ def test_seed12_training_peaks_measured_after_the_rule() -> None:
     """Seed 12 (an H100, measured after this count was committed; qwen3 and gemma3_text drawn too): every training
     steady peak within ±2% — the misses before it were qwen3 −2.5% and −4.1%, gemma3_text fp32 −5.2%; what is left
     (mistral fp32 −1.1% to −1.3%, as on the H200's seeds) is outside the tensors this counts."""
-    random_points = benchmark("random_points")
+    random_points = lab_module("accuracy.random_points")
     rows = [json.loads(line) for line in SEED12.read_text(encoding="utf-8").splitlines()]
     train = [r for r in rows if r.get("kind") == "train" and not r.get("error")]
     families = {r["config"]["model_type"] for r in train}
@@ -121,7 +122,7 @@ def test_autocast_with_full_recompute_frees_the_layers_copies() -> None:
     """Under autocast with full recomputation nothing saves the decoder layers' bf16 weight copies for backward
     (training.step_phases): llama-3.2-1b amp b4 s2048 checkpointed read +6.7% while every copy was held, and its
     measured peak is now the estimate to 18,432 bytes (tests/data/measured/h200-2026-11-30.jsonl)."""
-    training_points = benchmark("training_points")
+    training_points = lab_module("accuracy.training_points")
     extra = TRACES.parents[1] / "h200-2026-11-30.jsonl"
     rows = [json.loads(line) for line in extra.read_text(encoding="utf-8").splitlines()]
     row = next(r for r in rows if r.get("kind") == "train" and r["model"] == "llama-3.2-1b" and r["mode"] == "amp"
@@ -139,12 +140,11 @@ AMP_RECOMPUTE = TRACES.parents[1] / "random-h100" / "h100-2026-12-06-amp-recompu
 
 
 def test_amp_recompute_rows_measured_after_the_rule() -> None:
-    """Item 29's blind check (benchmarks/measure_amp_recompute.py, seed 13; an H100, measured at stop 34, two stops
-    after the rule was committed): eight checkpointed autocast steps of llama, qwen2, gemma2 and qwen3, seven of them
-    peaking in the forward-backward. Every steady peak is within the issue's ±5% target; they read −0.67% to −0.01%,
-    where holding every layer's bf16 copy (the rule before item 29) reads up to +4.9%. The peak is the card's
-    allocator bytes, so the H100 judges it as the H200 would."""
-    training_points = benchmark("training_points")
+    """A blind check (lab/measure/amp_recompute.py, seed 13; an H100, measured after the rule was committed): eight
+    checkpointed autocast steps of llama, qwen2, gemma2 and qwen3, seven of them peaking in the forward-backward.
+    Every steady peak is within the ±5% target; they read −0.67% to −0.01%, where holding every layer's bf16 copy
+    reads up to +4.9%. The peak is the card's allocator bytes, so the H100 judges it as the H200 would."""
+    training_points = lab_module("accuracy.training_points")
     rows = [json.loads(line) for line in AMP_RECOMPUTE.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 8 and all(r["mode"] == "amp" and r["checkpointing"] and not r.get("error") for r in rows)
     errors, closer = [], 0
@@ -152,7 +152,7 @@ def test_amp_recompute_rows_measured_after_the_rule() -> None:
         m = training_points.predict(row, "h100").memory
         error = m.peak_tensor_bytes / row["steady_peak"] - 1
         errors.append(error)
-        if m.peak_phase == "forward-backward":  # every copy held instead: the rule before item 29
+        if m.peak_phase == "forward-backward":  # every layer's copy held instead
             kept = {t.term: t.bytes for p in m.phases if p.phase == "forward-backward" for t in p.terms}
             held = (m.peak_tensor_bytes + m.autocast_copy_bytes - kept["autocast_copy_bytes"]) / row["steady_peak"] - 1
             closer += abs(error) < abs(held)

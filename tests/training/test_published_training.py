@@ -8,26 +8,19 @@ and H100s.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
 import pytest
 
 from estimator.catalog.registry import Catalog
+from tests.lab_modules import lab_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _benchmark() -> ModuleType:
-    path = ROOT / "benchmarks" / "published_training.py"
-    spec = importlib.util.spec_from_file_location("published_training", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+def _benchmark() -> Any:
+    return lab_module("accuracy.published_training")
 
 
 @pytest.fixture(scope="module")
