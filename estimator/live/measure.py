@@ -185,7 +185,8 @@ def measure_train(config: Mapping[str, Any], *, mode: str, batch: int, seq: int,
     no autocast. Each step: zero_grad
     (set to None), forward with labels, backward, optimizer step; memory recorded after each. ``steady_peak`` is
     the peak of the last step minus what was allocated before the model was built. ``extra`` (given one steady
-    step to call) adds its fields to the row as ``step_extra`` (lab/measure/random_architectures.py: the kernels' busy time).
+    step to call) adds its fields to the row as ``step_extra`` (lab/measure/random_architectures.py: the kernels'
+    busy time).
     """
     t = require_cuda()
     free_memory()
