@@ -286,6 +286,16 @@ def _model_info(model: ModelSpec, terms: _Terms) -> ModelInfo:
     )
 
 
+def _check(arch: Architecture | None, w: InferenceWorkload) -> None:
+    """Refuse, at its field, a tensor-parallel degree that does not split the heads and a KV format that is none."""
+    reason = valid_tensor_parallel(arch, w.tensor_parallel)
+    if reason:
+        raise FieldInvalid("gpus", "{reason}", reason=reason)
+    if w.kv_format.name not in ("fp32", "fp16", "bf16", "fp8", "int8"):
+        raise FieldInvalid("kv_dtype", "{kv_dtype} {name} is not a KV-cache format; use bf16, fp16, fp8 or int8",
+                           name=w.kv_format.name)
+
+
 def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, requested_gpu: str = "",
              system: SystemSpec | None = None, nodes: int = 1, system_assumed: bool = False,
              gpu_alone: bool = False, expert_groups: int = 1, capacity_searches: bool = True,
@@ -302,9 +312,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     w = workload
     arch = model.arch
     tp = w.tensor_parallel
-    reason = valid_tensor_parallel(arch, tp)
-    if reason:
-        raise FieldInvalid("gpus", "{reason}", reason=reason)
+    _check(arch, w)
     ex = expert_parallel(model, w, ep, system, nodes)
     # under expert parallel each attention group's share of the batch sets its memory and its steps
     wg = w if ex is None else w.model_copy(update={"batch": w.batch // ex.groups})
@@ -312,9 +320,6 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     gpu, system_assumptions, system_warnings = placed(gpu, system, nodes, tp, assumed=system_assumed,
                                                       gpu_alone=gpu_alone)
     dtype, peak = peak_for(gpu, w.weight_format.compute_dtype)
-    if w.kv_format.name not in ("fp32", "fp16", "bf16", "fp8", "int8"):
-        raise FieldInvalid("kv_dtype", "{kv_dtype} {name} is not a KV-cache format; use bf16, fp16, fp8 or int8",
-                           name=w.kv_format.name)
     mem = memory_per_gpu(model, gpu, w, tp, w.batch, w.prompt_tokens, w.output_tokens) if ex is None \
         else ep_memory(model, gpu, w, ex, w.batch)
     required = gpus_required(model, gpu, w, w.batch, w.prompt_tokens, w.output_tokens)
