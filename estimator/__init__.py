@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from estimator.errors import (
         DeviceUnavailable,
         EstimatorError,
+        FieldInvalid,
         MissingDependency,
         SpecInvalid,
         SpecNotFound,
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from estimator.live.probe import FakeProbe, GpuProbe, LiveGpu, NvmlProbe, Snapshot
     from estimator.planning.plan import Goal, PlanReport, Prices, plan
     from estimator.planning.sweep import SweepResult, sweep
-    from estimator.request.errors import FieldInvalid
     from estimator.request.estimate import estimate_for, estimate_request
     from estimator.request.models import EstimateRequest, Hardware, Job, Output, Training
     from estimator.training.estimate import estimate_training
@@ -52,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "NumberFormat": "estimator.catalog.specs",
     "DeviceUnavailable": "estimator.errors",
     "EstimatorError": "estimator.errors",
+    "FieldInvalid": "estimator.errors",
     "MissingDependency": "estimator.errors",
     "SpecInvalid": "estimator.errors",
     "SpecNotFound": "estimator.errors",
@@ -70,7 +71,6 @@ _EXPORTS: dict[str, str] = {
     "plan": "estimator.planning.plan",
     "SweepResult": "estimator.planning.sweep",
     "sweep": "estimator.planning.sweep",
-    "FieldInvalid": "estimator.request.errors",
     "estimate_for": "estimator.request.estimate",
     "estimate_request": "estimator.request.estimate",
     "EstimateRequest": "estimator.request.models",

@@ -6,7 +6,8 @@ Each subclass also derives from the builtin that describes it, so library caller
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
 
 class EstimatorError(Exception):
@@ -40,6 +41,44 @@ class SpecInvalid(EstimatorError, ValueError):
 
 class WorkloadInvalid(EstimatorError, ValueError):
     """A workload that cannot run: non-positive sizes, impossible parallel layouts, unknown options."""
+
+
+_FIELD = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+class FieldInvalid(WorkloadInvalid):
+    """``field``'s value cannot be used, said in the library's terms: ``template`` names fields in braces
+    (``{batch} must be positive, got {value}``); ``values`` fill the other braces, already worded (quoted where a
+    user's text is shown). ``str()`` names each field by its name (``ep 4 does not divide ...``); a front end words
+    it its own way (`worded`: the CLI passes each field's flag, ``--ep 4 does not divide ...``)."""
+
+    def __init__(self, field: str, template: str, **values: object) -> None:
+        self.field = field
+        self.template = template
+        self.values = {key: str(value) for key, value in values.items()}
+        super().__init__(self.worded(lambda name: name))
+
+    def worded(self, name_of: Callable[[str], str]) -> str:
+        """The message with every field named by ``name_of`` (the CLI passes the field's flag)."""
+        return _FIELD.sub(lambda m: self.values[m.group(1)] if m.group(1) in self.values else name_of(m.group(1)),
+                          self.template)
+
+    def __str__(self) -> str:
+        return self.worded(lambda name: name)
+
+    @classmethod
+    def joined(cls, problems: Sequence[FieldInvalid], separator: str = "; ") -> FieldInvalid:
+        """Several refusals as one, their messages joined by ``separator``: located at the first one's field
+        (each one's values kept apart, so two that fill the same brace do not collide)."""
+        templates, values = [], {}
+        for index, problem in enumerate(problems):
+            def own(match: re.Match[str], index: int = index, problem: FieldInvalid = problem) -> str:
+                name = match.group(1)
+                return "{" + f"v{index}_{name}" + "}" if name in problem.values else match.group(0)
+
+            templates.append(_FIELD.sub(own, problem.template))
+            values.update({f"v{index}_{key}": value for key, value in problem.values.items()})
+        return cls(problems[0].field, separator.join(templates), **values)
 
 
 class MissingDependency(EstimatorError, ImportError):

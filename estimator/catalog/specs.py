@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from estimator.errors import WorkloadInvalid
+from estimator.errors import FieldInvalid
 from estimator.units import GIB, GIGA, MIB, TERA
 
 # The memory technology (it selects the efficiency profile's bandwidth fraction). Whether CPU and GPU share the
@@ -137,13 +137,14 @@ class GpuSpec(_Spec):
         return round(self.memory_gb * GIGA)
 
     def with_memory(self, memory_bytes: int) -> GpuSpec:
-        """The same card with a usable capacity the user states (``--gpu-memory``), e.g. a Mac whose wired limit
+        """The same card with a usable capacity the user states (``gpu_memory``), e.g. a Mac whose wired limit
         was raised, or a card shared with another job. It cannot exceed what is installed (the marketed GB read
         as GiB, the larger of the two)."""
         installed = round(self.memory_gb * GIB)
         if not 0 < memory_bytes <= installed:
-            raise WorkloadInvalid(f"--gpu-memory must be positive and at most the {self.memory_gb:g} GB installed on "
-                                  f"{self.name}, got {memory_bytes:,} B")
+            raise FieldInvalid("gpu_memory", "{gpu_memory} must be positive and at most the {installed} GB installed "
+                               "on {name}, got {size} B", installed=f"{self.memory_gb:g}", name=self.name,
+                               size=f"{memory_bytes:,}")
         copy = self.model_copy()
         copy._memory_override = memory_bytes
         return copy

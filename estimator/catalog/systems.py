@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from estimator.catalog.specs import refuse
+from estimator.errors import FieldInvalid
 from estimator.units import GIGA
 
 LinkKind = Literal["nvswitch", "nvlink-switch", "nvlink-bridge", "infinity-fabric", "gaudi-roce", "pcie"]
@@ -118,11 +119,13 @@ def with_network(system: SystemSpec, text: str) -> SystemSpec:
     nics, sep, speed = head.partition("x")
     speed = speed.removesuffix("g")
     if not sep or not nics.isdigit() or int(nics) < 1 or (kind and kind not in _NETWORK_KINDS):
-        raise ValueError(f"--network {text!r}: give NICS x Gbit/s per node, e.g. 8x400g-ib (kinds: ib, roce, eth)")
+        raise FieldInvalid("network", "{network} {text}: give NICS x Gbit/s per node, e.g. 8x400g-ib (kinds: ib, "
+                           "roce, eth)", text=repr(text))
     try:
         gbit = float(speed)
     except ValueError:
-        raise ValueError(f"--network {text!r}: {speed!r} is not a speed in Gbit/s (e.g. 400g)") from None
+        raise FieldInvalid("network", "{network} {text}: {speed} is not a speed in Gbit/s (e.g. 400g)",
+                           text=repr(text), speed=repr(speed)) from None
     data = {**system.model_dump(), "nics_per_node": int(nics), "nic_gbit_per_s": gbit,
             "network": _NETWORK_KINDS[kind] if kind else system.network}
     return SystemSpec.model_validate(data)

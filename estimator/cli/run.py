@@ -9,8 +9,7 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 
 from estimator.catalog.registry import validation_message
-from estimator.errors import EstimatorError
-from estimator.request.errors import FieldInvalid
+from estimator.errors import EstimatorError, FieldInvalid
 from estimator.request.options import flag_of
 
 

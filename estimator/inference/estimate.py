@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
-from estimator.errors import WorkloadInvalid
+from estimator.errors import FieldInvalid
 from estimator.inference.expert_parallel import (
     ExpertParallel,
     ep_max_batch,
@@ -53,8 +53,9 @@ def placed(gpu: GpuSpec, system: SystemSpec | None, nodes: int, tp: int, *, assu
     if system is None:
         return gpu, ([note(NoteCode.NO_SYSTEM, gpu=gpu.name)] if gpu_alone and tp > 1 else []), []
     if tp > nodes * system.gpus_per_node:
-        raise WorkloadInvalid(f"tensor parallel {tp} needs {tp} GPUs; {nodes} × {system.name} has "
-                              f"{nodes * system.gpus_per_node}")
+        raise FieldInvalid("gpus", "tensor parallel {count} needs {count} GPUs; {nodes_count} × {name} has "
+                           "{gpus_count}", count=tp, nodes_count=nodes, name=system.name,
+                           gpus_count=nodes * system.gpus_per_node)
     assumptions = [note(NoteCode.SYSTEM, system=system.name, description=system.description, nodes=nodes,
                         gpus_per_node=system.gpus_per_node, link=system.intra_node_link, domain=system.domain_gpus,
                         link_gb_per_s=system.link_gb_per_s, assumed=assumed)]
@@ -285,6 +286,16 @@ def _model_info(model: ModelSpec, terms: _Terms) -> ModelInfo:
     )
 
 
+def _check(arch: Architecture | None, w: InferenceWorkload) -> None:
+    """Refuse, at its field, a tensor-parallel degree that does not split the heads and a KV format that is none."""
+    reason = valid_tensor_parallel(arch, w.tensor_parallel)
+    if reason:
+        raise FieldInvalid("gpus", "{reason}", reason=reason)
+    if w.kv_format.name not in ("fp32", "fp16", "bf16", "fp8", "int8"):
+        raise FieldInvalid("kv_dtype", "{kv_dtype} {name} is not a KV-cache format; use bf16, fp16, fp8 or int8",
+                           name=w.kv_format.name)
+
+
 def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, requested_gpu: str = "",
              system: SystemSpec | None = None, nodes: int = 1, system_assumed: bool = False,
              gpu_alone: bool = False, expert_groups: int = 1, capacity_searches: bool = True,
@@ -301,9 +312,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     w = workload
     arch = model.arch
     tp = w.tensor_parallel
-    reason = valid_tensor_parallel(arch, tp)
-    if reason:
-        raise WorkloadInvalid(reason)
+    _check(arch, w)
     ex = expert_parallel(model, w, ep, system, nodes)
     # under expert parallel each attention group's share of the batch sets its memory and its steps
     wg = w if ex is None else w.model_copy(update={"batch": w.batch // ex.groups})
@@ -311,8 +320,6 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     gpu, system_assumptions, system_warnings = placed(gpu, system, nodes, tp, assumed=system_assumed,
                                                       gpu_alone=gpu_alone)
     dtype, peak = peak_for(gpu, w.weight_format.compute_dtype)
-    if w.kv_format.name not in ("fp32", "fp16", "bf16", "fp8", "int8"):
-        raise WorkloadInvalid(f"--kv-dtype {w.kv_format.name} is not a KV-cache format; use bf16, fp16, fp8 or int8")
     mem = memory_per_gpu(model, gpu, w, tp, w.batch, w.prompt_tokens, w.output_tokens) if ex is None \
         else ep_memory(model, gpu, w, ex, w.batch)
     required = gpus_required(model, gpu, w, w.batch, w.prompt_tokens, w.output_tokens)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
-from estimator.errors import WorkloadInvalid
+from estimator.errors import FieldInvalid
 from estimator.inference.workload import InferenceWorkload
 from estimator.model.capacity import largest_true, longest_prompt
 from estimator.model.collectives import Link, group_link
@@ -66,31 +66,35 @@ class ExpertParallel:
 
 def expert_parallel(model: ModelSpec, w: InferenceWorkload, ep: int, system: SystemSpec | None,
                     nodes: int) -> ExpertParallel | None:
-    """The EP layout of ``--ep ep`` (None at EP 1), or WorkloadInvalid with the one line that says why not."""
+    """The EP layout of ``ep`` (None at EP 1), or FieldInvalid with the one line that says why not."""
     if ep == 1:
         return None
     arch, tp = model.arch, w.tensor_parallel
     if arch is None or arch.moe is None:
-        raise WorkloadInvalid(f"--ep {ep}: {model.name} is not a mixture-of-experts model (no experts to deal out)")
+        raise FieldInvalid("ep", "{ep} {count}: {name} is not a mixture-of-experts model (no experts to deal out)",
+                           count=ep, name=model.name)
     experts = arch.moe.num_experts
     if experts % ep:
         divisors = ", ".join(str(d) for d in range(1, experts + 1) if experts % d == 0)
-        raise WorkloadInvalid(f"--ep {ep} does not divide {model.name}'s {experts} routed experts; give one of "
-                              f"{divisors}")
+        raise FieldInvalid("ep", "{ep} {count} does not divide {name}'s {experts} routed experts; give one of "
+                           "{divisors}", count=ep, name=model.name, experts=experts, divisors=divisors)
     if ep % tp:
-        raise WorkloadInvalid(f"--ep {ep} with --gpus {tp}: expert parallel is modelled over whole attention groups "
-                              "of the tensor-parallel GPUs; give an --ep that --gpus divides")
+        raise FieldInvalid("ep", "{ep} {count} with {gpus} {tp_count}: expert parallel is modelled over whole "
+                           "attention groups of the tensor-parallel GPUs; give an {ep} that {gpus} divides",
+                           count=ep, tp_count=tp)
     groups = ep // tp
     if w.batch % groups:
-        raise WorkloadInvalid(f"--batch {w.batch} does not split evenly over the {groups} attention groups of "
-                              f"--ep {ep} ÷ --gpus {tp}")
+        raise FieldInvalid("batch", "{batch} {count} does not split evenly over the {groups} attention groups of "
+                           "{ep} {ep_count} ÷ {gpus} {tp_count}", count=w.batch, groups=groups, ep_count=ep,
+                           tp_count=tp)
     if groups == 1:
         return ExpertParallel(arch, tp, ep, None)
     if system is None:
-        raise WorkloadInvalid(f"--ep {ep} needs the link its all-to-all crosses: give --system")
+        raise FieldInvalid("ep", "{ep} {count} needs the link its all-to-all crosses: give {system}", count=ep)
     if ep > nodes * system.gpus_per_node:
-        raise WorkloadInvalid(f"expert parallel {ep} needs {ep} GPUs; {nodes} × {system.name} has "
-                              f"{nodes * system.gpus_per_node} (give --nodes)")
+        raise FieldInvalid("nodes", "expert parallel {count} needs {count} GPUs; {nodes_count} × {name} has "
+                           "{gpus_count} (give {nodes})", count=ep, nodes_count=nodes, name=system.name,
+                           gpus_count=nodes * system.gpus_per_node)
     return ExpertParallel(arch, tp, ep, group_link(system, ep))
 
 

@@ -32,7 +32,7 @@ from pydantic import Field, ValidationError
 from estimator.catalog.files import read_yaml
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec
-from estimator.errors import SpecInvalid, WorkloadInvalid
+from estimator.errors import FieldInvalid, SpecInvalid
 from estimator.report import Frozen
 
 CALIBRATION_FILE_VERSION = 1  # the file format's version: an input file, not a report (see estimator.report)
@@ -142,17 +142,17 @@ def load_calibration(path: Path) -> CalibrationFile:
 def check_calibration_target(path: Path, gpu: str, *, force: bool) -> None:
     """Refuse, before a card is measured, a write that would lose work: replacing the entry ``path`` already holds
     for ``gpu``, or a file that is no calibration file, unless ``force``. Adding another card's entry is the file's
-    purpose (one file holds every card) and needs no --force."""
+    purpose (one file holds every card) and needs no ``force``."""
     if force or not path.is_file():
         return
     try:
         existing = load_calibration(path)
     except SpecInvalid as error:
-        raise WorkloadInvalid(f"{error}: pass --force to replace the file") from None
+        raise FieldInvalid("force", "{message}: pass {force} to replace the file", message=error) from None
     entry = existing.gpus.get(gpu)
     if entry is not None:
-        raise WorkloadInvalid(f"{path} holds a calibration of {gpu} (measured {entry.measured_at}): pass --force to "
-                              "replace it")
+        raise FieldInvalid("force", "{path} holds a calibration of {gpu} (measured {when}): pass {force} to "
+                           "replace it", path=path, gpu=gpu, when=entry.measured_at)
 
 
 def save_calibration(path: Path, entry: GpuCalibration, *, force: bool = False) -> None:
@@ -247,8 +247,8 @@ def calibrated_profile(profile: EfficiencyProfile, gpu: GpuSpec, path: Path | No
     if path is not None:
         entry = entry_for(load_calibration(path), gpu)
         if entry is None:
-            raise WorkloadInvalid(f"{path} has no calibration for {gpu.name}; run `estimator calibrate` on one, "
-                                  "or leave out --calibration")
+            raise FieldInvalid("calibration", "{path} has no calibration for {name}; run `estimator calibrate` on "
+                               "one, or leave out {calibration}", path=path, name=gpu.name)
         return apply_calibration(profile, entry, str(path))
     if os.environ.get("ESTIMATOR_NO_CALIBRATION"):
         return profile

@@ -26,7 +26,7 @@ from pydantic import Field
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
-from estimator.errors import EstimatorError, WorkloadInvalid
+from estimator.errors import EstimatorError, FieldInvalid
 from estimator.inference.workload import MAX_BATCH, InferenceWorkload
 from estimator.model.capacity import within_position_limit
 from estimator.notes import Note, NoteCode, note
@@ -48,11 +48,11 @@ class Goal(Frozen):
 
     def check(self) -> None:
         if self.concurrency is not None and self.target_tokens_per_s is not None:
-            raise WorkloadInvalid("give --concurrency or --target-tokens-per-s, not both")
+            raise FieldInvalid("concurrency", "give {concurrency} or {target_tokens_per_s}, not both")
         if self.concurrency is None and self.target_tokens_per_s is None and self.max_ttft_s is None \
                 and self.max_tpot_s is None:
-            raise WorkloadInvalid("give a goal: --concurrency C, --target-tokens-per-s T, or --max-ttft-s X and/or "
-                                  "--max-tpot-s Y")
+            raise FieldInvalid("concurrency", "give a goal: {concurrency} C, {target_tokens_per_s} T, or {max_ttft_s} "
+                               "X and/or {max_tpot_s} Y")
 
     @property
     def kind(self) -> str:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 from pydantic import BaseModel
 
-from estimator.errors import WorkloadInvalid
+from estimator.errors import FieldInvalid
 from estimator.inference.report import MemoryReport, Report, TimeReport
 from estimator.notes import Note, word
 from estimator.render.output import write_text_atomically
@@ -106,7 +106,7 @@ def write_report(output_format: str, document: BaseModel | Iterable[Row], output
     if output_format == "csv":
         _to_file(output, lambda handle: write_csv(keys, rows, handle))
     elif output is None:
-        raise WorkloadInvalid("--format xlsx needs --output FILE.xlsx")
+        raise FieldInvalid("output_format", "{output_format} xlsx needs {output} FILE.xlsx")
     else:
         from estimator.render.xlsx import write_xlsx  # only for --format xlsx
 

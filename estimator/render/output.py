@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
-from estimator.errors import WorkloadInvalid
+from estimator.errors import FieldInvalid, WorkloadInvalid
 
 
 def check_target(path: Path, *, force: bool = False) -> None:
@@ -36,7 +36,7 @@ def check_target(path: Path, *, force: bool = False) -> None:
         if path.exists() and not os.access(path, os.W_OK):
             raise WorkloadInvalid(f"cannot write {path}: the file is read-only")
         if path.exists() and not force:
-            raise WorkloadInvalid(f"{path} exists: pass --force to replace it")
+            raise FieldInvalid("force", "{path} exists: pass {force} to replace it", path=path)
     except OSError as error:  # a name too long, a path through a file
         raise WorkloadInvalid(f"cannot write {path}: {error.strerror or error}") from None
 
@@ -87,7 +87,8 @@ def check_rows_target(path: Path, *, force: bool = False) -> None:
     except OSError as error:
         raise WorkloadInvalid(f"cannot read {path}: {error.strerror or error}") from None
     if len(raw) > MAX_ROWS_FILE_BYTES or not _json_object_lines(raw):
-        raise WorkloadInvalid(f"{path} is not a file of measured rows (JSON lines): pass --force to replace it")
+        raise FieldInvalid("force", "{path} is not a file of measured rows (JSON lines): pass {force} to replace it",
+                           path=path)
 
 
 def _json_object_lines(raw: bytes) -> bool:

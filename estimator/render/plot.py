@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from estimator.errors import MissingDependency, WorkloadInvalid
+from estimator.errors import FieldInvalid, MissingDependency, WorkloadInvalid
 from estimator.render.output import atomic_path
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ _COLORS = {"weights": "#4C72B0", "KV cache": "#DD8452", "activations": "#55A868"
 
 def _pyplot(path: Path) -> Any:
     if path.suffix.lower() not in (".png", ".svg"):
-        raise WorkloadInvalid(f"--plot writes .png or .svg files, got {path.name!r}")
+        raise FieldInvalid("plot", "{plot} writes .png or .svg files, got {name}", name=repr(path.name))
     try:
         import matplotlib
     except ImportError:

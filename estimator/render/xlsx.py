@@ -15,7 +15,7 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from estimator.errors import MissingDependency, WorkloadInvalid
+from estimator.errors import FieldInvalid, MissingDependency
 from estimator.render.output import atomic_path
 
 XLSX_MAX_ROWS = 1_048_576  # Excel's sheet limit, header included
@@ -104,7 +104,8 @@ def write_xlsx(keys: Sequence[str], rows: Iterable[Mapping[str, Any]], path: Pat
     for row in chain(sample, stream):
         count += 1
         if count > XLSX_MAX_ROWS:
-            raise WorkloadInvalid(f"more than {XLSX_MAX_ROWS - 1:,} rows do not fit an Excel sheet; use --format csv")
+            raise FieldInvalid("output_format", "more than {count} rows do not fit an Excel sheet; use "
+                               "{output_format} csv", count=f"{XLSX_MAX_ROWS - 1:,}")
         cells: list[Any] = []
         for key, unit in zip(keys, units, strict=True):
             value = row[key]

@@ -7,5 +7,6 @@ requests of `models`; `hardware` and `formats` resolve the cards, servers and nu
 `estimate` runs one (`training` for ``mode`` train); `plan` and `sweep` convert and run those commands' options;
 `listing` gives the catalogs' rows. This layer sits above inference, training, planning and live and below the front
 ends (cli, serve): it never imports them, nor render. An error about an input names the request's field
-(`errors.FieldInvalid`); each front end words the field its own way (the CLI by its flag).
+(`estimator.errors.FieldInvalid`, which the layers below raise too, re-exported by `errors`); each front end words
+the field its own way (the CLI by its flag).
 """

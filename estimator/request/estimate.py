@@ -28,23 +28,13 @@ def estimate_request(request: EstimateRequest, catalog: Catalog | None = None,
                      model: ModelSpec | None = None) -> Report | TrainingReport:
     """The report of ``request``: read over ``catalog`` (default: the request's specs_dir, else the packaged one),
     for ``model`` when given (a config.json already read), else the request's model name."""
-    from estimator.errors import WorkloadInvalid
-    from estimator.request.errors import FieldInvalid, in_fields
-    from estimator.request.options import field_of_flag
-
     chosen = catalog_for(request.specs_dir) if catalog is None else catalog
     spec = chosen.model(request.job.model) if model is None else model
-    try:
-        if request.job.mode is Mode.train:
-            from estimator.request.training import training_report
+    if request.job.mode is Mode.train:
+        from estimator.request.training import training_report
 
-            return training_report(chosen, spec, request)
-        return inference_report(chosen, spec, request)
-    except WorkloadInvalid as error:  # from below, naming options by their flags: located at the field named first
-        located = None if isinstance(error, FieldInvalid) else in_fields(str(error), field_of_flag)
-        if located is None:
-            raise
-        raise located from None
+        return training_report(chosen, spec, request)
+    return inference_report(chosen, spec, request)
 
 
 def estimate_for(catalog: Catalog | None = None, **values: Any) -> Report | TrainingReport:

@@ -39,10 +39,8 @@ def weights_format(catalog: Catalog, model: ModelSpec, dtype: str | None, group_
         compute = (catalog.formats.get(model.checkpoint.base).compute_dtype if model.checkpoint is not None
                    else model.stored.compute_dtype)
         return stored_format(model.arch, model.stored, catalog.formats.get(compute))
-    if model.checkpoint_error is not None:
-        from estimator.errors import WorkloadInvalid
-
-        raise WorkloadInvalid(model.checkpoint_error)
+    if model.checkpoint_error is not None:  # the config's own words (it says to give --dtype), located at dtype
+        raise FieldInvalid("dtype", "{message}", message=model.checkpoint_error)
     if model.checkpoint is None:
         return number_format(catalog, "bf16", group_size)
     from estimator.catalog.checkpoint_quant import checkpoint_format

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from estimator.errors import WorkloadInvalid
 from estimator.request.errors import FieldInvalid
-from estimator.request.options import flag_of
 
 if TYPE_CHECKING:
     from estimator.catalog.registry import Catalog
@@ -25,16 +23,6 @@ class Resolved(NamedTuple):
     system: SystemSpec | None
     nodes: int
     assumed: bool
-
-
-def located(field: str, error: Exception) -> FieldInvalid:
-    """An error from below whose message opens with the field's flag (``--network '8x': ...``), located at the
-    field and worded in its name."""
-    message = str(error)
-    flag = flag_of(field)
-    if message.startswith(flag):
-        return FieldInvalid(field, "{" + field + "}{rest}", rest=message[len(flag):])
-    return FieldInvalid(field, "{message}", message=message)
 
 
 def resolve(catalog: Catalog, hw: Hardware, gpus: int) -> Resolved:
@@ -92,15 +80,8 @@ def _network(system: SystemSpec | None, network: str) -> SystemSpec:
     except ValidationError as error:
         raise FieldInvalid("network", "{network} {text}: {message}", text=network,
                            message=validation_message(error)) from None
-    except ValueError as error:
-        raise located("network", error) from None
 
 
 def with_gpu_memory(gpu: GpuSpec, capacity: int | None) -> GpuSpec:
     """The card with ``capacity`` bytes as its usable memory, when given."""
-    if capacity is None:
-        return gpu
-    try:
-        return gpu.with_memory(capacity)
-    except WorkloadInvalid as error:
-        raise located("gpu_memory", error) from None
+    return gpu if capacity is None else gpu.with_memory(capacity)

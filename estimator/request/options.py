@@ -210,8 +210,3 @@ def flag_of(field: str) -> str:
     """The flag the CLI spells a request field with (``output_format`` → ``--format``)."""
     option = OPTIONS.get(field)
     return option.flag if option is not None else "--" + field.replace("_", "-")
-
-
-def field_of_flag(flag: str) -> str | None:
-    """The request field an option's flag stands for (``--format`` → ``output_format``), None for no option."""
-    return next((o.name for o in OPTIONS.values() if flag in (f.split("/")[0] for f in o.flags)), None)

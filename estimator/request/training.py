@@ -83,7 +83,9 @@ def training_report(catalog: Catalog, model: ModelSpec, request: EstimateRequest
             lora_targets=ALL_LORA_TARGETS if t.lora_targets is None else t.lora_targets,
             qlora=catalog.formats.get(QLORA_FORMAT) if t.qlora else None,
             profile=catalog.profiles.get(request.job.profile))
-    except ValidationError as error:
-        raise WorkloadInvalid(validation_message(error)) from None
+    except ValidationError as error:  # the workload's own check raises a FieldInvalid, kept in pydantic's context
+        items = error.errors()
+        found = items[0].get("ctx", {}).get("error") if len(items) == 1 else None
+        raise (found if isinstance(found, FieldInvalid) else WorkloadInvalid(validation_message(error))) from None
     return estimate_training(model, gpu, workload, requested_gpu=hw.gpu or "",
                              system=resolved.system if hw.system is not None else None, nodes=resolved.nodes)

@@ -20,15 +20,14 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from estimator.catalog.registry import validation_message
-from estimator.errors import EstimatorError, MissingDependency
+from estimator.errors import EstimatorError, FieldInvalid, MissingDependency
 from estimator.inference.report import Report
 from estimator.planning.plan import PlanReport
-from estimator.request.errors import FieldInvalid
 from estimator.request.options import flag_of
 from estimator.request.plan import plan_notes
 from estimator.serve import jobs
 from estimator.serve.documents import MEDIA_TYPES, Table, chosen_format, document_bytes
-from estimator.serve.fields import MAX_QUERY_CHARS, RequestInvalid, field_of
+from estimator.serve.fields import MAX_QUERY_CHARS, RequestInvalid
 from estimator.serve.openapi import FORMAT_FIELD, parameters
 from estimator.training.report import TrainingReport
 
@@ -51,17 +50,14 @@ def _error(status: int, errors: list[tuple[str, str]]) -> JSONResponse:
 
 
 def _named(message: str, query: list[tuple[str, str]]) -> str:
-    """The field a message is about: the option it names, else the one field whose value it quotes."""
-    field = field_of(message)
-    if field == "query":
-        quoting = {key for key, value in query if value and repr(value) in message}
-        field = quoting.pop() if len(quoting) == 1 else field
-    return field
+    """The field a message that names none is about: the one field whose value it quotes, else the query."""
+    quoting = {key for key, value in query if value and repr(value) in message}
+    return quoting.pop() if len(quoting) == 1 else "query"
 
 
 def _located(error: EstimatorError, query: list[tuple[str, str]]) -> tuple[str, str]:
-    """(field, message): the request layer's errors name their field, worded as the command line words it; an
-    error from below is located by the option it names or the value it quotes."""
+    """(field, message): a refusal of a field names it (FieldInvalid, raised at every layer), worded as the command
+    line words it; any other error (an unknown name, a file) is located by the value it quotes."""
     if isinstance(error, FieldInvalid):
         return error.field, error.worded(flag_of)
     return _named(str(error), query), str(error)

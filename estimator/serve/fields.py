@@ -7,7 +7,6 @@ name files on the server (specs, calibration, prices, outputs, charts) or shape 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,13 +29,6 @@ class RequestInvalid(FieldsInvalid):
 def fields_of(command: str) -> dict[str, Option]:
     """The request fields of ``command``: its options, less those of the server's own (`SERVER_ONLY`)."""
     return {o.name: o for o in options_of(command) if o.name not in SERVER_ONLY}
-
-
-def field_of(message: str) -> str:
-    """The field a message from below the request layer names (``--ep 4 does not divide`` → ``ep``), else
-    ``query``."""
-    found = re.search(r"--([a-z][a-z0-9-]*)", message)
-    return found.group(1).replace("-", "_") if found else "query"
 
 
 def parse(command: str, query: Iterable[tuple[str, str]], fixed: dict[str, str] | None = None) -> dict[str, Any]:

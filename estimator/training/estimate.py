@@ -21,7 +21,7 @@ from fractions import Fraction
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
-from estimator.errors import WorkloadInvalid
+from estimator.errors import FieldInvalid
 from estimator.model.attention_kernels import runs_math_attention
 from estimator.model.capacity import largest_true, within_position_limit
 from estimator.model.inventory import active_param_count, param_count, tensor_inventory
@@ -333,14 +333,15 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
     w = workload
     arch = model.arch
     if arch is None:
-        raise WorkloadInvalid(f"training estimates need an architecture; {model.name!r} is only a parameter count "
-                              "(pass a catalog name or a config.json)")
+        raise FieldInvalid("model", "training estimates need an architecture; {name} is only a parameter count "
+                           "(pass a catalog name or a config.json)", name=repr(model.name))
     check_layout(arch, w)
     if system is not None and w.gpus > nodes * system.gpus_per_node:
         cp = f" × cp {w.cp}" if w.cp > 1 else ""
-        raise WorkloadInvalid(f"tp {w.tp} × pp {w.pp} × dp {w.dp}{cp} = {w.gpus} GPUs do not fit on {nodes} × "
-                              f"{system.name} ({nodes * system.gpus_per_node} GPUs): give --nodes "
-                              f"{-(-w.gpus // system.gpus_per_node)} or a smaller layout")
+        raise FieldInvalid("nodes", "{layout} = {count} GPUs do not fit on {nodes_count} × {name} ({held} GPUs): give "
+                           "{nodes} {needed} or a smaller layout", layout=f"tp {w.tp} × pp {w.pp} × dp {w.dp}{cp}",
+                           count=w.gpus, nodes_count=nodes, name=system.name, held=nodes * system.gpus_per_node,
+                           needed=-(-w.gpus // system.gpus_per_node))
     dtype, peak_flop_per_s = peak_for(gpu, w.compute_dtype)
     gemm_peak = fp8_gemm_peak(gpu, w)
     states = _model_states(arch, w)

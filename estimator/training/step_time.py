@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.specs import GpuSpec
 from estimator.catalog.systems import SystemSpec
-from estimator.errors import WorkloadInvalid
+from estimator.errors import FieldInvalid
 from estimator.model.compute import attention_flops, linear_params_per_token
 from estimator.model.inventory import lm_head_numel
 from estimator.model.phases import elementwise_elements_per_layer
@@ -154,17 +154,17 @@ def step_time(arch: Architecture, w: TrainingWorkload, gpu: GpuSpec, peak: float
 
 
 def fp8_gemm_peak(gpu: GpuSpec, w: TrainingWorkload) -> float:
-    """FP8 training's GEMM peak: the card's FP8 tensor-core rate (0 without --precision fp8); refused on cards
+    """FP8 training's GEMM peak: the card's FP8 tensor-core rate (0 without fp8 precision); refused on cards
     without one and under the eager PyTorch profiles (Transformer Engine is not eager PyTorch)."""
     if not w.fp8:
         return 0.0
     peak = gpu.peak_flop_per_s("fp8")
     if peak is None:
-        raise WorkloadInvalid(f"--precision fp8 runs its GEMMs on FP8 tensor cores, which {gpu.name} lacks "
-                              "(its spec lists no fp8 FLOP/s): use --precision bf16 or amp-bf16")
+        raise FieldInvalid("precision", "{precision} fp8 runs its GEMMs on FP8 tensor cores, which {name} lacks "
+                           "(its spec lists no fp8 FLOP/s): use {precision} bf16 or amp-bf16", name=gpu.name)
     if uses_eager_step(w.profile):
-        raise WorkloadInvalid(f"--precision fp8 is Transformer Engine's recipe; the {w.profile.name} profile times "
-                              "eager PyTorch steps: use --profile megatron")
+        raise FieldInvalid("precision", "{precision} fp8 is Transformer Engine's recipe; the {name} profile times "
+                           "eager PyTorch steps: use {profile} megatron", name=w.profile.name)
     return peak
 
 

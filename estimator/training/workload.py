@@ -1,7 +1,8 @@
 """What a training or fine-tuning run is: precision, optimizer, recomputation, sharding, parallel layout, LoRA.
 
 `TrainingWorkload` validates the numbers on their own; `check_layout` validates them against an architecture
-(heads divisible by TP, layers by PP) and raises `WorkloadInvalid` with every problem on one line.
+(heads divisible by TP, layers by PP) and raises `FieldInvalid` with every problem on one line, located at the
+field of the first.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from estimator.catalog.architecture import Architecture
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import NumberFormat
-from estimator.errors import WorkloadInvalid
+from estimator.errors import FieldInvalid, WorkloadInvalid
 from estimator.report import MAX_BATCH, MAX_TOKENS
 from estimator.training.pipeline import pipeline_split
 
@@ -66,43 +67,51 @@ class TrainingWorkload(BaseModel):
     def _check(self) -> TrainingWorkload:
         problems = []
         if self.fsdp is not None and self.zero:
-            problems.append(f"--fsdp {self.fsdp} and --zero {self.zero} are two ways to shard; pick one")
+            problems.append(FieldInvalid("fsdp", "{fsdp} {kind} and {zero} {stage} are two ways to shard; pick one",
+                                         kind=self.fsdp, stage=self.zero))
         if self.virtual_stages > 1 and self.pp == 1:
-            problems.append("--virtual-stages interleaves pipeline stages; it needs --pp > 1")
+            problems.append(FieldInvalid("virtual_stages", "{virtual_stages} interleaves pipeline stages; it needs "
+                                         "{pp} > 1"))
         if self.cp > 1 and self.profile.train_host_backward_per_layer_s > 0:  # training.eager_step.uses_eager_step
-            problems.append(f"--cp is Megatron-LM's context parallel; the {self.profile.name} profile times eager "
-                            "PyTorch steps: use --profile megatron")
+            problems.append(FieldInvalid("cp", "{cp} is Megatron-LM's context parallel; the {name} profile times "
+                                         "eager PyTorch steps: use {profile} megatron", name=self.profile.name))
         if self.cp > 1 and self.attention == "eager":
-            problems.append("--cp runs ring attention over flash kernels; use --attention flash or sdpa")
+            problems.append(FieldInvalid("cp", "{cp} runs ring attention over flash kernels; use {attention} flash "
+                                         "or sdpa"))
         if self.sequence_parallel and self.tp == 1:
-            problems.append("--sequence-parallel splits along the tensor-parallel group; it needs --tp > 1")
+            problems.append(FieldInvalid("sequence_parallel", "{sequence_parallel} splits along the tensor-parallel "
+                                         "group; it needs {tp} > 1"))
         if self.qlora is not None and self.lora_rank is None:
-            problems.append("--qlora trains LoRA adapters on a 4-bit base; give --lora-rank")
+            problems.append(FieldInvalid("qlora", "{qlora} trains LoRA adapters on a 4-bit base; give {lora_rank}"))
         if self.qlora is not None and self.precision == "fp32":
-            problems.append("--qlora computes in 16 bit; use --precision amp-bf16, amp-fp16 or bf16")
+            problems.append(FieldInvalid("qlora", "{qlora} computes in 16 bit; use {precision} amp-bf16, amp-fp16 "
+                                         "or bf16"))
         if self.precision == "fp8" and self.shard_stage == 3:
-            problems.append("--precision fp8 with ZeRO-3 / FSDP full shard is not modelled (FP8 copies of sharded "
-                            "weights); use --zero 1 (Megatron's distributed optimizer) or --zero 2")
+            problems.append(FieldInvalid("precision", "{precision} fp8 with ZeRO-3 / FSDP full shard is not modelled "
+                                         "(FP8 copies of sharded weights); use {zero} 1 (Megatron's distributed "
+                                         "optimizer) or {zero} 2"))
         problems += self._expert_problems()
         if not self.lora_targets:
-            problems.append("--lora-targets is empty")
+            problems.append(FieldInvalid("lora_targets", "{lora_targets} is empty"))
         if len(set(self.lora_targets)) != len(self.lora_targets):
-            problems.append(f"--lora-targets repeats a target: {','.join(self.lora_targets)}")
+            problems.append(FieldInvalid("lora_targets", "{lora_targets} repeats a target: {targets}",
+                                         targets=",".join(self.lora_targets)))
         if problems:
-            raise ValueError("; ".join(problems))
+            raise FieldInvalid.joined(problems)  # a ValueError: pydantic reports it, the error kept in its context
         return self
 
-    def _expert_problems(self) -> list[str]:
+    def _expert_problems(self) -> list[FieldInvalid]:
         """What expert parallel is not modelled with (Megatron-LM's expert-model-parallel takes its ranks from
-        data parallel: --ep must divide --dp)."""
+        data parallel: ep must divide dp)."""
         if self.ep == 1:
             return []
         problems = [] if self.dp % self.ep == 0 else [
-            f"--ep {self.ep} must divide --dp {self.dp}: expert parallel deals the experts over data-parallel ranks"]
+            FieldInvalid("ep", "{ep} {count} must divide {dp} {dp_count}: expert parallel deals the experts over "
+                         "data-parallel ranks", count=self.ep, dp_count=self.dp)]
         unmodelled = [name for name, on in (("ZeRO-3 / FSDP full shard", self.shard_stage == 3),
-                                            ("LoRA", self.lora_rank is not None), ("--cp", self.cp > 1),
-                                            ("--optimizer adafactor", self.optimizer == "adafactor")) if on]
-        return problems + [f"--ep with {name} is not modelled" for name in unmodelled]
+                                            ("LoRA", self.lora_rank is not None), ("{cp}", self.cp > 1),
+                                            ("{optimizer} adafactor", self.optimizer == "adafactor")) if on]
+        return problems + [FieldInvalid("ep", "{ep} with " + name + " is not modelled") for name in unmodelled]
 
     @property
     def gpus(self) -> int:
@@ -164,27 +173,35 @@ def check_layout(arch: Architecture, w: TrainingWorkload) -> None:
     problems = []
     heads, kv = arch.attention.num_heads, arch.attention.num_kv_heads
     if heads % w.tp:
-        problems.append(f"tensor parallel {w.tp} does not divide {heads} attention heads")
+        problems.append(_said("tp", f"tensor parallel {w.tp} does not divide {heads} attention heads"))
     elif kv % w.tp and w.tp % kv:
-        problems.append(f"tensor parallel {w.tp} neither divides nor is a multiple of {kv} KV heads")
+        problems.append(_said("tp", f"tensor parallel {w.tp} neither divides nor is a multiple of {kv} KV heads"))
     if pipeline_split(arch.num_layers, w.pp) is None:
-        problems.append(f"pipeline parallel {w.pp} divides neither the {arch.num_layers} layers nor "
-                        f"{arch.num_layers} + 2 (Megatron-core's split counting the embedding and the output layer "
-                        "as a layer each)")
+        problems.append(_said("pp", f"pipeline parallel {w.pp} divides neither the {arch.num_layers} layers nor "
+                                    f"{arch.num_layers} + 2 (Megatron-core's split counting the embedding and the "
+                                    "output layer as a layer each)"))
     elif w.virtual_stages > 1 and arch.num_layers % (w.pp * w.virtual_stages):
-        problems.append(f"pipeline parallel {w.pp} × {w.virtual_stages} virtual stages does not divide "
-                        f"{arch.num_layers} layers")
+        problems.append(_said("pp", f"pipeline parallel {w.pp} × {w.virtual_stages} virtual stages does not divide "
+                                    f"{arch.num_layers} layers"))
     if w.virtual_stages > 1 and w.grad_accum % w.pp:
-        problems.append(f"the interleaved schedule needs micro-batches (--grad-accum {w.grad_accum}) divisible by "
-                        f"pipeline parallel {w.pp} (Megatron-LM's rule)")
+        problems.append(FieldInvalid("grad_accum", "the interleaved schedule needs micro-batches ({grad_accum} "
+                                     "{count}) divisible by pipeline parallel {pp_count} (Megatron-LM's rule)",
+                                     count=w.grad_accum, pp_count=w.pp))
     if w.ep > 1 and (arch.moe is None or not arch.num_moe_layers):
-        problems.append(f"expert parallel {w.ep}: the model has no mixture-of-experts layers")
+        problems.append(_said("ep", f"expert parallel {w.ep}: the model has no mixture-of-experts layers"))
     elif w.ep > 1 and arch.moe is not None and arch.moe.num_experts % w.ep:
-        problems.append(f"expert parallel {w.ep} does not divide the {arch.moe.num_experts} routed experts")
+        problems.append(_said("ep", f"expert parallel {w.ep} does not divide the {arch.moe.num_experts} routed "
+                                    "experts"))
     if w.cp > 1 and w.seq_len % (2 * w.cp):  # Megatron-LM's load balance: 2 × cp chunks, each rank two
-        problems.append(f"context parallel {w.cp} needs seq_len ({w.seq_len}) divisible by 2 × cp = {2 * w.cp}")
+        problems.append(_said("cp", f"context parallel {w.cp} needs seq_len ({w.seq_len}) divisible by 2 × cp = "
+                                    f"{2 * w.cp}"))
     elif w.sequence_parallel and (w.seq_len // w.cp) % w.tp:
-        problems.append(f"sequence parallel needs seq_len ({w.seq_len}) divisible by tp ({w.tp})"
-                        + (f" × cp ({w.cp})" if w.cp > 1 else ""))
+        problems.append(_said("sequence_parallel", f"sequence parallel needs seq_len ({w.seq_len}) divisible by tp "
+                                                   f"({w.tp})" + (f" × cp ({w.cp})" if w.cp > 1 else "")))
     if problems:
-        raise WorkloadInvalid("; ".join(problems))
+        raise FieldInvalid.joined(problems)
+
+
+def _said(field: str, message: str) -> FieldInvalid:
+    """A refusal of ``field`` whose message names no other field (worded alike by every front end)."""
+    return FieldInvalid(field, "{message}", message=message)

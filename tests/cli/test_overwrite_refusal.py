@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from estimator.errors import SpecInvalid, WorkloadInvalid
+from estimator.errors import FieldInvalid, SpecInvalid
 from estimator.live.calibration import (
     GpuCalibration,
     check_calibration_target,
     load_calibration,
     save_calibration,
 )
+from estimator.request.options import flag_of
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
@@ -84,17 +85,19 @@ def test_calibrate_adds_a_card_but_refuses_to_replace_one_without_force(tmp_path
     check_calibration_target(path, "NVIDIA H200", force=False)  # no file yet
     save_calibration(path, _card())
     check_calibration_target(path, "NVIDIA L4", force=False)  # another card: the file holds every card
-    with pytest.raises(WorkloadInvalid, match=r"holds a calibration of NVIDIA H200 \(measured 2026-11-30\): pass "
-                                              "--force to replace it"):
+    with pytest.raises(FieldInvalid, match=r"holds a calibration of NVIDIA H200 \(measured 2026-11-30\): pass "
+                                           "force to replace it") as caught:
         check_calibration_target(path, "NVIDIA H200", force=False)
+    assert caught.value.worded(flag_of).endswith(": pass --force to replace it")  # as the command line says it
     check_calibration_target(path, "NVIDIA H200", force=True)
 
 
 def test_calibrate_refuses_a_file_that_is_no_calibration_without_force(tmp_path: Path) -> None:
     path = tmp_path / "calibration.yaml"
     path.write_text("my notes: [\n")
-    with pytest.raises(WorkloadInvalid, match=r"malformed YAML.*pass --force to replace the file"):
+    with pytest.raises(FieldInvalid, match=r"malformed YAML.*pass force to replace the file") as caught:
         check_calibration_target(path, "NVIDIA H200", force=False)
+    assert caught.value.worded(flag_of).endswith(": pass --force to replace the file")
     with pytest.raises(SpecInvalid, match="malformed YAML"):
         save_calibration(path, _card())
     assert path.read_text() == "my notes: [\n"

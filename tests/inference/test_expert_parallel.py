@@ -91,8 +91,8 @@ def test_ep_equal_to_tp_needs_no_all_to_all(catalog: Catalog, make_workload: Mak
 @pytest.mark.parametrize(("model", "ep", "tp", "batch", "nodes", "message"), [
     ("llama-3.1-8b", 2, 1, 2, 1, "not a mixture-of-experts model"),
     ("deepseek-v3", 3, 1, 3, 1, "does not divide deepseek-v3's 256 routed experts"),
-    ("deepseek-v3", 4, 8, 4, 1, "give an --ep that --gpus divides"),
-    ("deepseek-v3", 8, 1, 4, 1, "--batch 4 does not split evenly over the 8 attention groups"),
+    ("deepseek-v3", 4, 8, 4, 1, "give an ep that gpus divides"),  # the library names fields; the CLI, flags
+    ("deepseek-v3", 8, 1, 4, 1, "batch 4 does not split evenly over the 8 attention groups"),
     ("deepseek-v3", 16, 1, 16, 1, "expert parallel 16 needs 16 GPUs; 1 × hgx-h100 has 8"),
 ])
 def test_combinations_not_modelled_are_refused(catalog: Catalog, make_workload: Make, model: str, ep: int, tp: int,

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from estimator.catalog.registry import Catalog
-from estimator.errors import WorkloadInvalid
+from estimator.errors import FieldInvalid
 from estimator.inference.estimate import estimate
 from estimator.inference.workload import InferenceWorkload
 from estimator.render.formats import report_rows, to_csv, write_json, write_report
 from estimator.render.xlsx import header as xlsx_header
+from estimator.request.options import flag_of
 
 ROWS = [{"a": 1, "b": {"c": [1, 2]}}, {"a": 2, "b": None}]
 
@@ -37,8 +38,9 @@ def test_csv_is_the_report_flattened(catalog: Catalog, make_workload: Callable[.
 
 def test_xlsx_needs_a_file(catalog: Catalog, make_workload: Callable[..., InferenceWorkload]) -> None:
     report = estimate(catalog.models.get("llama-3.1-8b"), catalog.gpus.get("h100"), make_workload())
-    with pytest.raises(WorkloadInvalid, match="--format xlsx needs --output"):
+    with pytest.raises(FieldInvalid, match=r"^output_format xlsx needs output FILE\.xlsx$") as caught:
         write_report("xlsx", report)
+    assert caught.value.worded(flag_of) == "--format xlsx needs --output FILE.xlsx"  # as the command line says it
 
 
 def test_one_report_to_a_file_in_every_format(catalog: Catalog, make_workload: Callable[..., InferenceWorkload],

@@ -78,7 +78,7 @@ def test_full_recompute_repeats_the_forward_all_to_all(catalog: Catalog) -> None
 @pytest.mark.parametrize(("model", "fields", "message"), [
     ("llama-3.1-8b", {}, "no mixture-of-experts layers"),
     ("deepseek-v3", {"ep": 3, "dp": 63}, "does not divide the 256 routed experts"),
-    ("deepseek-v3", {"ep": 8, "dp": 12}, "--ep 8 must divide --dp 12"),
+    ("deepseek-v3", {"ep": 8, "dp": 12}, "ep 8 must divide dp 12"),  # the library names fields; the CLI, flags
 ])
 def test_layouts_not_modelled_are_refused(catalog: Catalog, model: str, fields: dict[str, object],
                                           message: str) -> None:

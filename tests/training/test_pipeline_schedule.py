@@ -43,8 +43,8 @@ def test_first_stage_holds_more_activations(catalog: Catalog) -> None:
 
 
 @pytest.mark.parametrize(("pp", "accum", "message"), [
-    (1, 8, "--virtual-stages interleaves pipeline stages; it needs --pp > 1"),
-    (4, 6, "micro-batches (--grad-accum 6) divisible by pipeline parallel 4"),
+    (1, 8, "virtual_stages interleaves pipeline stages; it needs pp > 1"),  # the library names fields
+    (4, 6, "micro-batches (grad_accum 6) divisible by pipeline parallel 4"),
 ])
 def test_bad_interleaving_is_refused(catalog: Catalog, pp: int, accum: int, message: str) -> None:
     with pytest.raises((WorkloadInvalid, ValueError), match=message.replace("(", "\\(").replace(")", "\\)")):
