@@ -10,8 +10,8 @@ import pytest
 
 import estimator
 
-# The issue's list (issue 10, "a test of __all__"): estimate, training, plan, sweep, the probe protocol, the errors;
-# and the request the CLI and the HTTP API build (issue 39).
+# The public API: estimate, training, plan, sweep, the probe protocol, the errors; and the request the CLI and
+# the HTTP API build.
 REQUIRED = {
     "estimate_request", "estimate_for", "EstimateRequest", "Hardware", "Job", "Output", "Training", "FieldInvalid",
     "estimate", "InferenceWorkload", "Report", "default_catalog", "Catalog",

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # llama-3.1-8b --gpu h100` over 100 batches × 100 prompt lengths × 10 and 40 output lengths) printed on 2026-12-01
 # 155 MB at 100,000 points and 309 MB at 400,000 as CSV (514 bytes per point), 198 and 408 MB as JSON (700 bytes
 # per point). 2,000,000 points then peak near 1.5 GB in the hungriest format, on top of a ~90 MB process; 10^7
-# points (13.8 GB before rows were listed a chunk at a time, issue 14) need --max-points.
+# points (13.8 GB when the rows were all listed at once, not a chunk at a time) need --max-points.
 DEFAULT_MAX_POINTS = 2_000_000
 _GRID_AXES = ("model", "gpu", "dtype", "gpus", "batch", "prompt_tokens", "output_tokens")
 

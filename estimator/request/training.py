@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 QLORA_FORMAT = "nf4-dq"  # QLoRA paper: NF4 with double quantization (specs/quant/nf4-dq.yaml)
 
-# Each inference-only field of `estimate`: its default as given, and what --mode train offers instead (issue 13:
-# every option takes effect in every mode or is refused in one line naming the mode's equivalent).
+# Each inference-only field of `estimate`: its default as given, and what --mode train offers instead (every
+# option takes effect in every mode or is refused in one line naming the mode's equivalent).
 INFERENCE_ONLY: dict[str, tuple[str | None, str]] = {
     "gpus": ("1", "use {tp}, {pp} and {dp} in {mode} train"),
     "prompt_tokens": ("2048", "use {seq_len} in {mode} train"),

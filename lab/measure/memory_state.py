@@ -1,4 +1,5 @@
-"""Measure the memory mechanisms of issue 11 on the live GPU, random weights at reduced depth, as JSON lines.
+"""Measure what caches, recurrent state and MXFP4 experts hold on the live GPU, random weights at reduced depth, as
+JSON lines.
 
     python -m lab.measure.memory_state --out DIR            # on the GPU (bf16)
     python -m lab.measure.memory_state --out /tmp/x --tiny  # the same code paths on the CPU, toy widths

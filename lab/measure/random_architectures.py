@@ -98,7 +98,7 @@ def random_config(rng: random.Random, family: str, hidden: int, layers: int) -> 
 
 
 def inference_archs(rng: random.Random, count: int, only: str | None = None) -> list[dict[str, Any]]:
-    """Small to mid-size models (0.05–4 B at full depth): the host-bound and fp32 cases the issue names (``only``:
+    """Small to mid-size models (0.05–4 B at full depth): the host-bound and fp32 cases (``only``:
     every one in that dtype, the draws otherwise the same)."""
     out = []
     for index in range(count):

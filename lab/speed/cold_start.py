@@ -3,7 +3,7 @@
 Run from the repository root:  python -m lab.speed.cold_start [--repeats 21]
 
 Each command runs in turn with the baseline (A B A B …) and the ratio is taken pair by pair, so it holds when the
-machine's speed drifts (issue 10's targets: ``--format json`` ≤ 12 ×, the table ≤ 15 × the baseline). The command
+machine's speed drifts (the targets: ``--format json`` ≤ 12 ×, the table ≤ 15 × the baseline). The command
 is the `estimate` console script's own entry point, so the figures are what a user's ``estimate …`` costs. Each
 ratio is given in wall time (the targets' measure) and in CPU time (user + system of the child process), which
 moves less when other jobs share the cores. The commands keep their caches (parsed and built specs) in a folder of

@@ -1,11 +1,11 @@
-"""Issue 10's four speed figures in one run: the cold start of `estimate` (``--format json`` and the table) beside a
-bare ``python -c pass``, and the sweep's evaluation rate and million-row CSV.
+"""The four speed figures against their targets in one run: the cold start of `estimate` (``--format json`` and the
+table) beside a bare ``python -c pass``, and the sweep's evaluation rate and million-row CSV.
 
 Run from the repository root:  python -m lab.speed.speed [--repeats 21] [--csv OUT.csv]
 
 The cold starts are timed as lab/speed/cold_start.py times them (a new process each run, paired with the
 baseline, the ratio's median); the sweep as lab/speed/sweep_speed.py does (a 1,000,000-point grid, evaluation and
-CSV timed apart, wall and CPU seconds). Targets (issue 10): json ≤ 12 ×, table ≤ 15 ×, ≥ 1,000,000 configurations
+CSV timed apart, wall and CPU seconds). Targets: json ≤ 12 ×, table ≤ 15 ×, ≥ 1,000,000 configurations
 per second on one core, the CSV in ≤ 10 s.
 """
 
@@ -25,7 +25,7 @@ def main() -> None:
     ratios = cold_start.measure(args.repeats)
     figures = sweep_speed.measure(args.csv)
     print()
-    print("issue 10, this run:")
+    print("targets, this run:")
     for name, target in cold_start.TARGETS.items():
         verdict = "met" if ratios[name] <= target else "NOT met"
         print(f"  {name:26s} {ratios[name]:10.1f} × python -c pass   target ≤ {target:g} ×: {verdict}")

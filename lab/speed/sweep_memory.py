@@ -1,5 +1,5 @@
 """Sweep memory per point: peak memory of `estimator sweep` at two grid sizes, per output format; the slope is the
-memory each point costs (the figure behind `estimator.request.sweep.DEFAULT_MAX_POINTS`, issue 14).
+memory each point costs (the figure behind `estimator.request.sweep.DEFAULT_MAX_POINTS`).
 
 Run from the repository root:  python -m lab.speed.sweep_memory
 Grid: llama-3.1-8b on an H100, 100 batches × 100 prompt lengths × N output lengths, N = 10 and 40 (100,000 and

@@ -1,4 +1,4 @@
-"""Sweep speed: evaluate a 1,000,000-point grid and write it as CSV, and print both rates (issue 10: ≥ 1,000,000
+"""Sweep speed: evaluate a 1,000,000-point grid and write it as CSV, and print both rates (targets: ≥ 1,000,000
 configurations/s evaluated on one core, a million-row CSV in ≤ 10 s).
 
 Run from the repository root:  python -m lab.speed.sweep_speed [--csv OUT.csv]

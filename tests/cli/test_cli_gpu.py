@@ -247,7 +247,7 @@ def test_live_commands_refuse_formats_they_do_not_write(cli: Cli, command: list[
 
 
 def test_validate_takes_8k_and_a_config_json(cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Issue 13: `validate` took only catalog names and plain integers; now `8k` parses as estimate parses it
+    """`validate` takes more than catalog names and plain integers: `8k` parses as estimate parses it
     (8 × 1000 = 8,000; 8Ki is 8,192) and a config.json is built and predicted as `estimate --model path` reads it."""
     from estimator.catalog.files import read_yaml
 

@@ -75,7 +75,7 @@ def test_bad_gpu_memory_is_one_line(cli: Cli, value: str, message: str) -> None:
 
 
 def test_models_format_json_and_csv(cli: Cli) -> None:
-    """Issue 13: `models` had no --format; it takes json and csv as `gpus` does, through the same writer."""
+    """`models` takes --format json and csv as `gpus` does, through the same writer."""
     from estimator.catalog.registry import default_catalog
 
     done = cli("models", "--format", "json")

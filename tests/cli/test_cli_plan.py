@@ -86,7 +86,7 @@ def test_sweep_csv_and_plots(tmp_path: Path) -> None:
 
 
 def test_a_sweep_point_the_model_cannot_split_is_a_row_and_the_rest_goes_on(tmp_path: Path) -> None:
-    """Issue 13: qwen2.5-7b cannot split 28 heads at TP 8; that aborted the whole sweep with nothing printed."""
+    """qwen2.5-7b cannot split 28 heads at TP 8: those points are rows with the message, the rest are printed."""
     args = ["sweep", "--model", "qwen2.5-7b,llama-3.1-8b", "--gpu", "h100", "--gpus", "1,8", "--batch", "1,4"]
     done = run(*args, "--plot", str(tmp_path / "s.png"))
     assert done.returncode == 0, done.stderr
@@ -129,7 +129,7 @@ def test_a_sweep_with_no_point_that_can_run_is_one_error_line(args: list[str]) -
 
 
 def test_sweep_grid_over_limit_is_refused_before_building(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 14: a sweep had no grid limit (10^7 points took 13.8 GB). Over the limit, one line names the size, the
+    """A sweep's grid has a limit (10^7 points would take 13.8 GB). Over the limit, one line names the size, the
     limit and --max-points, before a model is read (the unknown one is not reported) or a point evaluated."""
     import estimator.planning.sweep
 
@@ -176,7 +176,7 @@ def test_sweep_max_points_raises_the_limit(cli: Cli) -> None:
     (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,-2"], "not a count"),
     (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "3"], "does not divide"),
     (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "2000000"], "batch must lie"),
-    # about the flag itself, not a point: still the whole command, even beside valid values (issue 13)
+    # about the flag itself, not a point: still the whole command, even beside valid values
     (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100,h1000"], "unknown GPU"),
     (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "1,0"], "--batch"),
     (["sweep", "--model", "llama-3.1-8b", "--gpu", "h100", "--kv-dtype", "int4"], "not a KV-cache format"),

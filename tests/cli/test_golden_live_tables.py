@@ -1,4 +1,4 @@
-"""Issue 13's leftover: the `monitor`, `calibrate` and `oom` tables are laid out by render/fit.py like every other
+"""The `monitor`, `calibrate` and `oom` tables are laid out by render/fit.py like every other
 table — at 80 columns no cell is cut (no ellipsis), names and processes break between words — with golden files at
 80 and 200 columns (tests/data/golden; ``pytest --update-golden`` rewrites them)."""
 

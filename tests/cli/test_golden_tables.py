@@ -100,7 +100,7 @@ NARROW = {  # every command that prints a table, over the shipped catalog (its l
 
 @pytest.mark.parametrize("name", sorted(NARROW))
 def test_no_table_is_cut_at_80_columns(cli: Cli, name: str) -> None:
-    """Issue 13: at 80 columns a table is laid out for the width (text broken between words, or its columns
+    """At 80 columns a table is laid out for the width (text broken between words, or its columns
     over several tables with the row's name repeated), never a name or figure cut with an ellipsis."""
     result = cli(*NARROW[name], columns=80)
     assert result.exit_code == 0, result.stderr
@@ -110,7 +110,7 @@ def test_no_table_is_cut_at_80_columns(cli: Cli, name: str) -> None:
 
 
 def test_readme_shows_the_plan_table_as_it_prints_at_80_columns() -> None:
-    """Issue 13: docs/planning.md's plan block is the 80-column golden table, line for line (trailing blanks aside)."""
+    """docs/planning.md's plan block is the 80-column golden table, line for line (trailing blanks aside)."""
     readme = (DATA.parents[1] / "docs" / "planning.md").read_text(encoding="utf-8")
     block = readme.split("<!-- plan-80:", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0].splitlines()
     command = (block[0] + block[1]).replace("\\", " ").split()

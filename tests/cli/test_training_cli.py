@@ -1,4 +1,4 @@
-"""`estimate --mode train`: the issue's acceptance commands and bad input, through the real entry point."""
+"""`estimate --mode train`: the reference commands and bad input, through the real entry point."""
 
 from __future__ import annotations
 
@@ -109,8 +109,8 @@ def test_size_only_model_cannot_train() -> None:
                                               "at every position"),
 ])
 def test_train_mode_refuses_inference_options(args: list[str], message: str, tmp_path: Path) -> None:
-    """Issue 13: --mode train printed `1 GPU` for --gpus 8 and wrote no --plot file, exit 0; now each such
-    option is refused in one line that names the training equivalent, and no file is written."""
+    """Under --mode train, --gpus 8 and --plot would be ignored (`1 GPU`, no file, exit 0), so each such option is
+    refused in one line that names the training equivalent, and no file is written."""
     result = subprocess.run([sys.executable, "-m", "estimator", "estimate", *BASE, *args], capture_output=True,
                             text=True, cwd=tmp_path, check=False, env={"PYTHONPATH": str(ROOT), "PATH": ""})
     assert result.returncode != 0
@@ -134,7 +134,7 @@ def test_train_mode_refuses_inference_options_through_params() -> None:
 
 
 def test_training_on_two_servers_splits_the_step(cli: Callable[..., CliResult]) -> None:
-    """Acceptance 2 of issue 12: per-GPU memory, step time split into compute / TP / PP / DP / bubble, and MFU."""
+    """Per-GPU memory, step time split into compute / TP / PP / DP / bubble, and MFU."""
     args = ("estimate", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--mode", "train", "--tp", "8",
             "--pp", "2", "--dp", "2", "--batch", "1", "--seq-len", "4096", "--grad-accum", "16", "--precision", "bf16",
             "--recompute", "full", "--zero", "1")
@@ -175,7 +175,7 @@ def test_dp_across_nodes_is_slower_than_inside_one(cli: Callable[..., CliResult]
 
 
 def test_memory_table_has_a_column_per_phase_that_sums_to_its_tensors(cli: Callable[..., CliResult]) -> None:
-    """Issue 13: no "model states" row indented under the optimizer states, and the peak is the sum of its column:
+    """No "model states" row indented under the optimizer states, and the peak is the sum of its column:
     32.1 + 64.2 + 15.0 + 135.9 + 16.8 = 264.0 GB (weights, AdamW states, autocast copies, activations, loss
     gradients) in forward-backward; 32.1 + 32.1 + 64.2 + 32.1 = 160.6 GB in the optimizer step."""
     result = cli(*BASE, entry="estimate", columns=200)
@@ -190,7 +190,7 @@ def test_memory_table_has_a_column_per_phase_that_sums_to_its_tensors(cli: Calla
 
 
 def test_max_batch_longest_sequence_and_hypothetical_in_json_csv_and_table(cli: Callable[..., CliResult]) -> None:
-    """Issue 13: training reports the largest micro-batch and the longest sequence that fit in every output, and a
+    """Training reports the largest micro-batch and the longest sequence that fit in every output, and a
     run that does not fit says its times are hypothetical (the H100 full fine-tune: states alone exceed the card)."""
     qlora = ["--model", "llama-3.1-8b", "--mode", "train", "--lora-rank", "16", "--qlora", "--recompute", "full",
              "--batch", "1", "--seq-len", "2048", "--gpu", "rtx-4090"]

@@ -1,4 +1,4 @@
-"""estimate(): the Report for the core issue's acceptance cases and its invariants."""
+"""estimate(): the Report for the reference cases and its invariants."""
 
 from __future__ import annotations
 
@@ -144,8 +144,8 @@ def test_report_carries_the_roofline_points(catalog: Catalog, make_workload: Mak
 
 
 def test_flat_int4_and_prefill_chunk_are_said(shipped_catalog: Catalog, make_workload: Make) -> None:
-    """Issue 13: --dtype int4 (4 bits, no scales) was silent, and the optimized profile's 8,192-token prefill chunk
-    was only in its YAML; now a warning points to the grouped formats and the chunk is an assumption."""
+    """--dtype int4 (4 bits, no scales) gets a warning pointing to the grouped formats, and the optimized profile's
+    8,192-token prefill chunk is listed as an assumption, not left in its YAML."""
     m, g = shipped_catalog.model("llama-3.1-8b"), shipped_catalog.gpus.get("h100")
     flat = estimate(m, g, make_workload(dtype="int4", profile="optimized"), requested_gpu="h100")
     notes = [n for n in flat.warnings if n.code is NoteCode.FLAT_FORMAT]

@@ -1,4 +1,5 @@
-"""Estimates on the accelerators issue 16 added: the capacity each answers with, its source, and fp4 peaks.
+"""Estimates on unified-memory machines, consumer cards, TPUs and fp4 GPUs: the capacity each answers with, its
+source, and fp4 peaks.
 
 The point is the shipped data, so these take ``shipped_catalog``."""
 

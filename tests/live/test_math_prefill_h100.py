@@ -2,7 +2,7 @@
 Falcon-style architectures (one KV head handed to SDPA with a mask, so PyTorch's math kernel) measured on an H100
 after the rule was committed
 (tests/data/measured/random-h100/h100-2026-12-06-math-prefill.jsonl), predicted by the shipped `hf` profile on the
-H100's own spec. Nothing was fitted on them and the profile's figures are the H200's, so the issue's prefill targets
+H100's own spec. Nothing was fitted on them and the profile's figures are the H200's, so the prefill targets
 (within 15%, median at most 7%) are the bar; the rows that miss are named."""
 
 from __future__ import annotations

@@ -85,9 +85,9 @@ def test_the_math_kernel_is_its_own_part_of_the_time() -> None:
 
 
 def test_falcon_prefills_on_the_h200() -> None:
-    """falcon-7b's HF prefills at 2,048 tokens (batch 1 and 8; −20.7% and −19.3% before this term) within the issue's
-    ±15% prefill target. Not blind: these rows showed the miss. The 8,192-token row (−17.8%) is still outside it and not
-    asserted here (docs/accuracy.md, *Prefill time*, names the miss)."""
+    """falcon-7b's HF prefills at 2,048 tokens (batch 1 and 8; −20.7% and −19.3% before this term) within the ±15%
+    prefill target of docs/accuracy.md. Not blind: these rows showed the miss. The 8,192-token row (−17.8%) is still
+    outside it and not asserted here (docs/accuracy.md, *Prefill time*, names the miss)."""
     reference_points = lab_module("accuracy.reference_points")
     found = {p.case: p for p in reference_points.points(EXTRA) if p.term == "prefill_s hf"
              and p.case.startswith("falcon-7b")}

@@ -129,7 +129,7 @@ def test_every_16_bit_prefill_of_seed_11_is_counted_to_the_byte() -> None:
         predicted = _peak(row)
         if row["dtype"] != "fp32":
             assert predicted == requested, (row["model"], row["batch"], row["prompt"])
-        else:  # the issue's ±5% target: the math kernel's bytes per score are a measured figure, not a trace
+        else:  # docs/accuracy.md's ±5% target: the math kernel's bytes per score are a measured figure, not a trace
             assert abs(predicted / requested - 1) <= 0.05, (row["model"], row["batch"], row["prompt"])
 
 

@@ -1,4 +1,4 @@
-"""Acceptance 1: for every OOM captured on the H200 (tests/data/oom), `estimator oom` names the tensor the failed
+"""For every OOM captured on the H200 (tests/data/oom), `estimator oom` names the tensor the failed
 request was and the term it belongs to, and ranks first the change that then ran without OOM there."""
 
 from __future__ import annotations

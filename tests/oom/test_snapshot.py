@@ -1,4 +1,4 @@
-"""Acceptance 2: a snapshot is read without executing anything; one holding a non-container object is refused."""
+"""A snapshot is read without executing anything; one holding a non-container object is refused."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ def _prices(catalog: Catalog, user: dict[str, object] | None = None) -> Prices:
 
 
 def test_deepseek_v3_lists_only_layouts_inside_real_servers(shipped_catalog: Catalog) -> None:
-    """Acceptance 1 of issue 12: plan --model deepseek-v3 --dtype fp8 --prompt-tokens 4096 --output-tokens 1024
+    """plan --model deepseek-v3 --dtype fp8 --prompt-tokens 4096 --output-tokens 1024
     --concurrency 64."""
     c = shipped_catalog
     w = InferenceWorkload(weight_format=c.formats.get("fp8"), kv_format=c.formats.get("bf16"),
@@ -95,7 +95,7 @@ def test_prices_file_replaces_the_default_sources(catalog: Catalog) -> None:
 
 def test_concurrency_with_a_ttft_limit_adds_replicas(catalog: Catalog,
                                                     make_workload: Callable[..., InferenceWorkload]) -> None:
-    """Acceptance 3 of issue 12: --concurrency 64 --max-ttft-s 1 finds options."""
+    """--concurrency 64 --max-ttft-s 1 finds options."""
     w = make_workload(prompt_tokens=4096, output_tokens=1024)
     report = plan(catalog.model("llama-3.1-8b"), _pairs(catalog, "hgx-h100", "hgx-h200"), w,
                   Goal(concurrency=64, max_ttft_s=1.0), _prices(catalog))
@@ -189,7 +189,7 @@ def test_bad_prices_file(catalog: Catalog) -> None:
 
 
 def test_max_context_is_capped_at_the_model_limit_like_estimate(shipped_catalog: Catalog) -> None:
-    """Issue 13: a plan's max_context_tokens stops at the model's 4,096-token window (Llama-2-7B), as estimate's
+    """A plan's max_context_tokens stops at the model's 4,096-token window (Llama-2-7B), as estimate's
     does; max_context_tokens_by_memory is memory's figure, the search within the headroom alone."""
     c = shipped_catalog
     w = InferenceWorkload(weight_format=c.formats.get("bf16"), kv_format=c.formats.get("bf16"),

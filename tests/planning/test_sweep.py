@@ -32,7 +32,7 @@ COMBOS = [("llama-3.1-70b", "h100", "bf16", 4, "optimized"), ("gemma-2-9b", "l4"
           ("qwen3-30b-a3b", "h200", "bf16", 4, "optimized"), ("deepseek-v2-lite", "a100", "bf16", 1, "hf"),
           ("7b", "a100", "int4", 8, "hf"), ("llama-3.1-8b", "l4", "gptq-int4", 1, "optimized"),
           ("bert-large", "a100", "fp32", 1, "hf"), ("llama-3.1-405b", "l4", "gptq-int4", 8, "optimized"),
-          # degrees estimate refuses (issue 13): 28 heads at TP 8, 32 heads at TP 3
+          # degrees estimate refuses: 28 heads at TP 8, 32 heads at TP 3
           ("qwen2.5-7b", "h100", "bf16", 8, "optimized"), ("llama-3.1-8b", "h100", "bf16", 3, "hf")]
 
 
@@ -129,7 +129,7 @@ def test_a_point_beyond_exact_int64_memory_is_an_error_row(shipped_catalog: Cata
 
 def test_an_invalid_degree_is_an_error_row_and_the_grid_goes_on(
         shipped_catalog: Catalog, workload: Callable[..., InferenceWorkload]) -> None:
-    """Issue 13: qwen2.5-7b at TP 8 aborted the whole sweep; now its points are rows with estimate's message."""
+    """qwen2.5-7b at TP 8 cannot split its heads: its points are rows with estimate's message, the rest goes on."""
     qwen, llama, h100 = (shipped_catalog.model("qwen2.5-7b"), shipped_catalog.model("llama-3.1-8b"),
                          shipped_catalog.gpus.get("h100"))
     items = [(m, h100, workload(tensor_parallel=tp), "h100") for m in (qwen, llama) for tp in (1, 8)]
@@ -145,7 +145,7 @@ def test_an_invalid_degree_is_an_error_row_and_the_grid_goes_on(
 
 def test_max_context_tokens_capped_at_model_limit(shipped_catalog: Catalog,
                                                   workload: Callable[..., InferenceWorkload]) -> None:
-    """Issue 13: Llama-2-7B reported 126,943 tokens of context with a 4,096 limit. The capped figure and the
+    """Llama-2-7B's memory holds 126,943 tokens of context but its window is 4,096. The capped figure and the
     memory-only one travel together, with a note, in estimate and sweep alike."""
     from estimator.notes import NoteCode
 
@@ -168,7 +168,7 @@ def test_max_context_tokens_capped_at_model_limit(shipped_catalog: Catalog,
 
 def test_times_of_a_layout_that_does_not_fit_are_hypothetical(shipped_catalog: Catalog,
                                                                workload: Callable[..., InferenceWorkload]) -> None:
-    """Issue 13: `deepseek-v3 --gpu rtx-4090` said "needs 64" then "decode step 86.8 ms" unmarked. The times
+    """`deepseek-v3 --gpu rtx-4090` needs 64 GPUs; its "decode step 86.8 ms" must not read as one card's. The times
     stay (a user sizing a bigger layout reads them) but carry time.hypothetical and a note, in sweep rows too."""
     from estimator.notes import NoteCode
 
@@ -189,7 +189,7 @@ def test_times_of_a_layout_that_does_not_fit_are_hypothetical(shipped_catalog: C
 
 
 def test_fits_with_low_headroom_warns(shipped_catalog: Catalog, workload: Callable[..., InferenceWorkload]) -> None:
-    """Issue 13: "fits" with 0.9 % to spare said nothing; under 10 % of the card free (vLLM keeps 10 %) a warning
+    """A "fits" with 0.9 % to spare is not silent: under 10 % of the card free (vLLM keeps 10 %) a warning
     says so, in estimate and in the sweep row at the same point."""
     from estimator.notes import NoteCode
 

@@ -1,5 +1,5 @@
 """The reported max batch and max context are the largest that fit: n fits, n + 1 does not, and no larger value in
-a scanned range fits (issue 14). The scan is brute force on numpy arrays (`footprint.fits_per_gpu` elementwise),
+a scanned range fits. The scan is brute force on numpy arrays (`footprint.fits_per_gpu` elementwise),
 independent of the search it checks; memory is not monotonic in the prompt under chunked prefill, so a search
 that assumes it would fail here (`capacity.prompt_pieces` says why and where).
 """
@@ -105,7 +105,7 @@ def test_prompt_pieces_cover_every_prompt_once_with_one_chunk_shape_each(chunk: 
 
 
 def test_max_context_not_the_longest_that_fits_under_chunked_prefill(catalog: Catalog) -> None:
-    """Regression (issue 14: max_context_tokens was not the longest context that fits, memory not being monotonic
+    """Regression (max_context_tokens was not the longest context that fits, memory not being monotonic
     in prompt length under chunked prefill, which bisection assumed). qwen3-30b-a3b in AWQ int4 on a 24 GB
     RX 7900 XTX, 64 sequences, the optimized profile's 8192-token chunk: prompts 1008-1024 do not fit (the chunk
     holds 8 sequences: 8192 // 1024 = 8), 1025-1028 do (7 sequences: 8192 // 1025 = 7, a smaller activation

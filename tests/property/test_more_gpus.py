@@ -1,4 +1,4 @@
-"""More GPUs never raise per-GPU memory unless the report says which term grew, and by how much (issue 14).
+"""More GPUs never raise per-GPU memory unless the report says which term grew, and by how much.
 
 What can grow with the GPU count is named by one note with its bytes (`gpu-buffers`): the NCCL buffers every GPU
 of a group holds (in the overhead) and DDP's gradient buckets. Per-GPU memory may rise by no more than the bytes
@@ -83,7 +83,7 @@ def test_more_training_gpus_never_raise_per_gpu_memory_unsaid(model: str, layout
 
 
 def test_data_parallel_buckets_are_said_when_a_second_replica_raises_memory(catalog: Catalog) -> None:
-    """Regression (issue 14: more GPUs raised per-GPU memory with no word on which term grew). gpt2 in fp32 with
+    """Regression (more GPUs raised per-GPU memory with no word on which term grew). gpt2 in fp32 with
     AdamW, no ZeRO: a second data-parallel replica adds DDP's gradient buckets (one fp32 copy of every gradient,
     124,439,808 parameters × 4 bytes) and the NCCL buffers; both notes say so with their bytes."""
     c = default_catalog()

@@ -1,4 +1,4 @@
-"""Totals are the sum of their parts, and breakdowns add up to their totals, in every mode and layout (issue 14).
+"""Totals are the sum of their parts, and breakdowns add up to their totals, in every mode and layout.
 
 Exact integers throughout: every figure here is bytes the estimate adds up, so the sums must be exact.
 """
@@ -83,9 +83,9 @@ def test_inference_breakdowns_add_up_to_their_totals(model: str, pick: int, batc
 
 
 def test_kv_by_window_adds_up_when_transformers_holds_the_whole_prompt(catalog: Catalog) -> None:
-    """Regression (issue 14: kv_by_window did not add up to kv_cache_bytes under --profile hf for sliding-window
-    models): right after prefill transformers holds every prompt token in every layer, which the total counted and
-    the windows did not. gemma-2-9b: 42 layers, half with a 4096-token window; a 20,000-token prompt and 16 output
+    """Regression (kv_by_window did not add up to kv_cache_bytes under --profile hf for sliding-window models):
+    right after prefill transformers holds every prompt token in every layer, which the total counted and the
+    windows did not. gemma-2-9b: 42 layers, half with a 4096-token window; a 20,000-token prompt and 16 output
     tokens. Windowed: 21 × 20,016 + 21 × 4,096 token-layers; whole prompt: 42 × 20,000 — more, so that is held."""
     spec = default_catalog().models.get("gemma-2-9b")
     arch = spec.arch
@@ -100,7 +100,7 @@ def test_kv_by_window_adds_up_when_transformers_holds_the_whole_prompt(catalog: 
 
 
 def test_total_is_weights_kv_activations_overhead_at_tensor_parallel(catalog: Catalog) -> None:
-    """Regression (issue 14: total_bytes was not weights + KV + activations + overhead at TP ≥ 2, the replicated
+    """Regression (total_bytes was not weights + KV + activations + overhead at TP ≥ 2, the replicated
     norms being in the total only): weights_replicated_bytes names them. llama-3.1-8b over 2 GPUs in bf16: the
     norms (65 × 4096 elements: 2 per layer × 32 + the final one) are on both GPUs, so once more than the model's
     one copy: 65 × 4096 × 2 bytes; every linear, embedding and head tensor halves exactly in bf16."""
@@ -115,7 +115,7 @@ def test_total_is_weights_kv_activations_overhead_at_tensor_parallel(catalog: Ca
 
 
 def test_k_quant_weights_on_one_gpu_are_the_sum_by_role(catalog: Catalog) -> None:
-    """Regression (issue 14: off by a few bytes with K-quants): one GPU's weights round like the breakdown by role
+    """Regression (off by a few bytes with K-quants): one GPU's weights round like the breakdown by role
     (each role's bytes rounded up once), so weights_per_gpu_bytes = weights_bytes = Σ weights_by_role exactly."""
     spec = default_catalog().models.get("bert-base")
     c = default_catalog()

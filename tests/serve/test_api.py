@@ -27,7 +27,7 @@ def _flags(fields: dict[str, str]) -> list[str]:
 
 
 ESTIMATES = [
-    {"model": "70b", "dtype": "fp16", "gpu": "a100"},  # the issue's acceptance 1
+    {"model": "70b", "dtype": "fp16", "gpu": "a100"},  # a generic 70B in fp16 on an A100
     {"model": "llama-3.1-8b", "gpu": "h100", "batch": "8", "prompt_tokens": "8k", "output_tokens": "512"},
     {"model": "llama-3.1-70b", "gpu": "h100", "gpus": "4", "kv_dtype": "fp8", "dtype": "fp8"},
     {"model": "llama-3.1-70b", "system": "hgx-h100", "gpus": "8", "nodes": "2"},
@@ -76,7 +76,7 @@ def test_plan_json_and_csv_are_the_cli_s(client: TestClient, cli: Cli) -> None:
         assert answer.status_code == 200
         assert answer.text == printed.stdout
     rows = list(csv.reader(io.StringIO(answer.text)))
-    assert rows[0][:3] == ["model", "dtype", "kv_dtype"]  # the header row (acceptance 2), then one row per option
+    assert rows[0][:3] == ["model", "dtype", "kv_dtype"]  # the header row, then one row per option
     assert len(rows) == 1 + len(json.loads(client.get("/v1/plan", params=PLAN).text)["options"])
 
 
@@ -123,7 +123,7 @@ def test_sweep_json_and_csv_are_the_cli_s(client: TestClient, cli: Cli) -> None:
 
 
 def test_sweep_error_rows_are_the_cli_s(client: TestClient, cli: Cli) -> None:
-    """Issue 13: a point the model cannot split (qwen2.5-7b at TP 8) is a row with its error in /v1/sweep too."""
+    """A point the model cannot split (qwen2.5-7b at TP 8) is a row with its error in /v1/sweep too."""
     pytest.importorskip("numpy")
     fields = {"model": "qwen2.5-7b,llama-3.1-8b", "gpu": "h100", "gpus": "1,8"}
     printed = cli("sweep", *_flags(fields), "--format", "json")

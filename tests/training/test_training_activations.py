@@ -122,7 +122,7 @@ def test_reference_training_step_byte_by_byte() -> None:
 
 
 def test_phases_sum_to_their_tensors_and_the_largest_is_the_peak() -> None:
-    """The reference step's phases, term by term (issue 13: the table's rows add up to each phase's total)."""
+    """The reference step's phases, term by term: the table's rows add up to each phase's total."""
     catalog = default_catalog()
     w = TrainingWorkload(batch=4, seq_len=2048, precision="amp-bf16", optimizer="adamw",
                          profile=catalog.profiles.get("hf"))

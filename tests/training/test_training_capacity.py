@@ -1,4 +1,4 @@
-"""Training capacity: the largest micro-batch and the longest sequence that fit (issue 13), and the times of a run
+"""Training capacity: the largest micro-batch and the longest sequence that fit, and the times of a run
 that does not fit marked hypothetical."""
 
 from __future__ import annotations
