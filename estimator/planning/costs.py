@@ -85,17 +85,22 @@ def load_prices(defaults: Mapping[str, Any], user: Mapping[str, Any] | None, *, 
         raise SpecInvalid(f"{where}: {validation_message(error)}") from None
 
 
+class Hourly(Frozen):
+    """A cost per hour and what it is made of (the servers' price and power, or a rental price)."""
+
+    usd_per_hour: float
+    basis: str
+
+
 class Cost(Frozen):
-    """The cost of one option, owned and rented apart; None where no price is known."""
+    """The cost of one option: its purchase prices, and per hour owned and rented apart; None where unpriced."""
 
     price_usd_per_card: float | None
     price_usd_per_server: float | None
     price_date: str | None
     price_source: str | None
-    owned_usd_per_hour: float | None
-    owned_basis: str | None
-    rented_usd_per_hour: float | None
-    rented_basis: str | None
+    owned: Hourly | None
+    rented: Hourly | None
 
 
 def _capex(system: SystemSpec, gpu: GpuSpec, servers: int, gpus: int,
@@ -118,25 +123,25 @@ def option_cost(system: SystemSpec, gpu: GpuSpec, servers: int, gpus: int, price
     """Owned and rented cost per hour of ``servers`` × ``system`` using ``gpus`` of their GPUs."""
     capex, date, source, what = _capex(system, gpu, servers, gpus, prices)
     power_w = servers * system.server_power_w
-    owned = basis = None
+    owned = None
     if capex is not None:
-        owned = capex / (prices.amortization_years * HOURS_PER_YEAR) + power_w / 1000 * prices.electricity_usd_per_kwh
-        basis = (f"owned: ${capex:,.0f} ({what}) over {prices.amortization_years:g} y + {power_w:,.0f} W of "
-                 f"servers at ${prices.electricity_usd_per_kwh:g}/kWh")
+        owned = Hourly(
+            usd_per_hour=capex / (prices.amortization_years * HOURS_PER_YEAR)
+            + power_w / 1000 * prices.electricity_usd_per_kwh,
+            basis=(f"owned: ${capex:,.0f} ({what}) over {prices.amortization_years:g} y + {power_w:,.0f} W of "
+                   f"servers at ${prices.electricity_usd_per_kwh:g}/kWh"))
     server_rent = prices.systems.get(system.name, CardPrice()).usd_per_hour
     card = prices.gpus.get(gpu.name, CardPrice())
-    rented = rented_basis = None
+    rented = None
     if server_rent is not None:
-        rented = server_rent * servers
-        rented_basis = f"rented at ${server_rent:g}/server-hour × {servers}"
+        rented = Hourly(usd_per_hour=server_rent * servers, basis=f"rented at ${server_rent:g}/server-hour × {servers}")
     elif card.usd_per_hour is not None:
-        rented = card.usd_per_hour * gpus
-        rented_basis = f"rented at ${card.usd_per_hour:g}/card-hour × {gpus} ({card.source or 'prices file'})"
+        rented = Hourly(usd_per_hour=card.usd_per_hour * gpus,
+                        basis=f"rented at ${card.usd_per_hour:g}/card-hour × {gpus} ({card.source or 'prices file'})")
     card_price = prices.gpus.get(gpu.name, CardPrice()).usd or gpu.price_usd
     server_price = prices.systems.get(system.name, CardPrice()).usd or system.price_usd
     return Cost(price_usd_per_card=card_price, price_usd_per_server=server_price, price_date=date,
-                price_source=source, owned_usd_per_hour=owned, owned_basis=basis, rented_usd_per_hour=rented,
-                rented_basis=rented_basis)
+                price_source=source, owned=owned, rented=rented)
 
 
 def per_million_tokens(usd_per_hour: float | None, tokens_per_s: float | None) -> float | None:

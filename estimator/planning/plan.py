@@ -159,9 +159,10 @@ def _option(search: Search, point: Point, prices: Prices, wanted: int | None) ->
     tokens_per_s = None if tpot is None else concurrency / tpot
     mem = stage_memory(search.model, gpu, w, layout, point.batch, w.prompt_tokens, w.output_tokens)
     cost = option_cost(system, gpu, servers, gpus, prices)
-    owned_mtok = per_million_tokens(cost.owned_usd_per_hour, tokens_per_s)
-    rented_mtok = per_million_tokens(cost.rented_usd_per_hour, tokens_per_s)
-    rented = cost.rented_usd_per_hour is not None
+    owned, rented = cost.owned, cost.rented
+    owned_mtok = per_million_tokens(None if owned is None else owned.usd_per_hour, tokens_per_s)
+    rented_mtok = per_million_tokens(None if rented is None else rented.usd_per_hour, tokens_per_s)
+    ranked = rented if rented is not None else owned
     moe = search.model.arch is not None and search.model.arch.moe is not None
     decode = point.decode
     by_memory = max_replica_context(search.model, gpu, w, layout, point.batch, w.output_tokens,
@@ -185,13 +186,14 @@ def _option(search: Search, point: Point, prices: Prices, wanted: int | None) ->
         power_per_card_w=gpu.tdp_w, power_w=None if gpu.tdp_w is None else gpu.tdp_w * gpus,
         server_power_w=system.server_power_w * servers,
         price_usd_per_card=cost.price_usd_per_card, price_usd_per_server=cost.price_usd_per_server,
-        price_date=cost.price_date, price_source=cost.price_source, owned_usd_per_hour=cost.owned_usd_per_hour,
-        owned_basis=cost.owned_basis, owned_usd_per_million_tokens=owned_mtok,
-        rented_usd_per_hour=cost.rented_usd_per_hour, rented_basis=cost.rented_basis,
-        rented_usd_per_million_tokens=rented_mtok,
-        usd_per_hour=cost.rented_usd_per_hour if rented else cost.owned_usd_per_hour,
-        cost_basis=cost.rented_basis if rented else cost.owned_basis,
-        usd_per_million_tokens=rented_mtok if rented else owned_mtok,
+        price_date=cost.price_date, price_source=cost.price_source,
+        owned_usd_per_hour=None if owned is None else owned.usd_per_hour,
+        owned_basis=None if owned is None else owned.basis, owned_usd_per_million_tokens=owned_mtok,
+        rented_usd_per_hour=None if rented is None else rented.usd_per_hour,
+        rented_basis=None if rented is None else rented.basis, rented_usd_per_million_tokens=rented_mtok,
+        usd_per_hour=None if ranked is None else ranked.usd_per_hour,
+        cost_basis=None if ranked is None else ranked.basis,
+        usd_per_million_tokens=rented_mtok if rented is not None else owned_mtok,
     )
 
 

@@ -72,18 +72,19 @@ def test_a_server_without_a_price_is_costed_from_its_cards(catalog: Catalog) -> 
     rtx = catalog.systems.get("pcie-rtx-4090")
     cost = option_cost(rtx, catalog.system_gpu(rtx), 2, 16, _prices(catalog))
     # 16 cards × $1,599 over 3 y + 2 × 5,800 W at $0.13/kWh
-    assert cost.owned_usd_per_hour == pytest.approx(16 * 1599 / (3 * 8760) + 11.6 * 0.13, rel=1e-12)
-    assert cost.owned_basis is not None and "host not priced" in cost.owned_basis
+    assert cost.owned is not None
+    assert cost.owned.usd_per_hour == pytest.approx(16 * 1599 / (3 * 8760) + 11.6 * 0.13, rel=1e-12)
+    assert "host not priced" in cost.owned.basis
 
 
 def test_rented_prices_per_server_or_per_card(catalog: Catalog) -> None:
     hgx = catalog.systems.get("hgx-h100")
     gpu = catalog.system_gpu(hgx)
     by_server = option_cost(hgx, gpu, 2, 16, _prices(catalog, {"systems": {"dgx-h100": {"usd_per_hour": 25}}}))
-    assert by_server.rented_usd_per_hour == 50  # 2 servers × $25
+    assert by_server.rented is not None and by_server.rented.usd_per_hour == 50  # 2 servers × $25
     by_card = option_cost(hgx, gpu, 2, 12, _prices(catalog, {"gpus": {"h100": {"usd_per_hour": 2.5}}}))
-    assert by_card.rented_usd_per_hour == 30  # 12 GPUs × $2.50
-    assert by_card.owned_usd_per_hour is not None  # owned stays, in its own field
+    assert by_card.rented is not None and by_card.rented.usd_per_hour == 30  # 12 GPUs × $2.50
+    assert by_card.owned is not None  # owned stays, in its own field
 
 
 def test_prices_file_replaces_the_default_sources(catalog: Catalog) -> None:
