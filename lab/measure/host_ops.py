@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from estimator.live import device, measure
 from estimator.live.host_cost import bare_op_s, host_issue_s
-from lab.measure.issue_timing import kernel_times
+from lab.measure.dispatch_timing import kernel_times
 
 FAMILIES = ("llama", "qwen2", "mistral", "gemma2", "gpt2")
 DTYPES = ("fp32", "bf16", "fp16")

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from estimator.live import device, measure
 from lab.measure import needs_torch  # noqa: F401  (one line, not a traceback, without PyTorch)
 from lab.measure.amp_recompute import positive
-from lab.measure.issue_timing import host_probe, kernel_times, timed_reps
+from lab.measure.dispatch_timing import host_probe, kernel_times, timed_reps
 
 # falcon-7b's vocabulary (tiiuae/falcon-7b config.json)
 FALCON_VOCAB = 65024

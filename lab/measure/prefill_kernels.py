@@ -25,7 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from estimator.live import device, measure
-from lab.measure.issue_timing import kernel_kind
+from lab.measure.dispatch_timing import kernel_kind
 
 
 def profile_prefill(model: Any, batch: int, prompt: int) -> list[dict[str, Any]]:

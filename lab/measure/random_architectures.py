@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from estimator.live import device, measure
 from estimator.live.host_cost import count_ops
-from lab.measure.issue_timing import host_and_gpu, host_probe, kernel_times, step_extra, timed, timed_reps
+from lab.measure.dispatch_timing import host_and_gpu, host_probe, kernel_times, step_extra, timed, timed_reps
 
 FAMILIES = ("llama", "qwen2", "mistral", "gemma2", "gpt2")
 TRAIN_FAMILIES = FAMILIES[:4]  # gpt2 trains too, but its 1,024-wide family is covered by inference
