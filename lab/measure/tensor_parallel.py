@@ -1,4 +1,4 @@
-"""Measure tensor-parallel inference on several GPUs: per-GPU memory and step times (what `validate --gpus N` would measure).
+"""Measure tensor-parallel inference on several GPUs: per-GPU memory and step times (`validate --gpus N`'s figures).
 
 Runs a lean Megatron-style tensor-parallel Llama (column-parallel fused qkv and gate_up, row-parallel o and down
 with an NCCL all-reduce after each, vocabulary-parallel embedding and LM head, replicated RMSNorm) built with
