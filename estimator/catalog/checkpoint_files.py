@@ -15,7 +15,6 @@ spelling, so the report's weights-by-role shows the checkpoint's own bytes.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from estimator.catalog.files import MAX_INDEX_BYTES, read_limited
+from estimator.catalog.files import MAX_INDEX_BYTES, parse_json, read_limited
 from estimator.catalog.specs import MAX_ELEMENTS, MAX_STORED_BYTES, Elements, StoredBytes
 from estimator.errors import SpecInvalid
 
@@ -143,8 +142,8 @@ def _header(path: Path) -> dict[str, Any]:
     except OSError as error:
         raise SpecInvalid(f"{path}: cannot read: {error.strerror or error}") from None
     try:
-        header = json.loads(raw)
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        header = parse_json(raw, path)
+    except SpecInvalid:
         raise SpecInvalid(f"{path}: the safetensors header is not JSON") from None
     if not isinstance(header, dict):
         raise SpecInvalid(f"{path}: the safetensors header is not a JSON object")
@@ -181,9 +180,9 @@ def _shards(folder: Path) -> list[Path]:
     if index.is_file():
         raw = read_limited(index, MAX_INDEX_BYTES, "safetensors index")
         try:
-            weight_map = json.loads(raw)["weight_map"]
+            weight_map = parse_json(raw, index)["weight_map"]
             names = sorted(set(weight_map.values()))
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        except (SpecInvalid, KeyError, TypeError, AttributeError):
             raise SpecInvalid(f"{index}: not a safetensors index (a JSON object with a weight_map)") from None
         missing = [n for n in names if not (folder / str(n)).is_file()]
         if missing:

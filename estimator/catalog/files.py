@@ -1,4 +1,10 @@
-"""Where the packaged specs live, and the one YAML reader every spec file goes through."""
+"""Where the packaged specs live, and the one guarded reader every YAML and JSON file the tool reads goes through.
+
+A hostile or mistaken file costs one line, never a hang: its bytes are capped before parsing (`read_limited`), and
+its parsed value is measured before anything walks it (`check_shape`) — a YAML alias bomb ("billion laughs") parses
+in a millisecond into a small graph of shared lists, and only what walks it whole (a JSON dump, a hash, a copy)
+hangs, so the value is refused when its aliases expand past what a file of the byte ceiling could hold.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,10 @@ MAX_CONFIG_BYTES = 1 << 20  # 1 MiB for a config.json, as `estimator serve` take
 #                             tests/data/configs is 5.4 KB (Kimi-K2.5)
 MAX_INDEX_BYTES = 64 << 20  # 64 MiB for a model.safetensors.index.json: about 100 B per tensor, so 600,000
 #                             tensors (DeepSeek-V3 has about 91,000)
+MAX_EXPANDED = 1 << 20  # weight of a parsed value with every alias followed (`check_shape`): a container or a
+#                         number counts 1, a string 1 per 8 characters; a file of the byte ceiling without aliases
+#                         weighs at most ~524,000 (`[0,0,…]`, two bytes a value), so only aliases reach this
+MAX_DEPTH = 64  # nesting of mappings and lists: a config.json nests 4 deep, a spec file 5 (families' rules)
 
 
 def read_limited(path: Path, limit: int, what: str) -> bytes:
@@ -40,8 +50,84 @@ def default_specs_dir() -> Path:
     return package.parent / "specs"
 
 
+def check_shape(data: Any, where: object, *, aliased: bool = True) -> Any:
+    """``data`` itself, refused with one line naming ``where`` when it nests deeper than `MAX_DEPTH`, refers to
+    itself, or (``aliased``: parsed YAML) weighs more than `MAX_EXPANDED` with its aliases followed. Each shared
+    list or mapping is measured once (by identity), so a nine-level alias bomb costs ~90 steps, not 9⁹. JSON has no
+    aliases: its weight is its bytes', capped before parsing."""
+    measured: dict[int, tuple[int, int]] = {}  # id → (weight, height); (-1, -1) while being measured
+
+    def too_deep() -> SpecInvalid:
+        return SpecInvalid(f"{where}: nested more than {MAX_DEPTH} levels deep; refused")
+
+    def measure(value: Any, depth: int) -> tuple[int, int]:
+        if isinstance(value, str):
+            return 1 + len(value) // 8, 0
+        if not isinstance(value, (dict, list, tuple)):
+            return 1, 0
+        if depth > MAX_DEPTH:
+            raise too_deep()
+        known = measured.get(id(value))
+        if known is not None:
+            if known[0] < 0:
+                raise SpecInvalid(f"{where}: a value that contains itself (a YAML alias to its own anchor)")
+            if depth + known[1] > MAX_DEPTH:
+                raise too_deep()
+            return known
+        measured[id(value)] = (-1, -1)
+        weight, height = 1, 0
+        for child in (value.values() if isinstance(value, dict) else value):
+            child_weight, child_height = measure(child, depth + 1)
+            weight, height = weight + child_weight, max(height, child_height + 1)
+            if aliased and weight > MAX_EXPANDED:
+                raise SpecInvalid(f"{where}: its aliases expand past {MAX_EXPANDED:,} values, more than any file "
+                                  f"of {MAX_SPEC_FILE_BYTES >> 20} MiB holds (a YAML alias bomb?); refused")
+        measured[id(value)] = (weight, height)
+        return weight, height
+
+    measure(data, 0)
+    return data
+
+
+def parse_json(raw: bytes, where: object) -> Any:
+    """Parse JSON bytes (a config.json, a safetensors index or header, a request body) and `check_shape` the
+    value; any problem is one SpecInvalid naming ``where``."""
+    import json
+
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SpecInvalid(f"{where}: not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise SpecInvalid(f"{where}: malformed JSON: {error}") from None
+    except RecursionError:
+        raise SpecInvalid(f"{where}: nested more than {MAX_DEPTH} levels deep; refused") from None
+    except ValueError as error:  # an integer of more digits than Python converts (4,300)
+        raise SpecInvalid(f"{where}: unreadable value: {str(error).splitlines()[0][:120]}") from None
+    return check_shape(data, where, aliased=False)
+
+
+def read_json(path: Path, limit: int, what: str) -> Any:
+    """One JSON file, at most ``limit`` bytes, parsed by `parse_json`."""
+    return parse_json(read_limited(path, limit, what), path)
+
+
+def read_mapping(path: Path, what: str) -> dict[str, Any]:
+    """One YAML file that must hold a mapping (a costs, prices or calibration file): anything else is one line
+    saying what the file holds instead."""
+    data = read_yaml(path, what)
+    if not isinstance(data, dict):
+        held = "nothing" if data is None else f"a {_KIND.get(type(data), type(data).__name__)}"
+        raise SpecInvalid(f"{path}: a {what or 'spec file'} is a mapping of keys, not {held}")
+    return data
+
+
+_KIND = {list: "list", str: "text", int: "number", float: "number", bool: "true/false value"}
+
+
 def read_yaml(path: Path, what: str = "") -> Any:
-    """Parse one YAML file with the safe loader; a problem becomes SpecInvalid naming the file (and ``what``)."""
+    """Parse one YAML file with the safe loader and `check_shape` the value; a problem becomes SpecInvalid naming
+    the file (and ``what``)."""
     import yaml  # only when a file is parsed: the parsed-spec cache serves most starts without PyYAML (~8 ms)
 
     # libyaml's safe loader when PyYAML was built with it (10× faster: 0.24 s → 0.024 s for the catalog); the
@@ -49,10 +135,11 @@ def read_yaml(path: Path, what: str = "") -> Any:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     raw = read_limited(path, MAX_SPEC_FILE_BYTES, what)
     try:
-        return yaml.load(raw.decode("utf-8"), Loader=loader)
+        data = yaml.load(raw.decode("utf-8"), Loader=loader)
     except UnicodeDecodeError as error:
         raise SpecInvalid(f"{path}: cannot read{' ' + what if what else ''}: {error}") from None
     except yaml.YAMLError as error:
         raise SpecInvalid(f"{path}: malformed YAML: {str(error).splitlines()[0]}") from None
     except (ValueError, RecursionError) as error:  # an integer of more than 4,300 digits; nesting beyond the stack
         raise SpecInvalid(f"{path}: unreadable value: {str(error).splitlines()[0][:120]}") from None
+    return check_shape(data, path)

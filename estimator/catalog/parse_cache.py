@@ -23,6 +23,8 @@ from estimator.errors import SpecInvalid
 
 _FORMAT = 1  # bump when the cached representation changes
 _MAX_ENTRIES = 4096  # a cache grown past this (many edited files over time) starts afresh
+_MAX_BYTES = 64 << 20  # a cache file past this is not read: 4,096 entries of the largest shipped spec (< 6 KB)
+#                        come to under 25 MiB
 
 
 def cache_folder() -> Path | None:
@@ -52,9 +54,13 @@ def _load(file: Path) -> dict[str, Any]:
 
 
 def _read(file: Path) -> dict[str, Any]:
+    """The cache's entries; a cache file that is unreadable, too large or malformed is no cache. An entry holds what
+    `read_yaml` returned for a file and passed its checks (no alias bomb, no deep nesting reaches the cache: the
+    parse refuses it first), written as JSON, which has no aliases. Not walked again by `check_shape`: the cache
+    is read on every start, and its entries were checked before they were written."""
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_limited(file, _MAX_BYTES, "parsed-spec cache"))
+    except (SpecInvalid, ValueError, RecursionError):
         return {}
     if not isinstance(data, dict) or data.get("format") != _FORMAT or not isinstance(data.get("entries"), dict):
         return {}

@@ -6,7 +6,6 @@ Models can also come from a local ``config.json`` (or a folder holding one) or a
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.built_cache import built_cache
 from estimator.catalog.checkpoint_files import StoredWeights, stored_safetensors
 from estimator.catalog.checkpoint_quant import CheckpointQuant, read_quantization
-from estimator.catalog.files import MAX_CONFIG_BYTES, default_specs_dir, read_limited, read_yaml
+from estimator.catalog.files import MAX_CONFIG_BYTES, default_specs_dir, read_json, read_yaml
 from estimator.catalog.parse_cache import cache_folder, parse_all_keyed
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec, NumberFormat
@@ -288,18 +287,7 @@ def _checkpoint(config: Any) -> tuple[CheckpointQuant | None, str | None]:
 
 
 def _read_config(file: Path) -> Any:
-    raw = read_limited(file, MAX_CONFIG_BYTES, "config.json")
-    try:
-        config = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as error:
-        raise SpecInvalid(f"{file}: cannot read: {error}") from None
-    except json.JSONDecodeError as error:
-        raise SpecInvalid(f"{file}: malformed JSON: {error}") from None
-    except RecursionError:
-        raise SpecInvalid(f"{file}: JSON nested too deeply to be a model config") from None
-    except ValueError as error:  # an integer of more digits than Python converts (4,300)
-        raise SpecInvalid(f"{file}: {error}") from None
-    return config
+    return read_json(file, MAX_CONFIG_BYTES, "config.json")
 
 
 _HUB_CACHE = re.compile(r"^models--([^/]+?)--(.+)$")  # huggingface_hub's cache: models--org--name/snapshots/<rev>

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from estimator.catalog.files import MAX_CONFIG_BYTES, read_json
 from estimator.catalog.registry import Catalog
 from estimator.cli.options import ForceOption, OutputFormat, catalog_for, check_format, count
 from estimator.cli.options import console as table_console
@@ -349,7 +350,7 @@ def _model_and_config(catalog: Catalog, text: str) -> tuple[ModelSpec, dict[str,
     if path.suffix == ".json" or path.is_dir():
         spec = catalog.model(text)  # validates the file: a bad one is one line
         file = path / "config.json" if path.is_dir() else path
-        return spec, dict(json.loads(file.read_text(encoding="utf-8")))
+        return spec, dict(read_json(file, MAX_CONFIG_BYTES, "config.json"))
     spec = catalog.models.get(text)
     return spec, _catalog_config(catalog, spec.name)
 
@@ -359,7 +360,7 @@ def _catalog_config(catalog: Catalog, name: str) -> dict[str, Any]:
     from estimator.catalog.files import read_yaml
 
     for path in sorted((catalog.root / "models").glob("*.yaml")):
-        data = read_yaml(path)
+        data = read_yaml(path, "model spec")
         if isinstance(data, dict) and data.get("name", path.stem) == name:
             return dict(data["config"])
     raise WorkloadInvalid(f"{name} has no config in the catalog folder")  # pragma: no cover

@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
 
-from estimator.catalog.files import read_yaml
+from estimator.catalog.files import read_mapping
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec
 from estimator.errors import FieldInvalid, SpecInvalid
@@ -120,9 +120,7 @@ def derive_overrides(cal: dict[str, Any], spec: GpuSpec | None, memory_total_byt
 
 def load_calibration(path: Path) -> CalibrationFile:
     """Read and validate a calibration file; any problem is one `SpecInvalid` naming the file."""
-    data = read_yaml(path, "calibration file")
-    if not isinstance(data, dict):
-        raise SpecInvalid(f"{path}: a calibration file is a mapping with 'gpus:', got {type(data).__name__}")
+    data = read_mapping(path, "calibration file")
     try:
         file = CalibrationFile.model_validate(data)
     except ValidationError as error:

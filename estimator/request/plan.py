@@ -98,15 +98,11 @@ def plan_report(catalog: Catalog, model: ModelSpec, p: Mapping[str, Any]) -> Pla
 
 def price_book(catalog: Catalog, prices: Path | None) -> Prices:
     """The shipped costs (specs/costs.yaml) under the user's prices file, if any."""
-    from estimator.catalog.files import read_yaml
+    from estimator.catalog.files import read_mapping
     from estimator.planning.plan import load_prices
 
-    costs = read_yaml(catalog.root / "costs.yaml", "costs file")
-    user = None if prices is None else read_yaml(prices, "prices file")
-    if user is not None and not isinstance(user, dict):
-        from estimator.errors import SpecInvalid
-
-        raise SpecInvalid(f"{prices}: expected a mapping of keys")
+    costs = read_mapping(catalog.root / "costs.yaml", "costs file")
+    user = None if prices is None else read_mapping(prices, "prices file")
     return load_prices(costs, user, user_path=prices, resolve=catalog.gpus.get, resolve_system=catalog.systems.get)
 
 

@@ -8,7 +8,6 @@ through the same reader as ``--model path/config.json``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -39,17 +38,10 @@ def uploaded_model(body: bytes) -> ModelSpec:
     """A config.json sent as a request body, read as ``--model path/config.json`` reads a file."""
     if len(body) > MAX_BODY_BYTES:
         raise RequestInvalid([("body", f"a config.json body holds at most {MAX_BODY_BYTES:,} bytes")])
+    from estimator.catalog.files import parse_json
+
     try:
-        config = json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise RequestInvalid([("body", "config.json: not UTF-8 text")]) from None
-    except json.JSONDecodeError as error:
-        raise RequestInvalid([("body", f"config.json: malformed JSON: {error}")]) from None
-    except RecursionError:
-        raise RequestInvalid([("body", "config.json: JSON nested too deeply to be a model config")]) from None
-    except ValueError as error:  # an integer of more digits than Python converts
-        raise RequestInvalid([("body", f"config.json: {error}")]) from None
-    try:
+        config = parse_json(body, "config.json")  # the guarded reader every file goes through: one line
         return model_from_config(config, source="config.json", default_name=UPLOADED)
     except SpecInvalid as error:
         raise RequestInvalid([("body", str(error))]) from None
