@@ -117,12 +117,16 @@ def read_mapping(path: Path, what: str) -> dict[str, Any]:
     saying what the file holds instead."""
     data = read_yaml(path, what)
     if not isinstance(data, dict):
-        held = "nothing" if data is None else f"a {_KIND.get(type(data), type(data).__name__)}"
-        raise SpecInvalid(f"{path}: a {what or 'spec file'} is a mapping of keys, not {held}")
+        raise SpecInvalid(f"{path}: a {what or 'spec file'} is a mapping of keys, not {held(data)}")
     return data
 
 
-_KIND = {list: "list", str: "text", int: "number", float: "number", bool: "true/false value"}
+_KIND = {list: "a list", str: "text", int: "a number", float: "a number", bool: "true or false"}
+
+
+def held(data: Any) -> str:
+    """What a parsed file holds, in a user's words (an empty file holds nothing, not ``NoneType``)."""
+    return "nothing" if data is None else _KIND.get(type(data), f"a {type(data).__name__}")
 
 
 def read_yaml(path: Path, what: str = "") -> Any:

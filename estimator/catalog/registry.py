@@ -19,15 +19,17 @@ from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.built_cache import built_cache
 from estimator.catalog.checkpoint_files import StoredWeights, stored_safetensors
 from estimator.catalog.checkpoint_quant import CheckpointQuant, read_quantization
-from estimator.catalog.files import MAX_CONFIG_BYTES, default_specs_dir, read_json, read_yaml
+from estimator.catalog.files import MAX_CONFIG_BYTES, default_specs_dir, held, read_json, read_yaml
 from estimator.catalog.parse_cache import cache_folder, parse_all_keyed
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec, NumberFormat
 from estimator.catalog.systems import SystemSpec
+from estimator.catalog.validation_words import validation_message
 from estimator.errors import SpecInvalid, SpecNotFound
 from estimator.units import parse_count
 
-# default_specs_dir and read_yaml live in catalog/files.py (families need them below this module); re-exported here
+# default_specs_dir and read_yaml live in catalog/files.py (families need them below this module), validation_message
+# in catalog/validation_words.py; re-exported here
 __all__ = ["Catalog", "Registry", "default_catalog", "default_specs_dir", "model_from_config_file",
            "model_from_mapping", "normalize", "read_yaml", "validation_message"]
 
@@ -45,19 +47,9 @@ def normalize(name: str) -> str:
     return _SEPARATORS.sub("", name.lower())
 
 
-def validation_message(error: ValidationError) -> str:
-    """All of a pydantic error's failures on one line."""
-    parts = []
-    for item in error.errors():
-        location = ".".join(str(p) for p in item["loc"])
-        message = str(item["msg"]).removeprefix("Value error, ")
-        parts.append(f"{location}: {message}" if location else message)
-    return "; ".join(parts)
-
-
 def _validated(kind: type[BaseModel], data: Any, path: Path) -> Any:
     if not isinstance(data, Mapping):
-        raise SpecInvalid(f"{path}: expected a mapping of keys, got {type(data).__name__}")
+        raise SpecInvalid(f"{path}: a spec file is a mapping of keys, not {held(data)}")
     try:
         return kind.model_validate(data)
     except ValidationError as error:
@@ -172,7 +164,7 @@ def _names(data: Mapping[str, Any], path: Path) -> list[str]:
 
 def _checked(path: Path, data: Any) -> tuple[Path, Mapping[str, Any]]:
     if not isinstance(data, Mapping):
-        raise SpecInvalid(f"{path}: expected a mapping of keys, got {type(data).__name__}")
+        raise SpecInvalid(f"{path}: a spec file is a mapping of keys, not {held(data)}")
     return path, data
 
 
