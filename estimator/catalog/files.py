@@ -117,7 +117,7 @@ def read_mapping(path: Path, what: str) -> dict[str, Any]:
     saying what the file holds instead."""
     data = read_yaml(path, what)
     if not isinstance(data, dict):
-        raise SpecInvalid(f"{path}: a {what or 'spec file'} is a mapping of keys, not {held(data)}")
+        raise SpecInvalid(f"{path}: a {what or 'spec file'} is a mapping of keys; this one holds {held(data)}")
     return data
 
 

@@ -49,7 +49,7 @@ def normalize(name: str) -> str:
 
 def _validated(kind: type[BaseModel], data: Any, path: Path) -> Any:
     if not isinstance(data, Mapping):
-        raise SpecInvalid(f"{path}: a spec file is a mapping of keys, not {held(data)}")
+        raise SpecInvalid(f"{path}: a spec file is a mapping of keys; this one holds {held(data)}")
     try:
         return kind.model_validate(data)
     except ValidationError as error:
@@ -164,7 +164,7 @@ def _names(data: Mapping[str, Any], path: Path) -> list[str]:
 
 def _checked(path: Path, data: Any) -> tuple[Path, Mapping[str, Any]]:
     if not isinstance(data, Mapping):
-        raise SpecInvalid(f"{path}: a spec file is a mapping of keys, not {held(data)}")
+        raise SpecInvalid(f"{path}: a spec file is a mapping of keys; this one holds {held(data)}")
     return path, data
 
 
