@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from estimator.catalog.files import default_specs_dir, read_yaml
 from estimator.catalog.parse_cache import parse_all
+from estimator.catalog.validation_words import validation_message
 from estimator.errors import SpecInvalid
 
 Switch = bool | str | tuple[str, ...]  # a constant, the config field that holds it, or fields any of which turns it on
@@ -192,7 +193,7 @@ def family(model_type: str, root: Path | None = None) -> Family | None:
     try:
         spec = Family.model_validate(data)
     except ValidationError as error:
-        detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors())
+        detail = validation_message(error)
         raise SpecInvalid(f"family {model_type}: {detail}") from None
     if spec.model_type != model_type:
         raise SpecInvalid(f"family file {model_type}.yaml says model_type {spec.model_type!r}")

@@ -24,6 +24,7 @@ from estimator.catalog.architecture import (
 from estimator.catalog.families import family, family_names
 from estimator.catalog.family_reader import read_family
 from estimator.catalog.towers import CROSS_ATTENTION_TOKENS, TOWER_READERS, WRAPPER_TIES, tower_rows
+from estimator.catalog.validation_words import validation_message
 from estimator.errors import SpecInvalid
 
 Config = Mapping[str, Any]
@@ -261,7 +262,7 @@ def _read(reader: Callable[[Config], Architecture] | None, config: Config) -> Ar
     try:
         return reader(config)
     except ValidationError as error:
-        detail = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors())
+        detail = validation_message(error)
         raise SpecInvalid(f"config.json for {model_type} is inconsistent: {detail}") from None
     except (TypeError, ValueError) as error:
         if isinstance(error, SpecInvalid):

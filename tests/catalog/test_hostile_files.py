@@ -199,3 +199,13 @@ def test_serve_refuses_a_bomb_in_its_specs_dir_at_start(specs: Path, tmp_path: P
     # CPU (0.82 s user + 0.06 s system, /usr/bin/time); the bound leaves a slower machine room, and a hang spends
     # every second of the 60 s timeout
     assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 3 * CPU_S
+
+
+def test_an_inconsistent_config_json_is_worded_without_pydantic_terms(cli: Cli, tmp_path: Path) -> None:
+    from estimator.catalog.files import default_specs_dir
+
+    config = dict(read_yaml(default_specs_dir() / "models" / "llama-3.1-8b.yaml")["config"], intermediate_size=-5)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = _one_line_in_a_second(cli, "--model", str(path), "--gpu", "h100", entry="estimate")
+    assert result.stderr.endswith("config.json for llama is inconsistent: intermediate_size must be greater than 0\n")
