@@ -8,6 +8,7 @@ hangs, so the value is refused when its aliases expand past what a file of the b
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,10 @@ def default_specs_dir() -> Path:
 
 
 def check_shape(data: Any, where: object, *, aliased: bool = True) -> Any:
-    """``data`` itself, refused with one line naming ``where`` when it nests deeper than `MAX_DEPTH`, refers to
-    itself, or (``aliased``: parsed YAML) weighs more than `MAX_EXPANDED` with its aliases followed. Each shared
+    """``data`` itself, refused with one line naming ``where`` when it holds a NaN, nests deeper than `MAX_DEPTH`,
+    refers to itself, or (``aliased``: parsed YAML) weighs more than `MAX_EXPANDED` with its aliases followed. A NaN
+    passes every range check (each comparison is false), so no file may hold one; an infinity is left to the schema
+    that reads the value (a published config.json holds one: Nemotron-H's ``time_step_limit``). Each shared
     list or mapping is measured once (by identity), so a nine-level alias bomb costs ~90 steps, not 9⁹. JSON has no
     aliases: its weight is its bytes', capped before parsing."""
     measured: dict[int, tuple[int, int]] = {}  # id → (weight, height); (-1, -1) while being measured
@@ -60,9 +63,11 @@ def check_shape(data: Any, where: object, *, aliased: bool = True) -> Any:
     def too_deep() -> SpecInvalid:
         return SpecInvalid(f"{where}: nested more than {MAX_DEPTH} levels deep; refused")
 
-    def measure(value: Any, depth: int) -> tuple[int, int]:
+    def measure(value: Any, depth: int, key: str) -> tuple[int, int]:
         if isinstance(value, str):
             return 1 + len(value) // 8, 0
+        if isinstance(value, float) and math.isnan(value):
+            raise SpecInvalid(f"{where}: {key or 'the value'} is NaN (not a number); every number must be finite")
         if not isinstance(value, (dict, list, tuple)):
             return 1, 0
         if depth > MAX_DEPTH:
@@ -76,8 +81,9 @@ def check_shape(data: Any, where: object, *, aliased: bool = True) -> Any:
             return known
         measured[id(value)] = (-1, -1)
         weight, height = 1, 0
-        for child in (value.values() if isinstance(value, dict) else value):
-            child_weight, child_height = measure(child, depth + 1)
+        named = value.items() if isinstance(value, dict) else enumerate(value)
+        for name, child in named:
+            child_weight, child_height = measure(child, depth + 1, f"{key}.{name}" if key else str(name))
             weight, height = weight + child_weight, max(height, child_height + 1)
             if aliased and weight > MAX_EXPANDED:
                 raise SpecInvalid(f"{where}: its aliases expand past {MAX_EXPANDED:,} values, more than any file "
@@ -85,7 +91,7 @@ def check_shape(data: Any, where: object, *, aliased: bool = True) -> Any:
         measured[id(value)] = (weight, height)
         return weight, height
 
-    measure(data, 0)
+    measure(data, 0, "")
     return data
 
 

@@ -209,3 +209,16 @@ def test_an_inconsistent_config_json_is_worded_without_pydantic_terms(cli: Cli, 
     path.write_text(json.dumps(config))
     result = _one_line_in_a_second(cli, "--model", str(path), "--gpu", "h100", entry="estimate")
     assert result.stderr.endswith("config.json for llama is inconsistent: intermediate_size must be greater than 0\n")
+
+
+def test_a_nan_in_a_config_json_is_refused_at_its_key_even_where_the_reader_ignores_it(cli: Cli,
+                                                                                      tmp_path: Path) -> None:
+    from estimator.catalog.files import default_specs_dir
+
+    config = read_yaml(default_specs_dir() / "models" / "llama-3.1-8b.yaml")["config"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(config, rms_norm_eps=float("nan"))))  # written as NaN, which json.loads reads
+    result = _one_line_in_a_second(cli, "--model", str(path), "--gpu", "h100", entry="estimate")
+    assert result.stderr.endswith("rms_norm_eps is NaN (not a number); every number must be finite\n")
+    assert read_yaml(default_specs_dir() / "models" / "nemotron-h-56b.yaml")["config"]["time_step_limit"][1] == \
+        float("inf")  # an infinity is read: a published config holds one, and the schema that uses a value rules
