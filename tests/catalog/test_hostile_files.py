@@ -103,6 +103,14 @@ def test_alias_bomb_as_a_calibration_or_prices_file_is_one_line_within_a_second(
     _one_line_in_a_second(cli, "plan", "--model", "llama-3.1-8b", "--concurrency", "4", "--prices", str(path))
 
 
+def test_a_file_that_shares_values_through_anchors_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "prices.yaml"
+    # three levels of the bomb: 9³ = 729 strings, far under the limit
+    path.write_text("gpus:\n  h100: &card {usd: 30000, date: 2025-01}\n  h200: *card\n" + bomb("", levels=3))
+    data = read_yaml(path)
+    assert data["gpus"]["h200"] == {"usd": 30000, "date": "2025-01"} and len(data["a3"]) == 9
+
+
 def test_a_self_referring_anchor_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "loop.yaml"
     path.write_text("a: &a [1, *a]\n")
