@@ -63,11 +63,11 @@ def check_shape(data: Any, where: object, *, aliased: bool = True) -> Any:
     def too_deep() -> SpecInvalid:
         return SpecInvalid(f"{where}: nested more than {MAX_DEPTH} levels deep; refused")
 
-    def measure(value: Any, depth: int, key: str) -> tuple[int, int]:
+    def measure(value: Any, depth: int) -> tuple[int, int]:
         if isinstance(value, str):
             return 1 + len(value) // 8, 0
         if isinstance(value, float) and math.isnan(value):
-            raise SpecInvalid(f"{where}: {key or 'the value'} is NaN (not a number); every number must be finite")
+            raise _NaN()
         if not isinstance(value, (dict, list, tuple)):
             return 1, 0
         if depth > MAX_DEPTH:
@@ -83,7 +83,11 @@ def check_shape(data: Any, where: object, *, aliased: bool = True) -> Any:
         weight, height = 1, 0
         named = value.items() if isinstance(value, dict) else enumerate(value)
         for name, child in named:
-            child_weight, child_height = measure(child, depth + 1, f"{key}.{name}" if key else str(name))
+            try:
+                child_weight, child_height = measure(child, depth + 1)
+            except _NaN as nan:
+                nan.keys.append(str(name))  # the key is named only on the way out: the walk builds no names
+                raise
             weight, height = weight + child_weight, max(height, child_height + 1)
             if aliased and weight > MAX_EXPANDED:
                 raise SpecInvalid(f"{where}: its aliases expand past {MAX_EXPANDED:,} values, more than any file "
@@ -91,8 +95,20 @@ def check_shape(data: Any, where: object, *, aliased: bool = True) -> Any:
         measured[id(value)] = (weight, height)
         return weight, height
 
-    measure(data, 0, "")
+    try:
+        measure(data, 0)
+    except _NaN as nan:
+        key = ".".join(reversed(nan.keys)) or "the value"
+        raise SpecInvalid(f"{where}: {key} is NaN (not a number); every number must be finite") from None
     return data
+
+
+class _NaN(Exception):
+    """A NaN found by `check_shape`, gathering its keys as it unwinds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keys: list[str] = []
 
 
 def parse_json(raw: bytes, where: object) -> Any:
