@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 
 from estimator.catalog.registry import validation_message
+from estimator.cli.process import Aborted, Terminated, say
 from estimator.errors import EstimatorError, FieldInvalid
 from estimator.request.options import flag_of
 
@@ -16,11 +17,6 @@ from estimator.request.options import flag_of
 def _fail(message: str, code: int) -> NoReturn:
     sys.stderr.write(f"error: {message}\n")
     raise SystemExit(code)
-
-
-class Aborted(Exception):
-    """What typer's Abort is where typer is not imported (the `estimate` console script's fast path): the input
-    ended where a command read it."""
 
 
 def _aborted(error: Exception) -> bool:
@@ -48,6 +44,9 @@ def guarded(call: Callable[[], Any]) -> None:
         _fail(validation_message(error), 2)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
+    except Terminated as ended:  # SIGTERM or SIGHUP (`process.signals_end_like_interrupts`): cleaned up as Ctrl-C
+        say(f"error: terminated by {ended}\n")  # stderr may be gone with the terminal (SIGHUP)
+        raise SystemExit(ended.exit_code) from None
     except (OverflowError, ZeroDivisionError) as error:  # numbers beyond what the formulas can carry
         _fail(f"numbers out of range: {error}", 2)
     except OSError as error:  # the user's files and folders: a missing folder, a directory, a full or read-only disk
