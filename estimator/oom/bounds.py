@@ -11,35 +11,29 @@ from __future__ import annotations
 
 import math
 
-from estimator.errors import WorkloadInvalid
+from estimator.errors import WorkloadInvalid, echoed
 
 SIZE_MAX = 2**64 - 1  # size_t: every size CUDA, PyTorch's allocator and NVML report
 DEVICE_MAX = 2**31 - 1  # a CUDA device ordinal is an int (cudaSetDevice(int))
 PID_MAX = 2**31 - 1  # pid_t is a 32-bit int
 COUNT_MAX = 2**63 - 1  # the allocator's counters (OOMs, cudaMalloc retries) are int64_t
-ECHO_MAX = 80  # the most of a user's input a one-line error repeats
-
-
-def echo(text: str) -> str:
-    """``text`` as a one-line error repeats it: at most ``ECHO_MAX`` characters, an ellipsis where it was cut."""
-    return text if len(text) <= ECHO_MAX else text[:ECHO_MAX - 1] + "…"
 
 
 def checked_bytes(value: float, what: str, shown: str, error: type[Exception] = WorkloadInvalid) -> int:
     """``value`` (bytes) as an int, or ``error`` naming ``what`` when no device could report it."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise error(f"{what} {echo(shown)} is not a finite size")
+        raise error(f"{what} {echoed(shown)} is not a finite size")
     if value < 0:
-        raise error(f"{what} {echo(shown)} is negative; a device reports no negative size")
+        raise error(f"{what} {echoed(shown)} is negative; a device reports no negative size")
     if value > SIZE_MAX:
-        raise error(f"{what} {echo(shown)} is over 2**64 - 1 bytes, more than any device can report")
+        raise error(f"{what} {echoed(shown)} is over 2**64 - 1 bytes, more than any device can report")
     return round(value)
 
 
 def checked_count(digits: str, what: str, most: int) -> int:
     """A whole number read from text (a device index, a process id, a counter), at most ``most``."""
     if len(digits) > len(str(most)) or int(digits) > most:
-        raise WorkloadInvalid(f"{what} {echo(digits)} is over {most:,}, more than a device or system reports")
+        raise WorkloadInvalid(f"{what} {echoed(digits)} is over {most:,}, more than a device or system reports")
     return int(digits)
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from estimator.errors import WorkloadInvalid
-from estimator.oom.bounds import COUNT_MAX, DEVICE_MAX, PID_MAX, at_most, checked_bytes, checked_count, echo
+from estimator.errors import WorkloadInvalid, echoed
+from estimator.oom.bounds import COUNT_MAX, DEVICE_MAX, PID_MAX, at_most, checked_bytes, checked_count
 from estimator.report import Frozen
 
 _UNITS = {"b": 1, "bytes": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
@@ -33,7 +33,7 @@ def _size(number: str, unit: str, what: str) -> Size:
     scale = _UNITS[unit.lower()]
     shown = f"{number} {unit}"
     if number.count(".") > 1 or not number.strip("."):
-        raise WorkloadInvalid(f"{what} {echo(shown)!r} is not a number")
+        raise WorkloadInvalid(f"{what} {echoed(shown)!r} is not a number")
     decimals = len(number.split(".")[1]) if "." in number else 0
     value = checked_bytes(float(number) * scale, what, shown)
     return Size(bytes=value, resolution_bytes=scale // (2 * 10 ** min(decimals, 30)) if scale > 1 else 0)
@@ -80,7 +80,7 @@ def parse_message(text: str) -> OomMessage | None:
 
     device = _find(r"GPU (\d+)", body)
     others = tuple((checked_count(m.group(1), "the message's process id", PID_MAX),
-                    _size(m.group(2), m.group(3), f"the message's process {echo(m.group(1))} memory"))
+                    _size(m.group(2), m.group(3), f"the message's process {echoed(m.group(1))} memory"))
                    for m in re.finditer(r"Process (\d+) has " + _SIZE + " memory in use", body))
     reserved_total = size(_SIZE + r" reserved in total by PyTorch", "reserved in total")  # PyTorch < 2.1
     allocated = size(r"Of the allocated memory " + _SIZE, "allocated") or size(_SIZE + r" already allocated",

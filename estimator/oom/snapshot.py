@@ -14,8 +14,8 @@ import math
 import pickle
 from typing import Any
 
-from estimator.errors import SpecInvalid
-from estimator.oom.bounds import at_most, checked_bytes, echo
+from estimator.errors import SpecInvalid, echoed
+from estimator.oom.bounds import at_most, checked_bytes
 from estimator.report import Frozen
 
 MAX_SNAPSHOT_BYTES = 1 << 30  # a snapshot of a busy card with long history is tens of MB; refuse what is absurd
@@ -83,10 +83,10 @@ def _bytes(holder: dict[str, Any], key: str, what: str) -> int:
     """``holder[key]`` (0 when absent) as a byte count: an int a device can report (`bounds`), else refused."""
     value = holder.get(key, 0)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise SnapshotRefused(f"the snapshot's {what} is {echo(repr(value))}, not a byte count")
+        raise SnapshotRefused(f"the snapshot's {what} is {echoed(repr(value))}, not a byte count")
     if isinstance(value, float) and math.isfinite(value) and not value.is_integer():
-        raise SnapshotRefused(f"the snapshot's {what} is {echo(repr(value))}, not a whole number of bytes")
-    return checked_bytes(value, f"the snapshot's {what}", echo(repr(value)), SnapshotRefused)
+        raise SnapshotRefused(f"the snapshot's {what} is {echoed(repr(value))}, not a whole number of bytes")
+    return checked_bytes(value, f"the snapshot's {what}", echoed(repr(value)), SnapshotRefused)
 
 
 def _segment_sizes(segments: list[dict[str, Any]]) -> tuple[int, int, list[int]]:

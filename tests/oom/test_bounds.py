@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from estimator.errors import EstimatorError
-from estimator.oom.bounds import ECHO_MAX, SIZE_MAX, echo
+from estimator.errors import ECHO_MAX, EstimatorError, echoed
+from estimator.oom.bounds import SIZE_MAX
 from estimator.oom.evidence import gather
 from estimator.oom.parse import parse_message, parse_nvidia_smi, parse_summary
 from estimator.oom.snapshot import SnapshotRefused, snapshot_facts
@@ -133,6 +133,6 @@ def test_captured_outputs_are_within_bounds(name: str) -> None:
     assert evidence.snapshot is not None
 
 
-def test_echo_cuts_at_the_limit() -> None:
-    assert echo("x" * ECHO_MAX) == "x" * ECHO_MAX
-    assert echo("x" * (ECHO_MAX + 1)) == "x" * (ECHO_MAX - 1) + "…"
+def test_echoed_input_is_cut_at_the_limit() -> None:
+    assert echoed("x" * ECHO_MAX) == "x" * ECHO_MAX
+    assert echoed("x" * (ECHO_MAX + 1)) == "x" * (ECHO_MAX - 1) + "…"
