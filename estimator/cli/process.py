@@ -57,21 +57,27 @@ class Terminated(BaseException):
         return 128 + self.signum
 
 
+_RECEIVED: list[int] = []  # the signals received while `signals_end_like_interrupts` holds, first first
+
+
 def _raise_terminated(signum: int, frame: object) -> None:
+    _RECEIVED.append(signum)
     raise Terminated(signum)
 
 
 @contextmanager
 def signals_end_like_interrupts() -> Iterator[None]:
     """The body run with SIGTERM and SIGHUP raising `Terminated` (see it), the earlier handlers restored after.
-    A Terminated that reaches here (one that came before `run.guarded` took over, or after) ends the process with
-    its status and one line; from a thread other than the main one (where Python allows no handler) nothing is
+    A Terminated that reaches here (one that came before `run.guarded` took over, or after), or one that was
+    dropped on its way (raised inside a finaliser, which Python reports and ignores), ends the process with its
+    status and one line; from a thread other than the main one (where Python allows no handler) nothing is
     changed."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _RECEIVED.clear()
     earlier = {number: signal.signal(number, _raise_terminated) for number in ENDING_SIGNALS}
     try:
         yield
@@ -81,6 +87,10 @@ def signals_end_like_interrupts() -> Iterator[None]:
     finally:
         for number, handler in earlier.items():
             signal.signal(number, handler)
+    if _RECEIVED:  # raised where Python reports and drops an exception (a finaliser, a callback): still the end
+        dropped = Terminated(_RECEIVED[0])
+        say(f"error: terminated by {dropped}\n")
+        raise SystemExit(dropped.exit_code)
 
 
 def say(line: str) -> None:

@@ -3,6 +3,7 @@ target, one line on stderr, and the exit status is 128 + the signal's number (th
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -63,3 +64,15 @@ def test_the_handlers_are_restored_and_a_late_signal_ends_with_its_status() -> N
     assert ended.value.code == 128 + signal.SIGTERM
     assert inside != [before]
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_signal_whose_exception_was_dropped_still_ends_with_its_status() -> None:
+    """Python drops an exception raised inside a finaliser (it prints "Exception ignored"); the status stays."""
+
+    def body() -> None:
+        with signals_end_like_interrupts(), contextlib.suppress(Terminated):  # as a finaliser would drop it
+            signal.raise_signal(signal.SIGTERM)
+
+    with pytest.raises(SystemExit) as ended:
+        body()
+    assert ended.value.code == 128 + signal.SIGTERM
