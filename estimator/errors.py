@@ -16,6 +16,14 @@ class EstimatorError(Exception):
     exit_code = 2
 
 
+ECHO_MAX = 80  # the most of a user's input a one-line error repeats
+
+
+def echoed(text: str) -> str:
+    """``text`` as a one-line error repeats it: at most ``ECHO_MAX`` characters, an ellipsis where it was cut."""
+    return text if len(text) <= ECHO_MAX else text[:ECHO_MAX - 1] + "…"
+
+
 class SpecNotFound(EstimatorError, LookupError):
     """A GPU, model, format or profile name that is not in the catalog."""
 
@@ -27,7 +35,7 @@ class SpecNotFound(EstimatorError, LookupError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        message = f"unknown {self.kind} {self.name!r}"
+        message = f"unknown {self.kind} {echoed(self.name)!r}"
         if self.suggestions:
             message += "; did you mean " + ", ".join(repr(s) for s in self.suggestions) + "?"
         if not self.hint:

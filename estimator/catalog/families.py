@@ -10,6 +10,7 @@ name of a config field that holds it.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -20,6 +21,10 @@ from estimator.catalog.files import default_specs_dir, read_yaml
 from estimator.catalog.parse_cache import parse_all
 from estimator.catalog.validation_words import validation_message
 from estimator.errors import SpecInvalid
+
+# What a family file's stem can be: transformers' model_type spellings (letters, digits, "_", "-", "."), not
+# leading with a dot, at most 200 characters (a file name holds 255 bytes with ".yaml").
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,199}")
 
 Switch = bool | str | tuple[str, ...]  # a constant, the config field that holds it, or fields any of which turns it on
 Width = int | str  # a constant, or the config field that holds it
@@ -186,8 +191,9 @@ def _raw(model_type: str, root: Path | None, seen: tuple[str, ...] = ()) -> dict
 
 @cache
 def family(model_type: str, root: Path | None = None) -> Family | None:
-    """The family of ``model_type`` from its file, with its base merged in; None when there is no file."""
-    if not (families_dir(root) / f"{model_type}.yaml").is_file():
+    """The family of ``model_type`` from its file, with its base merged in; None when there is no file (a
+    model_type that is no plain file name, such as ``../x`` or one longer than a file name may be, has none)."""
+    if not _PLAIN_NAME.fullmatch(model_type) or not (families_dir(root) / f"{model_type}.yaml").is_file():
         return None
     data = _raw(model_type, root)
     try:

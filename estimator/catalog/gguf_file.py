@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from estimator.catalog.checkpoint_files import StoredTensor, StoredWeights, summarize
-from estimator.errors import SpecInvalid
+from estimator.errors import SpecInvalid, echoed
 
 INSTALL_HINT = "reading a .gguf file needs the gguf package: pip install 'estimator[checkpoints]'"
 # GGUF general.architecture → the Hugging Face model_type of the same layout (dense, and with experts);
@@ -71,8 +71,9 @@ def _metadata(reader: Any) -> dict[str, Any]:
 def gguf_config(metadata: dict[str, Any], tensors: list[StoredTensor], path: Path) -> dict[str, Any]:
     """The config.json a GGUF header describes (the fields `FIELDS` maps, vocabulary from the embedding)."""
     arch = metadata.get("general.architecture")
-    if arch not in MODEL_TYPES:
-        raise SpecInvalid(f"{path}: GGUF architecture {arch!r} is not modelled; supported: {', '.join(MODEL_TYPES)}")
+    if not isinstance(arch, str) or arch not in MODEL_TYPES:
+        raise SpecInvalid(f"{path}: GGUF architecture {echoed(str(arch))!r} is not modelled; supported: "
+                          f"{', '.join(MODEL_TYPES)}")
     config: dict[str, Any] = {}
     for name, key in FIELDS.items():
         value = metadata.get(f"{arch}.{key}")

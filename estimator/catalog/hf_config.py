@@ -23,9 +23,10 @@ from estimator.catalog.architecture import (
 )
 from estimator.catalog.families import family, family_names
 from estimator.catalog.family_reader import read_family
+from estimator.catalog.suggest import closest_names
 from estimator.catalog.towers import CROSS_ATTENTION_TOKENS, TOWER_READERS, WRAPPER_TIES, tower_rows
 from estimator.catalog.validation_words import validation_message
-from estimator.errors import SpecInvalid
+from estimator.errors import SpecInvalid, echoed
 
 Config = Mapping[str, Any]
 
@@ -207,6 +208,16 @@ def supported_model_types() -> list[str]:
     return sorted(set(READERS) | set(family_names()))
 
 
+def unsupported_message(model_type: object) -> str:
+    """The one line for a model_type no reader knows: the closest supported ones (not all of them, a line of over
+    500 characters) and where the rest are."""
+    supported = supported_model_types()
+    shown = echoed(str(model_type))
+    close = closest_names(shown, supported)
+    return (f"unsupported model_type {shown!r}; supported: {', '.join(close)} and {len(supported) - len(close)} more "
+            "(`estimator models` shows each catalog model's type; specs/families/README.md says how to add one)")
+
+
 def _reader(model_type: object) -> Callable[[Config], Architecture] | None:
     if not isinstance(model_type, str):
         return None
@@ -258,7 +269,7 @@ def _read(reader: Callable[[Config], Architecture] | None, config: Config) -> Ar
     if reader is None:
         if model_type is None:
             raise SpecInvalid("config.json lacks required field 'model_type'")
-        raise SpecInvalid(f"unsupported model_type {model_type!r}; supported: {', '.join(supported_model_types())}")
+        raise SpecInvalid(unsupported_message(model_type))
     try:
         return reader(config)
     except ValidationError as error:

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from estimator.errors import ECHO_MAX
+
 # "32b", "0.6b", "8x7b" (experts × size), not "a3b" (an MoE's active count) nor "v0.1"
 _SIZE = re.compile(r"(?<![a-z0-9.])(\d+(?:\.\d+)?)(?:x(\d+(?:\.\d+)?))?b(?![a-z])")
 _MOE_NAME = re.compile(r"\d+x\d|(?<![a-z0-9])a\d+(?:\.\d+)?b(?![a-z])")
@@ -86,12 +88,36 @@ def model_suggestions(name: str, models: Iterable[tuple[str, Mapping[str, Any]]]
     return [canonical for _, canonical in sorted(ranked)[:count]]
 
 
+# A Hugging Face address as a browser shows it: https://huggingface.co/org/name (or hf.co; a /tree/main, /blob/...
+# tail after the id)
+_HF_ADDRESS = re.compile(r"(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/(?:models/)?([^/\s?#]+/[^/\s?#]+)",
+                         re.IGNORECASE)
+
+
+def hub_id(name: str) -> str | None:
+    """The Hugging Face id ``org/name`` a model name gives (an id itself, or an address of the hub), else None."""
+    address = _HF_ADDRESS.match(name)
+    if address is not None:
+        return address.group(1)
+    if "://" in name or name.count("/") != 1:
+        return None
+    return name
+
+
 def model_hint(name: str) -> str:
-    """How to give a model the catalog lacks: its config.json (a Hugging Face id: where to download it; the tool
-    never downloads), or its size alone."""
-    size = name_parts(name).billions
-    alone = f"its size alone (--model {'32b' if size is None else f'{size:g}b'}: a dense model of that many parameters)"
-    if "/" in name:
-        return (f"download its config.json (https://huggingface.co/{name}/blob/main/config.json; the catalog does not "
-                f"hold this Hugging Face id) and pass --model path/to/config.json or the folder, or give {alone}")
-    return f"give its config.json (--model path/to/config.json) or {alone}"
+    """How to give a model the catalog lacks: its config.json (a Hugging Face id or address: where to download it,
+    the address written once; the tool never downloads), or its size alone."""
+    size = f"--model {'32b' if (billions := name_parts(name).billions) is None else f'{billions:g}b'}"
+    repo = hub_id(name)
+    if repo is None:
+        return f"give its config.json (--model path/to/config.json) or its size alone ({size}: a dense model of " \
+               "that many parameters)"
+    # the address in full or not at all: a cut one leads nowhere, and an id over the echo limit would pass it
+    where = f", https://huggingface.co/{repo}/blob/main/config.json," if len(repo) <= ECHO_MAX else " from the hub"
+    return f"download its config.json{where} and pass --model FILE (or its folder), or give its size alone ({size})"
+
+
+def closest_names(wanted: str, names: Iterable[str], count: int = 5) -> list[str]:
+    """The ``count`` of ``names`` closest in spelling to ``wanted`` (difflib's ratio), closest first: what a
+    one-line error lists in place of a long list."""
+    return difflib.get_close_matches(wanted, list(names), n=count, cutoff=0.0)

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from estimator.cli.process import as_typer_invokes, without_pydantic_plugins
+from estimator.cli.process import as_typer_invokes, signals_end_like_interrupts, without_pydantic_plugins
 from estimator.cli.shared import print_table, writable
 from estimator.request.choices import Mode, OutputFormat, Units
 from estimator.request.options import options_of
@@ -122,14 +122,15 @@ def estimate_main() -> None:
     such as the built-spec cache's save): the interpreter's last collections then skip the ~300,000 objects of
     pydantic's and the estimator's classes and schemas, which the operating system frees with the process, instead
     of walking them all (about 6 % of a cold `estimate --format json`, docs/performance.md). pydantic's plugin
-    search is off while it runs (`process.without_pydantic_plugins`).
+    search is off while it runs (`process.without_pydantic_plugins`). SIGTERM and SIGHUP end it like Ctrl-C
+    (`process.signals_end_like_interrupts`).
     """
     atexit.unregister(gc.freeze)  # once, however often a caller in the same process runs the script
     atexit.register(gc.freeze)
     collecting = gc.isenabled()
     gc.disable()
     try:
-        with without_pydantic_plugins():
+        with signals_end_like_interrupts(), without_pydantic_plugins():
             _main(sys.argv[1:])
     finally:
         if collecting:

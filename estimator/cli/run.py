@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -9,18 +10,24 @@ from typing import Any, NoReturn
 from pydantic import ValidationError
 
 from estimator.catalog.registry import validation_message
-from estimator.errors import EstimatorError, FieldInvalid
+from estimator.cli.process import Aborted, Terminated, say
+from estimator.errors import ECHO_MAX, EstimatorError, FieldInvalid, echoed
 from estimator.request.options import flag_of
+
+# What a usage error repeats of the command line: a quoted value, or a word (an unknown option), over the echo limit
+_LONG_QUOTED = re.compile("'([^']{" + str(ECHO_MAX + 1) + ",})'")
+_LONG_WORD = re.compile(r"(?<!\S)[^\s']{" + str(ECHO_MAX + 1) + ",}")
+
+
+def _cut_echoes(message: str) -> str:
+    """``message`` (click's wording of a usage error) with each value it repeats cut to the echo limit."""
+    message = _LONG_QUOTED.sub(lambda m: "'" + echoed(m.group(1)) + "'", message)
+    return _LONG_WORD.sub(lambda m: echoed(m.group(0)), message)
 
 
 def _fail(message: str, code: int) -> NoReturn:
     sys.stderr.write(f"error: {message}\n")
     raise SystemExit(code)
-
-
-class Aborted(Exception):
-    """What typer's Abort is where typer is not imported (the `estimate` console script's fast path): the input
-    ended where a command read it."""
 
 
 def _aborted(error: Exception) -> bool:
@@ -48,6 +55,9 @@ def guarded(call: Callable[[], Any]) -> None:
         _fail(validation_message(error), 2)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
+    except Terminated as ended:  # SIGTERM or SIGHUP (`process.signals_end_like_interrupts`): cleaned up as Ctrl-C
+        say(f"error: terminated by {ended}\n")  # stderr may be gone with the terminal (SIGHUP)
+        raise SystemExit(ended.exit_code) from None
     except (OverflowError, ZeroDivisionError) as error:  # numbers beyond what the formulas can carry
         _fail(f"numbers out of range: {error}", 2)
     except OSError as error:  # the user's files and folders: a missing folder, a directory, a full or read-only disk
@@ -59,7 +69,8 @@ def guarded(call: Callable[[], Any]) -> None:
         # Usage errors (missing or unknown option, bad choice) are click exceptions; typer vendors click, so they
         # are recognised by their interface rather than their class.
         if hasattr(error, "format_message") and hasattr(error, "exit_code"):
-            _fail(" ".join(str(error.format_message()).split()).replace("Value error, ", ""), int(error.exit_code) or 2)
+            worded = " ".join(str(error.format_message()).split()).replace("Value error, ", "")
+            _fail(_cut_echoes(worded), int(error.exit_code) or 2)
         raise
     if isinstance(code, int) and code:
         raise SystemExit(code)

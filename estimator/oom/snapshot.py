@@ -10,10 +10,12 @@ line and nothing in the file runs. The snapshot's layout (``segments`` with ``bl
 from __future__ import annotations
 
 import io
+import math
 import pickle
 from typing import Any
 
-from estimator.errors import SpecInvalid
+from estimator.errors import SpecInvalid, echoed
+from estimator.oom.bounds import at_most, checked_bytes
 from estimator.report import Frozen
 
 MAX_SNAPSHOT_BYTES = 1 << 30  # a snapshot of a busy card with long history is tens of MB; refuse what is absurd
@@ -64,37 +66,73 @@ class SnapshotFacts(Frozen):
     oom_frames: tuple[Frame, ...]  # innermost first
 
 
+def _items(value: Any) -> list[Any] | tuple[Any, ...]:
+    """``value`` where the snapshot's layout has a list, else nothing (a crafted file may put anything there)."""
+    return value if isinstance(value, list | tuple) else ()
+
+
 def _frames(entry: dict[str, Any]) -> tuple[Frame, ...]:
     out = []
-    for f in entry.get("frames") or ():
+    for f in _items(entry.get("frames")):
         if isinstance(f, dict) and isinstance(f.get("line"), int):
             out.append(Frame(filename=str(f.get("filename", "")), line=f["line"], name=str(f.get("name", ""))))
     return tuple(out)
 
 
+def _bytes(holder: dict[str, Any], key: str, what: str) -> int:
+    """``holder[key]`` (0 when absent) as a byte count: an int a device can report (`bounds`), else refused."""
+    value = holder.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SnapshotRefused(f"the snapshot's {what} is {echoed(repr(value))}, not a byte count")
+    if isinstance(value, float) and math.isfinite(value) and not value.is_integer():
+        raise SnapshotRefused(f"the snapshot's {what} is {echoed(repr(value))}, not a whole number of bytes")
+    return checked_bytes(value, f"the snapshot's {what}", echoed(repr(value)), SnapshotRefused)
+
+
+def _segment_sizes(segments: list[dict[str, Any]]) -> tuple[int, int, list[int]]:
+    """Reserved and allocated bytes over all segments, and the free blocks' sizes; refused when a segment claims
+    more allocated, or a block larger, than the segment itself."""
+    reserved = allocated = 0
+    free_blocks = []
+    for index, segment in enumerate(segments):
+        total = _bytes(segment, "total_size", f"segment {index} total_size")
+        used = _bytes(segment, "allocated_size", f"segment {index} allocated_size")
+        at_most(used, 0, total, 0, f"the snapshot's segment {index} allocated_size", "its total_size",
+                SnapshotRefused)
+        for block in _items(segment.get("blocks")):
+            if isinstance(block, dict) and block.get("state") == "inactive":
+                size = _bytes(block, "size", f"segment {index} free block size")
+                at_most(size, 0, total, 0, f"the snapshot's segment {index} free block", "its total_size",
+                        SnapshotRefused)
+                free_blocks.append(size)
+        reserved, allocated = reserved + total, allocated + used
+    return reserved, allocated, free_blocks
+
+
 def snapshot_facts(data: bytes) -> SnapshotFacts:
-    """Segments, free blocks and the failed request of one device's snapshot."""
+    """Segments, free blocks and the failed request of one device's snapshot; a size no device reports (negative,
+    fractional, non-finite, over 2**64 - 1 bytes, or more than its segment) is refused with one line."""
     snap = load_plain(data)
     if not isinstance(snap, dict) or not isinstance(snap.get("segments"), list):
         raise SnapshotRefused("not a memory snapshot: no 'segments' list (write one with "
                               "torch.cuda.memory._dump_snapshot)")
     segments = [s for s in snap["segments"] if isinstance(s, dict)]
-    free_blocks = [b.get("size", 0) for s in segments for b in s.get("blocks") or ()
-                   if isinstance(b, dict) and b.get("state") == "inactive"]
+    reserved, allocated, free_blocks = _segment_sizes(segments)
     oom = None
-    for trace in snap.get("device_traces") or ():
-        for entry in trace or ():
+    for trace in _items(snap.get("device_traces")):
+        for entry in _items(trace):
             if isinstance(entry, dict) and entry.get("action") == "oom":
                 oom = entry
     settings = snap.get("allocator_settings")
     expandable = settings.get("expandable_segments") if isinstance(settings, dict) else None
     return SnapshotFacts(
         segments=len(segments),
-        reserved_bytes=sum(int(s.get("total_size", 0)) for s in segments),
-        allocated_bytes=sum(int(s.get("allocated_size", 0)) for s in segments),
-        largest_free_block_bytes=max((int(b) for b in free_blocks), default=0),
+        reserved_bytes=reserved,
+        allocated_bytes=allocated,
+        largest_free_block_bytes=max(free_blocks, default=0),
         expandable_segments=bool(expandable) if expandable is not None else None,
-        oom_request_bytes=None if oom is None else int(oom.get("size", 0)),
-        oom_device_free_bytes=None if oom is None or "device_free" not in oom else int(oom["device_free"]),
+        oom_request_bytes=None if oom is None else _bytes(oom, "size", "failed request size"),
+        oom_device_free_bytes=None if oom is None or "device_free" not in oom else _bytes(
+            oom, "device_free", "device_free at the failure"),
         oom_frames=() if oom is None else _frames(oom),
     )

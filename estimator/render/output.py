@@ -43,17 +43,21 @@ def check_target(path: Path, *, force: bool = False) -> None:
 
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path``; renamed over it when the block completes, removed if it fails."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.",
-                                         suffix=path.suffix or ".tmp")
-    os.close(handle)
+    """A temporary path beside ``path``; renamed over it when the block completes, removed if it fails or is
+    interrupted (Ctrl-C; SIGTERM and SIGHUP too, which the console scripts raise as an exception: see
+    `estimator.cli.process`), from the moment it exists."""
+    temporary = ""
     try:
+        handle, temporary = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.",
+                                             suffix=path.suffix or ".tmp")
+        os.close(handle)
         yield Path(temporary)
         os.chmod(temporary, _mode_for(path))
         os.replace(temporary, path)
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+        if temporary:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
 
 
 def _mode_for(path: Path) -> int:

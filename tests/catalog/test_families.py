@@ -163,6 +163,21 @@ def test_unknown_hugging_face_id_says_how_to_pass_its_config(cli: Any) -> None:
     assert "download its config.json" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_a_hugging_face_address_as_a_model_is_written_once_in_the_hint(cli: Any) -> None:
+    result = cli("estimate", "--model", "https://huggingface.co/some-org/some-model", "--gpu", "h100")
+    assert result.exit_code != 0 and result.stderr.count("\n") == 1
+    assert ", https://huggingface.co/some-org/some-model/blob/main/config.json," in result.stderr
+    assert result.stderr.count("https://") == 2  # the name as given, and the address of its config.json
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b" + "x" * 5000, "org/llama-3.1-8b-" + "x" * 5000])
+def test_an_unknown_model_line_is_at_most_400_characters(cli: Any, name: str) -> None:
+    result = cli("estimate", "--model", name, "--gpu", "h100")
+    assert result.exit_code != 0 and result.stderr.count("\n") == 1
+    assert len(result.stderr.rstrip("\n")) <= 400, result.stderr
+    assert "x" * 100 not in result.stderr  # the name echoed at most 80 characters
+
+
 def test_a_hugging_face_id_the_catalog_knows_is_accepted(cli: Any) -> None:
     result = cli("estimate", "--model", "openai/gpt-oss-120b", "--gpu", "h200", "--format", "json")
     assert result.exit_code == 0, result.stderr

@@ -59,9 +59,31 @@ def test_missing_field_without_a_family_default_is_named() -> None:
         architecture_from_config(config | family_defaults)
 
 
-def test_unsupported_model_type_lists_supported() -> None:
-    with pytest.raises(SpecInvalid, match=r"unsupported model_type 'mamba'; supported: .*llama.*mistral"):
+def test_unsupported_model_type_lists_the_closest_supported() -> None:
+    with pytest.raises(SpecInvalid, match=r"unsupported model_type 'mamba'; supported: llama, .* and \d+ more "
+                                          r"\(`estimator models`"):
         architecture_from_config({"model_type": "mamba"})
+
+
+def test_unsupported_model_type_line_is_cut_to_400_characters_and_its_echo_to_80() -> None:
+    """Every supported model_type in one line was over 500 characters; a hostile model_type could be any length."""
+    supported = supported_model_types()
+    assert len(", ".join(supported)) > 400  # what the line would be if it listed them all
+    for model_type in ("mamba", "q" * 5000, ["a", "list"], 7):
+        with pytest.raises(SpecInvalid) as refused:
+            architecture_from_config({"model_type": model_type})
+        line = str(refused.value)
+        assert "\n" not in line and len(line) <= 400, line
+        assert f"and {len(supported) - 5} more" in line
+    with pytest.raises(SpecInvalid) as refused:
+        architecture_from_config({"model_type": "q" * 5000})
+    assert "'" + "q" * 79 + "…'" in str(refused.value)
+
+
+def test_a_model_type_that_is_a_path_reads_no_file() -> None:
+    for model_type in ("../../../etc/passwd", "/etc/passwd", ".hidden", "x" * 300):
+        with pytest.raises(SpecInvalid, match="unsupported model_type"):
+            architecture_from_config({"model_type": model_type})
 
 
 def test_inconsistent_heads_are_reported() -> None:

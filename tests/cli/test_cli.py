@@ -283,3 +283,12 @@ def test_emoji_codes_in_a_config_name_are_printed_as_text(tmp_path: Path, cli: C
     printed as 'my🔥model'. Every table is drawn on `estimator.cli.shared.console`, emoji codes off."""
     printed = _names_printed_as_text(tmp_path, cli, "my:fire:model")
     assert all("my:fire:model" in out and "\N{FIRE}" not in out for out in printed)
+
+
+@pytest.mark.parametrize("args", [("--format", "z" * 300), ("--attention", "z" * 300), ("--" + "z" * 300, "1")])
+def test_a_usage_error_echoes_a_long_value_at_most_80_characters(cli: Cli, args: tuple[str, str]) -> None:
+    result = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", *args)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    echoed = max(result.stderr.replace("'", " ").split(), key=len)
+    assert echoed.endswith("z…") and len(echoed) == 80, result.stderr
+    assert len(result.stderr) <= 400

@@ -96,3 +96,17 @@ def test_tensor_parallel_does_not_split_the_logits(cli: Cli) -> None:
     assert gpus and not any(s["fits"] for s in gpus)
     table = cli("oom", "--from", str(DATA / "logits.message.txt"), *WORKLOAD, columns=200).stdout
     assert "--gpus 8: adds 128.0 MiB" in table  # a change that grows the footprint says so, not "frees -128 MiB"
+
+
+def test_snapshot_with_a_negative_reserved_size_is_one_line(cli: Cli, tmp_path: Path) -> None:
+    bad = tmp_path / "snapshot.pickle"
+    bad.write_bytes(pickle.dumps({"segments": [{"total_size": -5, "allocated_size": 0, "blocks": []}],
+                                  "device_traces": [[{"action": "oom", "size": 1024}]]}))
+    _one_line(cli("oom", "--from", str(bad), "--format", "json"), "segment 0 total_size -5 is negative")
+
+
+def test_free_beyond_the_card_capacity_is_one_line(cli: Cli, tmp_path: Path) -> None:
+    text = (DATA / "batch.message.txt").read_text().replace("16.33 GiB is free", f"{10**29} B is free")
+    bad = tmp_path / "err.txt"
+    bad.write_text(text)
+    _one_line(cli("oom", "--from", str(bad)), "the message's free size")
