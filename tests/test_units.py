@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import doctest
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -88,3 +90,14 @@ def test_a_count_past_the_limit_is_refused_with_the_limit(text: str) -> None:
 ])
 def test_a_count_at_the_limit_is_accepted_exactly(text: str, expected: int) -> None:
     assert parse_count(text) == expected
+
+
+@pytest.mark.parametrize("parse", [parse_count, parse_bytes])
+@pytest.mark.parametrize("text", ["1" * 20_000 + "q", "1" * 20_000 + " " * 20_000 + "kx", "1" * 20_000 + ".5x"])
+def test_a_long_text_that_is_no_number_is_refused_at_once(parse: Callable[[str], int], text: str) -> None:
+    """A pattern that retries every split of a run of digits took 24 s of CPU on 20,000 of them (quadratic); the
+    parsers give up in linear time: milliseconds, under a bound of one CPU second that a busy machine leaves."""
+    start = time.process_time()
+    with pytest.raises(WorkloadInvalid, match=r"^not a (count|size): '1111"):
+        parse(text)
+    assert time.process_time() - start < 1.0
