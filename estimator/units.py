@@ -38,12 +38,30 @@ GIB = 2**30
 GIGA = 1e9
 TERA = 1e12
 
+# The largest count, however written: the capacity search (`estimator.model.capacity`) holds counts in numpy's
+# int64, whose largest is 2⁶³ − 1 ≈ 9.2 × 10¹⁸; 10¹⁸ is the round bound below it. Each field's own bound (batch,
+# tokens, degrees) is checked later, where its workload is built.
+MAX_COUNT = 10**18
+MAX_COUNT_TEXT = "1e18"
+SHOWN_CHARS = 80  # the most of an input an error message quotes
+
 _SUFFIX_MULTIPLIER = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
-_COUNT_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*$", re.IGNORECASE)
-# "1ki" style binary token counts (1024) are accepted for contexts, which people often write as 32Ki.
-_BINARY_COUNT_RE = re.compile(r"^\s*([0-9]+)\s*ki\s*$", re.IGNORECASE)
-_BYTES_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)(i?)b\s*$", re.IGNORECASE)
+# A number's text: digits with an optional fraction (or a fraction alone), each part delimited, so that a match
+# that fails is given up in linear time (``[0-9]*\.?[0-9]+`` retries every split of a run of digits: seconds for
+# a few thousand). The suffix and unit are peeled off the end first, by `_peeled`, for the same reason.
+_DECIMAL = r"(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)"
+_COUNT_NUMBER = re.compile(_DECIMAL + r"(?:e[+-]?[0-9]+)?", re.IGNORECASE)
+_SIZE_NUMBER = re.compile(_DECIMAL)
+_DIGITS = re.compile(r"[0-9]+")
 _BYTE_POWER = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4}
+
+
+def _peeled(text: str, ending: str) -> tuple[str, str]:
+    """(the text before ``ending``, the ending as written) when ``text`` ends with it (any case), else
+    (``text``, "")."""
+    if ending and text[-len(ending):].lower() == ending:
+        return text[:-len(ending)], text[-len(ending):]
+    return text, ""
 
 
 def parse_bytes(text: str) -> int:
@@ -52,39 +70,72 @@ def parse_bytes(text: str) -> int:
     The unit is required (a bare ``96`` could be GB or GiB). Raises `WorkloadInvalid` for anything else, and for
     a size that is zero or rounds to no whole byte.
     """
-    match = _BYTES_RE.match(text)
-    if not match:
-        raise WorkloadInvalid(f"not a size: {text!r} (expected a number and a unit, e.g. 96GiB or 100GB)")
-    mantissa, prefix, binary = match.groups()
-    scale: int = (1024 if binary else 1000) ** _BYTE_POWER[prefix.lower()]
-    value = float(mantissa) * scale
+    rest, unit = _peeled(text.strip(), "b")
+    rest, binary = _peeled(rest, "i")
+    prefix = next((p for p in "kmgt" if _peeled(rest, p)[1]), "")
+    rest = _peeled(rest, prefix)[0].rstrip()
+    if not unit or not _SIZE_NUMBER.fullmatch(rest):
+        raise WorkloadInvalid(f"not a size: {shown(text)} (expected a number and a unit, e.g. 96GiB or 100GB)")
     if binary and not prefix:
-        raise WorkloadInvalid(f"not a size: {text!r} (iB has no prefix; use B, KiB, MiB, GiB or TiB)")
+        raise WorkloadInvalid(f"not a size: {shown(text)} (iB has no prefix; use B, KiB, MiB, GiB or TiB)")
+    scale: int = (1024 if binary else 1000) ** _BYTE_POWER[prefix]
+    value = float(rest) * scale
     if not math.isfinite(value) or round(value) <= 0:
-        raise WorkloadInvalid(f"a size must be positive, got {text!r}")
+        raise WorkloadInvalid(f"a size must be positive, got {shown(text)}")
     return round(value)
 
 
 def parse_count(text: str) -> int:
     """Parse a decimal count such as ``70b``, ``13B``, ``7.5e9``, ``32k``, ``2048`` into an exact integer.
 
-    Suffixes are decimal (k = 10³, m = 10⁶, b/g = 10⁹, t = 10¹²); ``32Ki`` is 32 × 1024.
-    Raises `WorkloadInvalid` for anything else, including non-integral results and non-finite values.
+    Suffixes are decimal (k = 10³, m = 10⁶, b/g = 10⁹, t = 10¹²); ``32Ki`` is 32 × 1024 (contexts, which people
+    often write so). Raises `WorkloadInvalid` for anything else, including non-integral results, and for a count
+    past `MAX_COUNT` however it is written (digits, exponent or suffix: one limit, one message), checked before any
+    conversion of its digits to an integer, so a text of thousands of digits is one line, not Python's conversion
+    limit.
     """
-    binary = _BINARY_COUNT_RE.match(text)
+    body = text.strip()
+    rest, binary = _peeled(body, "ki")
     if binary:
-        return int(binary.group(1)) * 1024
-    match = _COUNT_RE.match(text)
-    if not match:
-        raise WorkloadInvalid(f"not a count: {text!r} (expected e.g. 2048, 32k, 70b, 7.5e9)")
-    mantissa, suffix = match.groups()
-    value = float(mantissa) * _SUFFIX_MULTIPLIER[suffix.lower()]
-    if not math.isfinite(value):
-        raise WorkloadInvalid(f"not a finite count: {text!r}")
+        rest = rest.rstrip()
+        if not _DIGITS.fullmatch(rest):
+            raise WorkloadInvalid(f"not a count: {shown(text)} (expected e.g. 2048, 32k, 70b, 7.5e9)")
+        digits = rest.lstrip("0") or "0"
+        if len(digits) > len(str(MAX_COUNT)):  # past the limit by its length alone: never converted
+            raise count_too_large(text)
+        return checked_count(int(digits) * 1024, text)
+    suffix = next((s for s in "kmbgt" if _peeled(body, s)[1]), "")
+    rest = _peeled(body, suffix)[0].rstrip()
+    if not _COUNT_NUMBER.fullmatch(rest):
+        raise WorkloadInvalid(f"not a count: {shown(text)} (expected e.g. 2048, 32k, 70b, 7.5e9)")
+    value = float(rest) * _SUFFIX_MULTIPLIER[suffix]  # a float of any length of digits: inf at worst
+    if not value <= MAX_COUNT:  # also inf
+        raise count_too_large(text)
     rounded = round(value)
     if abs(value - rounded) > 1e-6 * max(1.0, value):
-        raise WorkloadInvalid(f"not a whole number: {text!r}")
+        raise WorkloadInvalid(f"not a whole number: {shown(text)}")
     return int(rounded)
+
+
+def checked_count(value: int, text: str | int) -> int:
+    """``value`` itself, refused (`count_too_large`) past `MAX_COUNT`: the limit a count given as a number (the
+    Python API's) meets as one given as text does."""
+    if value > MAX_COUNT:
+        raise count_too_large(text)
+    return value
+
+
+def count_too_large(text: str | int) -> WorkloadInvalid:
+    """The one refusal of a count past `MAX_COUNT`, whatever its suffix or form."""
+    return WorkloadInvalid(f"not a count: {shown(text)} (a count is at most {MAX_COUNT_TEXT})")
+
+
+def shown(text: str | int) -> str:
+    """An input as an error quotes it: its repr, cut to `SHOWN_CHARS` characters (a pasted file is not echoed)."""
+    if isinstance(text, int):  # str() of an int past Python's 4,300-digit limit raises; say its size instead
+        return str(text) if text.bit_length() <= 256 else f"a number of {text.bit_length():,} bits"
+    quoted = repr(text)
+    return quoted if len(quoted) <= SHOWN_CHARS else quoted[:SHOWN_CHARS - 2] + "…" + quoted[-1]
 
 
 def format_bytes(n: int | float, *, binary: bool) -> str:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import doctest
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -64,3 +66,38 @@ def test_parse_bytes_needs_and_honours_the_unit(text: str, expected: int) -> Non
 def test_parse_bytes_refuses_what_is_not_a_size(text: str) -> None:
     with pytest.raises(WorkloadInvalid):
         parse_bytes(text)
+
+
+@pytest.mark.parametrize("suffix", ["", "k", "m", "b", "t", "ki", "Ki", " ki"])
+def test_a_count_of_thousands_of_digits_is_one_message_whatever_the_suffix(suffix: str) -> None:
+    text = "1" * 4400 + suffix  # past Python's 4,300-digit limit of int(str)
+    with pytest.raises(WorkloadInvalid) as refused:
+        parse_count(text)
+    message = str(refused.value)
+    assert message.startswith("not a count: '1111") and message.endswith("(a count is at most 1e18)")
+    assert len(message) < 120  # the input cut, not echoed whole
+
+
+@pytest.mark.parametrize("text", ["1e19", "1e400", "2e18", "976562500000001ki", "0" * 5000 + "1" * 20 + "ki"])
+def test_a_count_past_the_limit_is_refused_with_the_limit(text: str) -> None:
+    with pytest.raises(WorkloadInvalid, match=r"\(a count is at most 1e18\)$"):
+        parse_count(text)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("1e18", 10**18), ("1000000000000000000", 10**18), ("976562500000000ki", 10**18),
+    ("0" * 5000 + "1ki", 1024),  # leading zeros are no digits of the value
+])
+def test_a_count_at_the_limit_is_accepted_exactly(text: str, expected: int) -> None:
+    assert parse_count(text) == expected
+
+
+@pytest.mark.parametrize("parse", [parse_count, parse_bytes])
+@pytest.mark.parametrize("text", ["1" * 20_000 + "q", "1" * 20_000 + " " * 20_000 + "kx", "1" * 20_000 + ".5x"])
+def test_a_long_text_that_is_no_number_is_refused_at_once(parse: Callable[[str], int], text: str) -> None:
+    """A pattern that retries every split of a run of digits took 24 s of CPU on 20,000 of them (quadratic); the
+    parsers give up in linear time: milliseconds, under a bound of one CPU second that a busy machine leaves."""
+    start = time.process_time()
+    with pytest.raises(WorkloadInvalid, match=r"^not a (count|size): '1111"):
+        parse(text)
+    assert time.process_time() - start < 1.0

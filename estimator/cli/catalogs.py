@@ -203,9 +203,10 @@ def systems_show(name: str, specs_dir: SpecsDir = None) -> None:
     """
     catalog = catalog_for(specs_dir)
     s = catalog.systems.get(name)
+    gpu = catalog.system_gpu(s)  # before any line: a system naming an unknown GPU is one error, nothing partial
     out = console()
     out.print(f"[bold]{escape(s.name)}[/]: {escape(s.description)}", highlight=False)
-    out.print(f"  GPU: {catalog.system_gpu(s).name} × {s.gpus_per_node} per node")
+    out.print(f"  GPU: {escape(gpu.name)} × {s.gpus_per_node} per node")
     out.print(f"  {s.intra_node_link} ({s.link_topology}) joins {s.domain_gpus} GPUs at {s.link_gb_per_s:g} GB/s per "
               f"GPU per direction, {s.link_latency_us:g} µs per step; PCIe {s.pcie_gb_per_s:g} GB/s between domains")
     out.print(f"  network: {s.network}, {s.nics_per_node} × {s.nic_gbit_per_s:g} Gb/s per node "

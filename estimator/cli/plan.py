@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from estimator.cli.command import command_function
-from estimator.cli.shared import console
+from estimator.cli.shared import print_table
 from estimator.request.choices import OutputFormat
 from estimator.request.convert import check_format
 from estimator.request.estimate import catalog_for
@@ -57,7 +57,7 @@ def _show_plan(report: PlanReport, output_format: OutputFormat, output: Path | N
 
         plan_chart(report, plot)
     if output_format is OutputFormat.table:
-        render_plan(report, console(record=output is not None, width=200 if output else None), record_to=output)
+        print_table(output, lambda out: render_plan(report, out))  # -o FILE: the file alone, nothing on stdout
     else:
         write_report(output_format.value, report, output, table=plan_rows(report), sheet="plan",
                      notes=plan_notes(report))

@@ -30,11 +30,15 @@ def _fail(message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
+_TYPER_ABORT = "typer.exceptions.Abort"
+
+
 def _aborted(error: Exception) -> bool:
-    """Whether ``error`` is typer's Abort (a prompt refused, input ended) or `Aborted`. Without typer imported no
-    Abort can have been raised, so typer is not imported to ask."""
-    typer = sys.modules.get("typer")
-    return isinstance(error, Aborted) or (typer is not None and isinstance(error, typer.Abort))
+    """Whether ``error`` is typer's Abort (a prompt refused, input ended) or `Aborted`. Asked of the error's own
+    classes, by name: typer is not imported to ask (the `estimate` script never loads it), nor looked up among the
+    loaded modules."""
+    return isinstance(error, Aborted) or any(f"{c.__module__}.{c.__qualname__}" == _TYPER_ABORT
+                                             for c in type(error).__mro__)
 
 
 def run(command: Any, args: list[str] | None = None) -> None:

@@ -16,13 +16,12 @@ highest range whose first prompt fits — O(√C) ranges, each one evaluation, t
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.specs import GpuSpec
-from estimator.model.elementwise import any_true, distinct, is_array, logical_not, maximum, minimum, where
+from estimator.model.elementwise import any_true, distinct, is_array, logical_not, maximum, minimum, numpy_module, where
 from estimator.model.footprint import fits_per_gpu
 from estimator.model.parallel import tensor_parallel_degrees
 from estimator.model.runtime import Runtime
@@ -88,7 +87,7 @@ def _fits_by_batch(model: ModelSpec, gpu: GpuSpec, rt: Runtime, batch: Any, prom
     module's docstring says why), each pair's largest fitting batch among the points' distinct batches is found
     by `largest_true` over their sorted list: about 2 × log2(batches) evaluations on the pairs instead of one on
     every point, the same answers."""
-    np = sys.modules["numpy"]
+    np = numpy_module()
     (up, ip), (uo, io) = distinct(prompt), distinct(output)
     pairs, pair = distinct(ip * len(uo) + io)
     batches, rank = distinct(batch)
@@ -189,7 +188,7 @@ def _walk_batched(fits_at: Callable[[Any, Any], Any], pieces: list[tuple[int, in
     order) whose first prompt fits, among those up to the piece where its batch prefills whole (``batch <= q``:
     nothing below is tried). Pieces go in batches of 8, 16, 32, … for the elements none has answered yet, each
     batch one `fits_at` call on every (element, piece) pair tried: the walk's answers, in a few calls."""
-    np = sys.modules["numpy"]
+    np = numpy_module()
     table = np.asarray(pieces, dtype=np.int64)
     first, last = first.copy(), last.copy()
     todo = np.flatnonzero(open_)

@@ -2,7 +2,8 @@
 
 Every term in `estimator.model` is written once and evaluates on Python numbers (one estimate) or elementwise on
 numpy arrays (a sweep grid). Python's operators already do both; `min`, `max`, `round`, `if` and `not` do not, so
-the terms call these instead. numpy is never imported here: an array argument means the caller has imported it.
+the terms call these instead. numpy is imported only for an array argument, whose caller has imported it already
+(`numpy_module`).
 
 The annotations name the scalar case (what mypy checks); the array case is checked by tests/planning/test_sweep.py,
 which compares every sweep row with `estimate` at the same point.
@@ -10,7 +11,6 @@ which compares every sweep row with `estimate` at the same point.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -18,11 +18,20 @@ T = TypeVar("T", int, float)
 V = TypeVar("V")
 
 
+def numpy_module() -> Any:
+    """numpy, for code that holds arrays (so numpy is loaded already): an import, not a look-up in `sys.modules`,
+    which could find the module half-built while another thread is still loading it. Typed Any: the terms' array
+    case is checked by tests, not by mypy (this module's docstring says why)."""
+    import numpy
+
+    return numpy
+
+
 def _numpy(*values: object) -> Any:
     """The numpy module when any of ``values`` is an array, else None."""
     for value in values:
         if not isinstance(value, (int, float, str)):
-            return sys.modules["numpy"]
+            return numpy_module()
     return None
 
 
@@ -76,7 +85,7 @@ def as_float(x: int) -> int:
 def distinct(values: Any) -> tuple[Any, Any]:
     """(sorted distinct values, index of each value among them) of an integer-valued array: a lookup table where
     the values are dense (a sweep grid's axes), else a sort (``numpy.unique``)."""
-    np = sys.modules["numpy"]
+    np = numpy_module()
     values = np.asarray(values).astype(np.int64)
     low, high = int(values.min()), int(values.max())
     if high - low > 4 * len(values) + 4096:

@@ -22,7 +22,7 @@ from typing import Any
 from estimator.catalog.architecture import ModelSpec
 from estimator.catalog.profiles import EfficiencyProfile
 from estimator.catalog.specs import GpuSpec
-from estimator.errors import MissingDependency, WorkloadInvalid
+from estimator.errors import FieldInvalid, MissingDependency, WorkloadInvalid
 from estimator.inference.estimate import estimate
 from estimator.inference.point_fields import memory_point_fields, time_point_fields
 from estimator.inference.report import WorkloadInfo
@@ -159,10 +159,11 @@ def _points(np: Any, batch: Sequence[int] | Ints, prompt: Sequence[int] | Ints,
     n = len(b)
     if not (len(p) == n == len(o)) or n == 0:
         raise WorkloadInvalid("sweep needs equally long, non-empty batch, prompt and output arrays")
-    for name, arr, low, high in (("batch", b, 1, MAX_BATCH), ("prompt tokens", p, 1, MAX_TOKENS),
-                                 ("output tokens", o, 0, MAX_TOKENS)):
-        if int(arr.min()) < low or int(arr.max()) > high:
-            raise WorkloadInvalid(f"sweep {name} must lie in [{low:,}, {high:,}]")
+    for name, arr, low, high in (("batch", b, 1, MAX_BATCH), ("prompt_tokens", p, 1, MAX_TOKENS),
+                                 ("output_tokens", o, 0, MAX_TOKENS)):
+        if int(arr.min()) < low or int(arr.max()) > high:  # located at the request's field of that axis
+            raise FieldInvalid(name, "sweep {" + name + "} must lie in [{low}, {high}]", low=f"{low:,}",
+                               high=f"{high:,}")
     return b, p, o
 
 

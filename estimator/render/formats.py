@@ -13,10 +13,12 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, cast, runtime_checkable
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from estimator.planning.sweep import SweepResult
 
 from pydantic import BaseModel
 
@@ -66,14 +68,24 @@ def table_of(document: BaseModel | Iterable[Row],
     return report_rows([document])
 
 
+@runtime_checkable
+class BlockRows(Protocol):
+    """Rows held as blocks of columns, as a sweep's result holds its points (`estimator.planning.sweep.SweepResult`):
+    recognised by what it has, not by its class, so that asking neither imports the sweep's module nor looks it up
+    half-built while another thread is still importing it (a server's first requests, a sweep and a CSV at once)."""
+
+    blocks: Sequence[Any]
+
+    def first_error(self) -> tuple[str, str] | None: ...
+
+
 def write_csv(keys: Sequence[str], rows: Iterable[Row], handle: TextIO) -> None:
-    """The CSV writer: one header row, then one line per row, fields in ``keys`` order. A sweep's rows are written
-    a column at a time, to the same bytes (`estimator.render.sweep_csv`)."""
-    sweep = sys.modules.get("estimator.planning.sweep")  # not loaded: ``rows`` cannot be a sweep
-    if sweep is not None and isinstance(rows, sweep.SweepResult):
+    """The CSV writer: one header row, then one line per row, fields in ``keys`` order. A sweep's rows
+    (`BlockRows`) are written a column at a time, to the same bytes (`estimator.render.sweep_csv`)."""
+    if isinstance(rows, BlockRows):
         from estimator.render.sweep_csv import write_sweep_csv
 
-        write_sweep_csv(rows, handle)
+        write_sweep_csv(cast("SweepResult", rows), handle)
         return
     writer = csv.DictWriter(handle, fieldnames=list(keys), lineterminator="\n")
     writer.writeheader()

@@ -3,12 +3,10 @@ format; they never compute."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from estimator.notes import word
 from estimator.render.fit import Column, print_table
-from estimator.render.output import write_text_atomically
 from estimator.report import flatten
 from estimator.units import format_bytes, format_seconds
 
@@ -37,7 +35,7 @@ def _ep(option: PlanOption) -> str:
     return f" EP{ep}" if ep is not None and tp is not None and ep > tp else ""
 
 
-def render_plan(report: PlanReport, console: Console, *, record_to: Path | None = None) -> None:
+def render_plan(report: PlanReport, console: Console) -> None:
     from rich.markup import escape  # the model's name comes from its config.json: text, never markup
 
     goal = report.goal
@@ -87,6 +85,3 @@ def render_plan(report: PlanReport, console: Console, *, record_to: Path | None 
                       f"in all three): {', '.join('#' + r for r in on)} (pareto in the JSON/CSV).", highlight=False)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {escape(word(warning, binary=False))}")
-    if record_to is not None:
-        text = console.export_text()
-        write_text_atomically(record_to, lambda handle: handle.write(text))

@@ -13,21 +13,23 @@ from estimator.request.choices import Logits, MlaCache, Mode, OutputFormat, Unit
 from estimator.request.errors import FieldInvalid, invalid
 from estimator.request.models import EstimateRequest, Hardware, Job, Output, Training
 from estimator.request.options import options_of
-from estimator.units import parse_bytes, parse_count
+from estimator.units import checked_count, parse_bytes, parse_count, shown
 
 E = TypeVar("E", bound=Enum)
 
 
 def count(field: str, text: str | int, *, allow_zero: bool = False) -> int:
-    """A count (``2048``, ``8k``, ``32Ki``) that must be positive (or, ``allow_zero``, non-negative)."""
+    """A count (``2048``, ``8k``, ``32Ki``) that must be positive (or, ``allow_zero``, non-negative): every count
+    option of every command and endpoint comes through here, so one limit (`units.MAX_COUNT`) and one message
+    hold for all, whether the count came as text or as a number."""
     from estimator.errors import WorkloadInvalid
 
     try:
-        value = text if isinstance(text, int) else parse_count(text)
+        value = checked_count(text, text) if isinstance(text, int) else parse_count(text)
     except WorkloadInvalid as error:  # the field it came with, as every other refusal of a value names it
         raise invalid(field, str(error)) from None
     if value < 0 or (value == 0 and not allow_zero):
-        raise FieldInvalid(field, "{" + field + "} must be {sign}, got {text}", text=repr(str(text)),
+        raise FieldInvalid(field, "{" + field + "} must be {sign}, got {text}", text=shown(str(text)),
                            sign="non-negative" if allow_zero else "positive")
     return value
 

@@ -49,12 +49,11 @@ def inference_report(catalog: Catalog, model: ModelSpec, request: EstimateReques
     """The inference Report of a request."""
     from pydantic import ValidationError
 
-    from estimator.catalog.registry import validation_message
-    from estimator.errors import WorkloadInvalid
     from estimator.inference.estimate import estimate
     from estimator.inference.workload import InferenceWorkload
     from estimator.live.calibration import calibrated_profile
-    from estimator.request.formats import kv_format, weights_format
+    from estimator.request.errors import located
+    from estimator.request.formats import WORKLOAD_FIELDS, kv_format, weights_format
     from estimator.request.hardware import resolve, with_gpu_memory
 
     job, hw = request.job, request.hardware
@@ -70,6 +69,6 @@ def inference_report(catalog: Catalog, model: ModelSpec, request: EstimateReques
             logits=job.logits.value, mla_cache=None if job.mla_cache is None else job.mla_cache.value,
             profile=profile)
     except ValidationError as error:
-        raise WorkloadInvalid(validation_message(error)) from None
+        raise located(error, WORKLOAD_FIELDS) from None
     return estimate(model, gpu, workload, requested_gpu=hw.gpu or "", system=resolved.system, nodes=resolved.nodes,
                     system_assumed=resolved.assumed, gpu_alone=hw.system is None, ep=experts)

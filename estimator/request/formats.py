@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     from estimator.inference.workload import InferenceWorkload
 
 KV_FORMATS_HINT = "use fp32, fp16, bf16, fp8 or int8"
+# The inference workload's fields that a request's fields give (workload name → request field), where a refusal
+# of one is located (`estimator.request.errors.located`): the tensor-parallel degree is the --gpus option.
+WORKLOAD_FIELDS = {"batch": "batch", "prompt_tokens": "prompt_tokens", "output_tokens": "output_tokens",
+                   "tensor_parallel": "gpus"}
 
 
 def number_format(catalog: Catalog, name: str, group_size: int | None) -> NumberFormat:
@@ -75,9 +79,8 @@ def inference_workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profi
     """The validated workload of one of plan's or sweep's points (``fields``: its counts and degree)."""
     from pydantic import ValidationError
 
-    from estimator.catalog.registry import validation_message
-    from estimator.errors import WorkloadInvalid
     from estimator.inference.workload import InferenceWorkload
+    from estimator.request.errors import located
 
     weights = number_format(catalog, dtype, group_size)
     kv = kv_format(catalog, weights, kv_dtype)
@@ -85,4 +88,4 @@ def inference_workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profi
         return InferenceWorkload(weight_format=weights, kv_format=kv, profile=catalog.profiles.get(profile),
                                  logits=logits, **fields)
     except ValidationError as error:
-        raise WorkloadInvalid(validation_message(error)) from None
+        raise located(error, WORKLOAD_FIELDS) from None

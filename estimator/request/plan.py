@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from estimator.request.choices import Logits, SortBy
 from estimator.request.convert import choice, count, refuse, split_list
-from estimator.request.errors import FieldInvalid
+from estimator.request.errors import FieldInvalid, located
 from estimator.request.formats import inference_workload
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from estimator.catalog.specs import GpuSpec
     from estimator.catalog.systems import SystemSpec
     from estimator.planning.costs import Prices
-    from estimator.planning.plan import PlanReport
+    from estimator.planning.plan import Goal, PlanReport
 
 
 def number(field: str, text: str | float | None) -> float | None:
@@ -72,19 +72,32 @@ def candidates(catalog: Catalog, gpus: list[str] | None,
     return [(s, catalog.system_gpu(s)) for s in unique], unplaced
 
 
+def _goal(p: Mapping[str, Any]) -> Goal:
+    """plan's goal, checked; a value past its bound (``concurrency``) refused at its field."""
+    from pydantic import ValidationError
+
+    from estimator.planning.plan import Goal
+
+    try:
+        goal = Goal(concurrency=None if p["concurrency"] is None else count("concurrency", p["concurrency"]),
+                    target_tokens_per_s=number("target_tokens_per_s", p["target_tokens_per_s"]),
+                    max_ttft_s=number("max_ttft_s", p["max_ttft_s"]), max_tpot_s=number("max_tpot_s", p["max_tpot_s"]))
+    except ValidationError as error:
+        raise located(error, {name: name for name in Goal.model_fields}) from None
+    goal.check()
+    return goal
+
+
 def plan_report(catalog: Catalog, model: ModelSpec, p: Mapping[str, Any]) -> PlanReport:
     """The PlanReport for `plan`'s option values ``p`` (field → value as parsed): each converted here, once."""
-    from estimator.planning.plan import Goal, Settings, plan
+    from estimator.planning.plan import Settings, plan
 
     refuse("plan", {"explain": bool(p.get("explain")), "units": p.get("units") is not None})
     pairs, unplaced = candidates(catalog, plan_cards(p.get("gpu"), p["gpus"]), p["systems"])
     settings = Settings(headroom=fraction("headroom", p["headroom"]), step_tokens=count("step_tokens",
                         p["step_tokens"]), max_nodes=count("max_nodes", p["max_nodes"]),
                         allow_tp_across=bool(p["allow_tp_across_domains"]))
-    goal = Goal(concurrency=None if p["concurrency"] is None else count("concurrency", p["concurrency"]),
-                target_tokens_per_s=number("target_tokens_per_s", p["target_tokens_per_s"]),
-                max_ttft_s=number("max_ttft_s", p["max_ttft_s"]), max_tpot_s=number("max_tpot_s", p["max_tpot_s"]))
-    goal.check()
+    goal = _goal(p)
     logits = choice("logits", Logits, p.get("logits") or Logits.last)
     assert logits is not None
     workload = inference_workload(catalog, p["dtype"], p["kv_dtype"], p["profile"], group_size=p.get("group_size"),

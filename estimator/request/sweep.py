@@ -60,7 +60,7 @@ def sweep_grid(catalog: Catalog, model_for: Callable[[str], ModelSpec], p: Mappi
     """The grid for `sweep`'s option values ``p``, every value checked, nothing computed yet (``model_for`` reads
     a model name: the catalog's, or the server's, which reads no path)."""
     refuse("sweep", {"explain": bool(p.get("explain")), "units": p.get("units") is not None})
-    limit = DEFAULT_MAX_POINTS if p.get("max_points") is None else count("max_points", str(p["max_points"]))
+    limit = DEFAULT_MAX_POINTS if p.get("max_points") is None else count("max_points", p["max_points"])
     points = grid_points(p)
     if points > limit:  # before any model is read or anything is built
         advice = "pass {max_points} {count} to raise the limit" if p.get("max_points") is None else "raise {max_points}"

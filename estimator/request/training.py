@@ -61,8 +61,7 @@ def training_report(catalog: Catalog, model: ModelSpec, request: EstimateRequest
     listed link for every group."""
     from pydantic import ValidationError
 
-    from estimator.catalog.registry import validation_message
-    from estimator.errors import WorkloadInvalid
+    from estimator.request.errors import located
     from estimator.request.hardware import resolve, with_gpu_memory
     from estimator.training.estimate import estimate_training
     from estimator.training.workload import ALL_LORA_TARGETS, TrainingWorkload
@@ -84,8 +83,6 @@ def training_report(catalog: Catalog, model: ModelSpec, request: EstimateRequest
             qlora=catalog.formats.get(QLORA_FORMAT) if t.qlora else None,
             profile=catalog.profiles.get(request.job.profile))
     except ValidationError as error:  # the workload's own check raises a FieldInvalid, kept in pydantic's context
-        items = error.errors()
-        found = items[0].get("ctx", {}).get("error") if len(items) == 1 else None
-        raise (found if isinstance(found, FieldInvalid) else WorkloadInvalid(validation_message(error))) from None
+        raise located(error, {name: name for name in (*TRAINING_FIELDS, "batch", "ep")}) from None
     return estimate_training(model, gpu, workload, requested_gpu=hw.gpu or "",
                              system=resolved.system if hw.system is not None else None, nodes=resolved.nodes)

@@ -107,7 +107,7 @@ BAD_INPUTS = [
     (("--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "-4"), "not a count"),
     (("--model", "llama-3.1-8b", "--gpu", "h100", "--prompt-tokens", "nan"), "not a count"),
     (("--model", "llama-3.1-8b", "--gpu", "h100", "--prompt-tokens", "inf"), "not a count"),
-    (("--model", "llama-3.1-8b", "--gpu", "h100", "--prompt-tokens", "1e12"), "prompt_tokens"),
+    (("--model", "llama-3.1-8b", "--gpu", "h100", "--prompt-tokens", "1e12"), "--prompt-tokens must be at most"),
     (("--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "3"), "does not divide 32 attention heads"),
     (("--model", "-70b", "--gpu", "h100"), "unknown model"),
     (("--model", "0b", "--gpu", "h100"), "positive parameter count"),

@@ -5,11 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult
+from tests.conftest import TEST_CATALOG, CliResult
 
 Cli = Callable[..., CliResult]
 
@@ -93,3 +95,18 @@ def test_models_format_json_and_csv(cli: Cli) -> None:
     assert parsed[0]["params"] == str(rows[parsed[0]["name"]]["params"])
     refused = cli("models", "--format", "xlsx")
     assert refused.exit_code != 0 and "table, json, csv" in refused.stderr
+
+
+def test_systems_show_of_a_system_whose_gpu_is_unknown_is_one_error_and_nothing_on_stdout(cli: Cli,
+                                                                                         tmp_path: Path) -> None:
+    spec = (TEST_CATALOG / "systems" / "hgx-h100.yaml").read_text(encoding="utf-8")
+    odd = re.sub(r"(?m)^(aliases|default_for_gpu):.*\n", "", spec)
+    odd = re.sub(r"(?m)^name: .*$", "name: odd-box", re.sub(r"(?m)^gpu: .*$", "gpu: nosuchcard", odd))
+    (tmp_path / "systems").mkdir()
+    (tmp_path / "systems" / "odd-box.yaml").write_text(odd, encoding="utf-8")
+    result = cli("systems", "show", "odd-box", "--specs-dir", str(tmp_path))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: system odd-box: unknown GPU 'nosuchcard'")
+    assert result.stderr.count("\n") == 1
+    shown = cli("systems", "show", "hgx-h100")
+    assert shown.exit_code == 0 and shown.stdout.splitlines()[1] == "  GPU: NVIDIA H100 SXM5 80GB × 8 per node"

@@ -73,6 +73,20 @@ def test_estimate_writes_to_output(cli: Cli, tmp_path: Path, fmt: str) -> None:
         assert "llama-3.1-8b" in text and "\x1b[" not in text  # no terminal colours in a file
 
 
+@pytest.mark.parametrize("words", [
+    ("plan", "--model", "llama-3.2-1b", "--concurrency", "8"),
+    ("sweep", "--model", "llama-3.2-1b", "--gpu", "h100", "--batch", "1,8"),
+    ("estimate", "--model", "llama-3.2-1b", "--gpu", "h100"),
+], ids=["plan", "sweep", "estimate"])
+def test_output_writes_the_table_to_the_file_alone(cli: Cli, tmp_path: Path, words: tuple[str, ...]) -> None:
+    target = tmp_path / "table.txt"
+    result = cli(*words, "--format", "table", "-o", str(target))
+    assert result.exit_code == 0 and result.stdout == "", result.stderr
+    text = target.read_text(encoding="utf-8")
+    assert "llama-3.2-1b" in text and "\x1b[" not in text
+    assert text == cli(*words, "--format", "table", columns=200).stdout  # the table a 200-column terminal shows
+
+
 def test_train_writes_to_output(cli: Cli, tmp_path: Path) -> None:
     target = tmp_path / "train.json"
     result = cli("estimate", "--mode", "train", "--model", "llama-3.2-1b", "--gpu", "h100", "-f", "json", "-o",

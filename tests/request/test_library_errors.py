@@ -42,6 +42,14 @@ CASES: list[tuple[dict[str, str | bool], str, str, str]] = [
     ({"model": "llama-3.1-8b", "system": "hgx-h100", "mode": "train", "dp": "16"}, "nodes",
      "tp 1 × pp 1 × dp 16 = 16 GPUs do not fit on 1 × hgx-h100 (8 GPUs): give nodes 2 or a smaller layout",
      "tp 1 × pp 1 × dp 16 = 16 GPUs do not fit on 1 × hgx-h100 (8 GPUs): give --nodes 2 or a smaller layout"),
+    # a value past the workload's bound: at the field it came in (the tensor-parallel degree is gpus)
+    ({"model": "llama-3.1-8b", "gpu": "h100", "batch": "1e17"}, "batch",
+     "batch must be at most 1,000,000, got 100,000,000,000,000,000",
+     "--batch must be at most 1,000,000, got 100,000,000,000,000,000"),
+    ({"model": "llama-3.1-8b", "gpu": "h100", "gpus": "8k"}, "gpus", "gpus must be at most 4,096, got 8,000",
+     "--gpus must be at most 4,096, got 8,000"),
+    ({**TRAIN, "grad_accum": "2m"}, "grad_accum", "grad_accum must be at most 1,000,000, got 2,000,000",
+     "--grad-accum must be at most 1,000,000, got 2,000,000"),
 ]
 
 

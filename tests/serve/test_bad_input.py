@@ -47,6 +47,36 @@ def test_a_bad_value_gets_the_cli_s_message_and_its_field(client: TestClient, cl
     assert printed.stderr == f"error: {_detail(answer)[0]['msg']}\n"  # the CLI's words
 
 
+@pytest.mark.parametrize(("path", "field", "message"), [
+    ("estimate?model=llama-3.1-8b&gpu=h100&batch=1e23", "batch", "--batch: not a count: '1e23' (a count is at most "
+                                                                 "1e18)"),
+    ("estimate?model=llama-3.1-8b&gpu=h100&batch=1e17", "batch", "--batch must be at most 1,000,000, got "
+                                                                 "100,000,000,000,000,000"),
+    ("estimate?model=llama-3.1-8b&gpu=h100&gpus=5000", "gpus", "--gpus must be at most 4,096, got 5,000"),
+    ("estimate?model=llama-3.1-8b&gpu=h100&prompt_tokens=2e8", "prompt_tokens",
+     "--prompt-tokens must be at most 100,000,000, got 200,000,000"),
+    ("train?model=llama-3.2-1b&gpu=h100&seq_len=2e8", "seq_len", "--seq-len must be at most 100,000,000, got "
+                                                                 "200,000,000"),
+    ("train?model=llama-3.2-1b&gpu=h100&lora_rank=1m", "lora_rank", "--lora-rank must be at most 65,536, got "
+                                                                    "1,000,000"),
+    ("plan?model=llama-3.2-1b&concurrency=2m", "concurrency", "--concurrency must be at most 1,000,000, got "
+                                                              "2,000,000"),
+    ("plan?model=llama-3.2-1b&concurrency=8&output_tokens=2e8", "output_tokens",
+     "--output-tokens must be at most 100,000,000, got 200,000,000"),
+    ("sweep?model=llama-3.2-1b&gpu=h100&batch=1,2m", "batch", "sweep --batch must lie in [1, 1,000,000]"),
+    ("sweep?model=llama-3.2-1b&gpu=h100&gpus=5000", "gpus", "--gpus must be at most 4,096, got 5,000"),
+])
+def test_a_value_past_its_bound_is_refused_at_its_field(client: TestClient, cli: Any, path: str, field: str,
+                                                        message: str) -> None:
+    answer = client.get("/v1/" + path)
+    assert answer.status_code == 422
+    assert _detail(answer) == [{"loc": ["query", field], "msg": message, "type": "value_error"}]
+    endpoint, query = path.split("?")
+    words = [w for pair in query.split("&") for w in ("--" + pair.split("=")[0].replace("_", "-"), pair.split("=")[1])]
+    printed = cli(*(["estimate", "--mode", "train"] if endpoint == "train" else [endpoint]), *words)
+    assert (printed.exit_code, printed.stdout, printed.stderr) == (2, "", f"error: {message}\n")  # the CLI's words
+
+
 def test_server_paths_are_no_fields(client: TestClient) -> None:
     for field in ("specs_dir=/etc", "calibration=/etc/passwd", "plot=/tmp/x.png", "output=/tmp/x", "units=gib"):
         assert client.get(f"/v1/estimate?model=70b&gpu=a100&{field}").status_code == 422, field
