@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 
-from estimator.errors import WorkloadInvalid
+from estimator.errors import ECHO_MAX, WorkloadInvalid
 
 KB = 10**3
 MB = 10**6
@@ -43,7 +43,7 @@ TERA = 1e12
 # tokens, degrees) is checked later, where its workload is built.
 MAX_COUNT = 10**18
 MAX_COUNT_TEXT = "1e18"
-SHOWN_CHARS = 80  # the most of an input an error message quotes
+SHOWN_CHARS = ECHO_MAX  # the most of an input an error message quotes (estimator.errors)
 
 _SUFFIX_MULTIPLIER = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 # A number's text: digits with an optional fraction (or a fraction alone), each part delimited, so that a match

@@ -11,7 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-ECHO = 80  # the most characters of a user's input a message repeats
+from estimator.errors import ECHO_MAX, echoed
+
+ECHO = ECHO_MAX  # the most characters of a user's input a message repeats (estimator.errors)
 
 # pydantic's error types, by what they ask for: the phrase after "must be"
 _WANTS = {
@@ -26,8 +28,7 @@ _CUSTOM = ("Value error, ", "Assertion failed, ")  # the prefixes pydantic puts 
 
 def echo(value: Any) -> str:
     """A user's input as a message repeats it: quoted, at most `ECHO` characters."""
-    text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= ECHO else text[:ECHO - 1] + "…"
+    return echoed(repr(value) if isinstance(value, str) else str(value))
 
 
 def _worded(item: Any) -> str:
