@@ -47,13 +47,9 @@ def estimate_for(catalog: Catalog | None = None, **values: Any) -> Report | Trai
 
 def inference_report(catalog: Catalog, model: ModelSpec, request: EstimateRequest) -> Report:
     """The inference Report of a request."""
-    from pydantic import ValidationError
-
     from estimator.inference.estimate import estimate
-    from estimator.inference.workload import InferenceWorkload
     from estimator.live.calibration import calibrated_profile
-    from estimator.request.errors import located
-    from estimator.request.formats import WORKLOAD_FIELDS, kv_format, weights_format
+    from estimator.request.formats import kv_format, weights_format, workload_of
     from estimator.request.hardware import resolve, with_gpu_memory
 
     job, hw = request.job, request.hardware
@@ -62,13 +58,9 @@ def inference_report(catalog: Catalog, model: ModelSpec, request: EstimateReques
     gpu = with_gpu_memory(resolved.gpu, hw.gpu_memory)
     weights = weights_format(catalog, model, job.dtype, job.group_size)
     profile = calibrated_profile(catalog.profiles.get(job.profile), gpu, request.calibration)
-    try:
-        workload = InferenceWorkload(
-            batch=job.batch, prompt_tokens=job.prompt_tokens, output_tokens=job.output_tokens,
-            weight_format=weights, kv_format=kv_format(catalog, weights, job.kv_dtype), tensor_parallel=hw.gpus,
-            logits=job.logits.value, mla_cache=None if job.mla_cache is None else job.mla_cache.value,
-            profile=profile)
-    except ValidationError as error:
-        raise located(error, WORKLOAD_FIELDS) from None
+    workload = workload_of(
+        batch=job.batch, prompt_tokens=job.prompt_tokens, output_tokens=job.output_tokens,
+        weight_format=weights, kv_format=kv_format(catalog, weights, job.kv_dtype), tensor_parallel=hw.gpus,
+        logits=job.logits.value, mla_cache=None if job.mla_cache is None else job.mla_cache.value, profile=profile)
     return estimate(model, gpu, workload, requested_gpu=hw.gpu or "", system=resolved.system, nodes=resolved.nodes,
                     system_assumed=resolved.assumed, gpu_alone=hw.system is None, ep=experts)

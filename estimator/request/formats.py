@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from estimator.request.errors import FieldInvalid
 
@@ -77,15 +77,19 @@ def kv_format(catalog: Catalog, weights: NumberFormat, kv_dtype: str | None) -> 
 def inference_workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profile: str, *,
                        group_size: int | None, logits: str, **fields: int) -> InferenceWorkload:
     """The validated workload of one of plan's or sweep's points (``fields``: its counts and degree)."""
+    weights = number_format(catalog, dtype, group_size)
+    return workload_of(weight_format=weights, kv_format=kv_format(catalog, weights, kv_dtype),
+                       profile=catalog.profiles.get(profile), logits=logits, **fields)
+
+
+def workload_of(**fields: Any) -> InferenceWorkload:
+    """The InferenceWorkload of these fields, a refusal located at the request field it came from."""
     from pydantic import ValidationError
 
     from estimator.inference.workload import InferenceWorkload
     from estimator.request.errors import located
 
-    weights = number_format(catalog, dtype, group_size)
-    kv = kv_format(catalog, weights, kv_dtype)
     try:
-        return InferenceWorkload(weight_format=weights, kv_format=kv, profile=catalog.profiles.get(profile),
-                                 logits=logits, **fields)
+        return InferenceWorkload(**fields)
     except ValidationError as error:
         raise located(error, WORKLOAD_FIELDS) from None
