@@ -195,6 +195,8 @@ def test_validation_errors_are_worded_without_pydantic_terms(specs: Path, value:
 
 
 def test_serve_refuses_a_bomb_in_its_specs_dir_at_start(specs: Path, tmp_path: Path) -> None:
+    for extra in ("fastapi", "fastapi_offline", "uvicorn"):  # without them serve stops before it reads the specs
+        pytest.importorskip(extra, reason="estimator serve needs the [serve] extra: pip install '.[serve]'")
     _with_bomb(specs, "gpus", "nvidia-h100-sxm5")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run([sys.executable, "-m", "estimator", "serve", "--port", "0", "--specs-dir", str(specs)],
