@@ -245,8 +245,8 @@ class Catalog:
         except SpecNotFound:
             from estimator.catalog.suggest import model_hint, model_suggestions
 
-            close = model_suggestions(text, ((_names(data, path)[0], data) for path, data in self.models.entries))
-            raise SpecNotFound("model", text, close, hint=model_hint(text)) from None
+            models = [(_names(data, path)[0], data) for path, data in self.models.entries]
+            raise SpecNotFound("model", text, model_suggestions(text, models), hint=model_hint(text, models)) from None
 
 
 def _local_path(text: str) -> Path | None:

@@ -36,7 +36,8 @@ def _suggested(stderr: str) -> list[str]:
     ("qwen3-33b", "qwen3-32b", "33b"),  # the dense Qwen3 of that size before the 30B-A3B MoE
     ("qwen3-30b-a4b", "qwen3-30b-a3b", "30b"),  # an MoE name: the MoE of that size first
     ("gpt-oss-150b", "gpt-oss-120b", "150b"),
-    ("llama-3-8b", "llama-3.1-8b", "8b"),  # a related family (llama-3.1 for llama-3) of the same size
+    ("llama-3.4-8b", "llama-3-8b", "8b"),  # a kin family (the same first word) of the same size
+    ("deepseek-r1-distill-llama-13b", "deepseek-r1-distill-llama-8b", "13b"),  # the distill, not deepseek-r1
     ("Qwen/Qwen3-33B", "qwen3-32b", "33b"),  # a Hugging Face id: its repository name is read
 ])
 def test_unknown_model_suggests_its_family_and_size(cli: Cli, wanted: str, first: str, size: str) -> None:
@@ -53,16 +54,18 @@ def test_unknown_model_suggests_its_family_and_size(cli: Cli, wanted: str, first
     assert "Traceback" not in result.stderr
 
 
-def test_dense_name_ranks_the_dense_model_above_the_moe_of_a_nearer_size(cli: Cli) -> None:
-    suggested = _suggested(cli("estimate", "--model", "qwen3-31b", "--gpu", "h100").stderr)
-    # 31 is nearer 30 (the MoE) than 32 by size alone; the dense 32B still comes first
-    assert suggested.index("qwen3-32b") < suggested.index("qwen3-30b-a3b")
-
-
 def test_unknown_model_with_nothing_close_still_says_how_to_give_one(cli: Cli) -> None:
     result = cli("estimate", "--model", "nope", "--gpu", "h100")
     assert result.stderr == ("error: unknown model 'nope'; give its config.json (--model path/to/config.json) or its "
-                             "size alone (--model 32b: a dense model of that many parameters)\n")
+                             "parameter count alone (--model COUNT: a dense model of that many parameters)\n")
+
+
+def test_unknown_family_gets_no_did_you_mean_and_other_families_are_labelled(cli: Cli) -> None:
+    result = cli("estimate", "--model", "internlm2-20b", "--gpu", "h100")
+    assert result.exit_code != 0 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: unknown model 'internlm2-20b'; no internlm2 model is in the catalog (of "
+                                    "other families, about 20B: ")
+    assert "did you mean" not in result.stderr and "(--model 20b: a dense model" in result.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [
