@@ -136,7 +136,7 @@ def other_families(name: str, models: ModelEntries, count: int = 3) -> list[str]
     """Up to ``count`` catalog models of about the size ``name`` carries (within a factor of 1.5), nearest first:
     what a name of a family the catalog lacks is offered, labelled as other families. None without a size."""
     wanted = name_parts(name)
-    if wanted.billions is None:
+    if wanted.billions is None or wanted.billions <= 0:
         return []
     ranked = []
     for canonical, data in models:
@@ -168,7 +168,7 @@ def _no_kin(name: str, models: ModelEntries) -> str:
     """For a sized name of a family the catalog has no kin of: that it has none, and other families' models of
     about its size (or that there are none). Empty where the catalog has kin, or the name carries no size."""
     parts = name_parts(name)
-    if parts.billions is None or not models or model_suggestions(name, models, count=1):
+    if parts.billions is None or parts.billions <= 0 or not models or model_suggestions(name, models, count=1):
         return ""
     family = echoed(parts.label)
     others = other_families(name, models)
@@ -185,7 +185,8 @@ def model_hint(name: str, models: ModelEntries = ()) -> str:
     of is told so first, with other families' models of about its size."""
     billions = name_parts(name).billions
     lead = _no_kin(name, models)
-    size = "its parameter count alone (--model COUNT" if billions is None else f"its size alone (--model {billions:g}b"
+    carried = billions is not None and billions > 0
+    size = f"its size alone (--model {billions:g}b" if carried else "its parameter count alone (--model COUNT"
     repo = hub_id(name)
     if repo is None:
         return f"{lead}give its config.json (--model path/to/config.json) or {size}: a dense model of that many " \

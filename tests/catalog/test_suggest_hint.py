@@ -108,6 +108,11 @@ def test_unknown_family_of_a_size_no_model_comes_near_says_there_is_none(models:
     assert "--model 5000b" in hint
 
 
+def test_a_zero_size_in_a_name_lists_no_other_family(models: Entries) -> None:
+    hint = model_hint("internlm2-0b", models)
+    assert other_families("internlm2-0b", models) == [] and hint.startswith("give") and "--model COUNT" in hint
+
+
 def test_only_a_size_the_name_carries_is_offered(models: Entries) -> None:
     assert "--model 20b" in model_hint("internlm2-20b", models)
     assert "--model 1.5b" in model_hint("rwkv-7-1.5b", models)
