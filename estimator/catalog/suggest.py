@@ -44,7 +44,8 @@ ModelEntries = Sequence[tuple[str, Mapping[str, Any]]]
 class NameParts:
     """What a model name says: its family key, its size in billions (None: no size in it), whether it is MoE; the
     family its architecture comes from (``kin``: a distill's base family, else the family itself) and that family's
-    first word (``lineage``: ``mistral`` for ``mistral-small``); ``label``, the family as it was written."""
+    first word (``lineage``: ``mistral`` for ``mistral-small``); ``label``, the family as it was written; a
+    distill's ``teacher`` (``deepseekr1``; empty for a name that is not a distill)."""
 
     family: str
     billions: float | None
@@ -52,6 +53,7 @@ class NameParts:
     kin: str
     lineage: str
     label: str
+    teacher: str
 
 
 def _key(text: str) -> str:
@@ -67,10 +69,12 @@ def name_parts(name: str) -> NameParts:
     head = text if match is None else text[:match.start()]
     family = _key(head) or _key(text)
     distill = _DISTILL.search(head)
-    kin_text = head[distill.end():] if distill is not None and _key(head[distill.end():]) else head
+    based = distill is not None and bool(_key(head[distill.end():]))
+    kin_text = head[distill.end():] if distill is not None and based else head
     words = [w for w in _WORDS.split(kin_text) if w]
     return NameParts(family, size, bool(_MOE_NAME.search(text)), _key(kin_text) or family,
-                     _key(words[0]) if words else family, head.strip(" -_./:") or text)
+                     _key(words[0]) if words else family, head.strip(" -_./:") or text,
+                     _key(head[:distill.start()]) if distill is not None and based else "")
 
 
 def _is_moe(data: Mapping[str, Any]) -> bool:
@@ -85,9 +89,12 @@ def _is_moe(data: Mapping[str, Any]) -> bool:
 
 def _kin(wanted: NameParts, parts: NameParts) -> bool:
     """Kin of the wanted family: a catalog family its key starts (llama3 → llama31; a distill's qwen → qwen3), the
-    same first word (mistral), or a misspelling (qwne3 for qwen3). A distill's teacher is no kin of it (its kin key
-    is its base family), and a catalog distill is no kin of a versioned family (qwen3 does not start with qwen)."""
+    same first word (mistral), a misspelling (qwne3 for qwen3), or a catalog distill of it (deepseek-r1-8b, as Ollama
+    names R1's distills, → deepseek-r1-distill-llama-8b). A distill's teacher is no kin of it (its kin key is its base
+    family), and a catalog distill is no kin of a versioned family (qwen3 does not start with qwen)."""
     a, b = wanted.kin, parts.kin
+    if parts.teacher and parts.teacher == wanted.family:
+        return True
     if len(a) < 2 or len(b) < 2:
         return False
     if b.startswith(a) or wanted.lineage == parts.lineage:

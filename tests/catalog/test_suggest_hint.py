@@ -69,6 +69,8 @@ def _size(name: str, models: Entries) -> float:
     ("mistral-small-24b", "mistralnemo", 12.0),  # the same first word: mistral-nemo before mistral-7b
     ("lama-3.1-8b", "llama31", 8.0),  # a misspelt family
     ("qwne3-32b", "qwen3", 32.0),
+    ("deepseek-r1:8b", "deepseekr1distillllama", 8.0),  # the teacher's name and a size, as Ollama names the distills
+    ("deepseek-r1-600b", "deepseekr1", 671.026404352),  # the teacher itself, sized by its count, for its own size
 ])
 def test_first_suggestion_is_the_family_and_size_the_name_says(models: Entries, wanted: str, family: str,
                                                                 billions: float) -> None:
@@ -127,12 +129,13 @@ def test_a_dense_name_ranks_the_dense_model_above_the_moe_of_a_nearer_size(model
     assert suggested.index("qwen3-32b") < suggested.index("qwen3-30b-a3b")
 
 
-@pytest.mark.parametrize(("name", "family", "billions", "kin"), [
-    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "deepseekr1distillqwen", 32.0, "qwen"),
-    ("r1-distilled-llama-8b", "r1distilledllama", 8.0, "llama"),
-    ("qwen2.5-coder-7b", "qwen25coder", 7.0, "qwen25coder"),
-    ("distill-7b", "distill", 7.0, "distill"),  # no teacher and no base: the word is the name
+@pytest.mark.parametrize(("name", "family", "billions", "kin", "teacher"), [
+    ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "deepseekr1distillqwen", 32.0, "qwen", "deepseekr1"),
+    ("r1-distilled-llama-8b", "r1distilledllama", 8.0, "llama", "r1"),
+    ("qwen2.5-coder-7b", "qwen25coder", 7.0, "qwen25coder", ""),
+    ("distill-7b", "distill", 7.0, "distill", ""),  # no teacher and no base: the word is the name
 ])
-def test_name_parts_of_a_distill_name_its_base_as_kin(name: str, family: str, billions: float, kin: str) -> None:
+def test_name_parts_of_a_distill_name_its_base_as_kin(name: str, family: str, billions: float, kin: str,
+                                                     teacher: str) -> None:
     parts = name_parts(name)
-    assert (parts.family, parts.billions, parts.kin) == (family, billions, kin)
+    assert (parts.family, parts.billions, parts.kin, parts.teacher) == (family, billions, kin, teacher)
