@@ -149,7 +149,7 @@ def other_families(name: str, models: ModelEntries, count: int = 3) -> list[str]
     for canonical, data in models:
         parts = name_parts(canonical)
         billions = _billions(parts, data)
-        if billions is None or abs(math.log(billions / wanted.billions)) > _OTHER_FAMILY_SPAN:
+        if billions is None or billions <= 0 or abs(math.log(billions / wanted.billions)) > _OTHER_FAMILY_SPAN:
             continue
         ranked.append((_distance(wanted, billions, parts.moe or _is_moe(data)), canonical))
     return [canonical for _, canonical in sorted(ranked)[:count]]
