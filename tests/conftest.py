@@ -43,10 +43,12 @@ TEST_CATALOG = DATA / "catalog"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Tests never write to the user's cache folder: the parsed-spec cache goes to a folder of the run's own."""
+    """Tests never write to the user's cache folder (the parsed-spec cache goes to a folder of the run's own) nor
+    read the user's specs folder."""
     del config
     if "ESTIMATOR_CACHE_DIR" not in os.environ:
         os.environ["ESTIMATOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="estimator-test-cache-")
+    os.environ.setdefault("ESTIMATOR_NO_USER_SPECS", "1")  # the user's own specs folder must not leak in
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

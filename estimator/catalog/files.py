@@ -51,6 +51,20 @@ def default_specs_dir() -> Path:
     return package.parent / "specs"
 
 
+def user_specs_dir() -> Path | None:
+    """``<user config dir>/estimator/specs`` (platformdirs; $XDG_CONFIG_HOME on Linux) when it exists: the user's
+    own cards, models and systems, laid over the packaged catalog file by file. ``ESTIMATOR_NO_USER_SPECS=1``
+    leaves it out (tests, or to see the packaged catalog alone)."""
+    import os
+
+    if os.environ.get("ESTIMATOR_NO_USER_SPECS"):
+        return None
+    from platformdirs import user_config_dir
+
+    folder = Path(user_config_dir("estimator")) / "specs"
+    return folder if folder.is_dir() else None
+
+
 def check_shape(data: Any, where: object, *, aliased: bool = True) -> Any:
     """``data`` itself, refused with one line naming ``where`` when it holds a NaN, nests deeper than `MAX_DEPTH`,
     refers to itself, or (``aliased``: parsed YAML) weighs more than `MAX_EXPANDED` with its aliases followed. A NaN

@@ -110,7 +110,9 @@ class Registry(Generic[T]):
             for name in _names(data, path):
                 key = normalize(name)
                 if self._index.get(key, position) != position:
-                    raise SpecInvalid(f"{self.kind} name or alias {name!r} is used twice ({path})")
+                    first = self.entries[self._index[key]][0]
+                    where = path if first == path else f"{first} and {path}"
+                    raise SpecInvalid(f"{self.kind} name or alias {name!r} is used twice ({where})")
                 self._index[key] = position
                 self._spelled.setdefault(key, name)  # the canonical name wins over an alias spelled alike
 
@@ -185,16 +187,20 @@ class Catalog:
     profiles: Registry[EfficiencyProfile]
     root: Path
     systems: Registry[SystemSpec] = field(default_factory=lambda: Registry("system", (), _builder(SystemSpec)))
+    layers: tuple[Path, ...] = ()
 
     @classmethod
-    def load(cls, root: Path | None = None) -> Catalog:
-        """Read and index every spec under ``root`` (default: the packaged specs); errors name the file."""
+    def load(cls, root: Path | None = None, over: tuple[Path, ...] = ()) -> Catalog:
+        """Read and index every spec under ``root`` (default: the packaged specs), then under each folder of
+        ``over`` in turn: a file there adds to the catalog, or replaces the file of the same name before it (a
+        user's specs folder changes one card without copying the rest). Errors name the file."""
         root = default_specs_dir() if root is None else root
-        if not root.is_dir():
-            raise SpecInvalid(f"specs folder not found: {root}")
+        for folder in (root, *over):
+            if not folder.is_dir():
+                raise SpecInvalid(f"specs folder not found: {folder}")
 
         def files(sub: str) -> list[Path]:
-            return sorted((root / sub).glob("*.yaml"))
+            return layered_files((root, *over), sub)
 
         def registry(kind: str, sub: str, made: type[Any], build: Callable[[Mapping[str, Any], Path], Any],
                      listing: str = "") -> Registry[Any]:
@@ -211,7 +217,15 @@ class Catalog:
             root=root,
             systems=registry("system", "systems", SystemSpec, _builder(SystemSpec),
                              listing="`estimator systems` lists every server"),
+            layers=over,
         )
+
+    def file(self, name: str) -> Path:
+        """``name`` (such as ``costs.yaml``) from the last folder that holds it, the packaged one last resort."""
+        for folder in reversed(self.layers):
+            if (folder / name).is_file():
+                return folder / name
+        return self.root / name
 
     def system_gpu(self, system: SystemSpec) -> GpuSpec:
         """The GPU a system holds (its ``gpu`` resolved in this catalog); a dangling name is a spec error."""
@@ -247,6 +261,16 @@ class Catalog:
 
             models = [(_names(data, path)[0], data) for path, data in self.models.entries]
             raise SpecNotFound("model", text, model_suggestions(text, models), hint=model_hint(text, models)) from None
+
+
+def layered_files(folders: tuple[Path, ...], sub: str) -> list[Path]:
+    """The ``*.yaml`` files of ``sub`` over ``folders``, a later folder's file replacing an earlier one's of the
+    same name; sorted by name, so the order is the same whichever folder a file came from."""
+    chosen: dict[str, Path] = {}
+    for folder in folders:
+        for path in (folder / sub).glob("*.yaml"):
+            chosen[path.name] = path
+    return [chosen[name] for name in sorted(chosen)]
 
 
 def _local_path(text: str) -> Path | None:

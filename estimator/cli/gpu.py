@@ -358,8 +358,9 @@ def _model_and_config(catalog: Catalog, text: str) -> tuple[ModelSpec, dict[str,
 def _catalog_config(catalog: Catalog, name: str) -> dict[str, Any]:
     """The published config.json of a catalog model (its YAML's ``config:`` mapping)."""
     from estimator.catalog.files import read_yaml
+    from estimator.catalog.registry import layered_files
 
-    for path in sorted((catalog.root / "models").glob("*.yaml")):
+    for path in layered_files((catalog.root, *catalog.layers), "models"):
         data = read_yaml(path, "model spec")
         if isinstance(data, dict) and data.get("name", path.stem) == name:
             return dict(data["config"])

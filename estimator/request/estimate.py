@@ -18,10 +18,13 @@ if TYPE_CHECKING:
 
 
 def catalog_for(specs_dir: Path | None) -> Catalog:
-    """The packaged catalog, or the one in ``specs_dir``."""
+    """The packaged catalog with the user's specs folder (`user_specs_dir`), then ``specs_dir``, laid over it: a
+    file there adds a card, model or system, or replaces the packaged file of the same name."""
+    from estimator.catalog.files import user_specs_dir
     from estimator.catalog.registry import Catalog, default_catalog
 
-    return default_catalog() if specs_dir is None else Catalog.load(specs_dir)
+    over = tuple(folder for folder in (user_specs_dir(), specs_dir) if folder is not None)
+    return Catalog.load(over=over) if over else default_catalog()
 
 
 def estimate_request(request: EstimateRequest, catalog: Catalog | None = None,

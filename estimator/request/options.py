@@ -86,8 +86,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _opt("output_format", ch.OutputFormat, ch.OutputFormat.table, "table, json or csv.", "output", ("--format", "-f")),
     _opt("units", ch.Units, ch.Units.gb, "Table units: gb (10⁹ B) or gib (2³⁰ B).", "output"),
     _opt("explain", "flag", False, "Print the arithmetic and assumptions.", "output"),
-    _opt("specs_dir", "path", help="Read specs from this folder instead of the packaged catalog (same layout as "
-         "specs/).", topic="catalog"),
+    _opt("specs_dir", "path", help="Add specs from this folder to the packaged catalog (same layout as specs/): a "
+         "file there adds a card, model or system, or replaces the packaged file of the same name.", topic="catalog"),
     _opt("mode", ch.Mode, ch.Mode.infer, "infer, or train (one optimizer step; --batch is the micro-batch).", _TRAIN),
     _opt("seq_len", help="Train: tokens per sequence (default 2048).", topic=_TRAIN),
     _opt("grad_accum", help="Train: micro-batches per optimizer step (1).", topic=_TRAIN),

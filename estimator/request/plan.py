@@ -114,7 +114,7 @@ def price_book(catalog: Catalog, prices: Path | None) -> Prices:
     from estimator.catalog.files import read_mapping
     from estimator.planning.plan import load_prices
 
-    costs = read_mapping(catalog.root / "costs.yaml", "costs file")
+    costs = read_mapping(catalog.file("costs.yaml"), "costs file")
     user = None if prices is None else read_mapping(prices, "prices file")
     return load_prices(costs, user, user_path=prices, resolve=catalog.gpus.get, resolve_system=catalog.systems.get)
 

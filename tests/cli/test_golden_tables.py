@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from estimator.catalog import registry
 from estimator.live import measure
 from tests.conftest import DATA, TEST_CATALOG, CliResult
 
@@ -78,8 +79,11 @@ def test_validate_table(cli: Cli, monkeypatch: pytest.MonkeyPatch, golden: Calla
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("command", ["gpus", "models"])
-def test_catalog_tables(cli: Cli, golden: Callable[[str, str], None], command: str, width: int) -> None:
-    """The lists over the test catalog (tests/data/catalog: it changes only with the tests)."""
+def test_catalog_tables(cli: Cli, golden: Callable[[str, str], None], command: str, width: int,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lists over the test catalog alone (tests/data/catalog: it changes only with the tests). A specs folder
+    adds to the packaged one, so the packaged folder is pointed at the test catalog too."""
+    monkeypatch.setattr(registry, "default_specs_dir", lambda: TEST_CATALOG)
     result = cli(command, "--specs-dir", str(TEST_CATALOG), columns=width)
     assert result.exit_code == 0, result.stderr
     golden(f"{command}-{width}", result.stdout)

@@ -123,6 +123,11 @@ def test_close_shuts_nvml_down_once() -> None:
     ("NVIDIA GeForce RTX 3090 Ti", 24_564, "NVIDIA GeForce RTX 3090 Ti 24GB"),
     ("Tesla T4", 15_360, "NVIDIA T4 16GB"),
     ("NVIDIA RTX 6000 Ada Generation", 49_140, "NVIDIA RTX 6000 Ada Generation 48GB"),
+    ("NVIDIA GeForce RTX 4090", 49_140, "NVIDIA GeForce RTX 4090 48GB (modified)"),  # one name, two memory sizes
+    ("NVIDIA GeForce RTX 4090 D", 24_564, "NVIDIA GeForce RTX 4090 D 24GB"),
+    ("NVIDIA A800-SXM4-80GB", 81_920, "NVIDIA A800 SXM4 80GB"),
+    ("NVIDIA H800", 81_559, "NVIDIA H800 SXM5 80GB"),
+    ("NVIDIA B300 SXM6 AC", 275_040, "NVIDIA B300 288GB"),
 ])
 def test_catalog_match(shipped_catalog: Catalog, name: str, total_mib: int, expected: str) -> None:
     spec = match_catalog(live(name, total_mib * MIB), shipped_catalog)
