@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +41,7 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 TIMEOUT_S = 5.0  # per request: an unreachable Hub is said in seconds (huggingface_hub's own default is 10)
 PARALLEL = 8  # shard headers fetched at once (DeepSeek-V3 has 163 shards)
 _CACHE_FORMAT = 1
+_COMMIT = re.compile(r"[0-9a-f]{40}")
 _TRUE = {"1", "on", "yes", "true"}  # huggingface_hub's reading of a boolean variable (constants._is_true)
 
 
@@ -138,6 +140,10 @@ def _config(hub: Any, ref: HubRef, s: Settings) -> Path:
     a failed one for about 20 s): an unreachable Hub is said at once, unless a cached copy answers, so a second
     run needs no network."""
     revision = ref.revision or "main"
+    if _COMMIT.fullmatch(revision):  # a commit never changes: once cached, no request
+        cached = hub.try_to_load_from_cache(ref.repo, "config.json", cache_dir=s.cache_dir, revision=revision)
+        if isinstance(cached, str):
+            return Path(cached)
     if not s.offline:
         url = hub.hf_hub_url(ref.repo, "config.json", revision=revision, endpoint=s.endpoint)
         try:

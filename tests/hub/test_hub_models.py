@@ -88,7 +88,9 @@ def test_a_revision_pins_the_commit(cli: Cli, fake_hub: FakeHub) -> None:
 
     assert source("Qwen/Qwen3-0.6B") == f"hub:Qwen/Qwen3-0.6B@{QWEN_COMMITS[1]}"
     assert source("Qwen/Qwen3-0.6B@v1") == f"hub:Qwen/Qwen3-0.6B@{QWEN_COMMITS[0]}"
+    asked = len(fake_hub.log)
     assert source(f"Qwen/Qwen3-0.6B@{QWEN_COMMITS[0]}") == f"hub:Qwen/Qwen3-0.6B@{QWEN_COMMITS[0]}"
+    assert len(fake_hub.log) == asked  # that commit was read through the tag: a commit never changes, no request
     assert "the Hub has no revision 'v9' of Qwen/Qwen3-0.6B" in _line(cli("estimate", "--model", "Qwen/Qwen3-0.6B@v9",
                                                                          "--gpu", "h100"))
 
