@@ -184,3 +184,15 @@ def test_the_hub_environment_is_the_fixtures(monkeypatch: pytest.MonkeyPatch, tm
 
     s = settings()
     assert (s.endpoint, s.cache_dir, s.offline) == ("http://127.0.0.1:1", str(tmp_path / "hf-home" / "hub"), False)
+
+
+def test_plan_and_sweep_read_a_hub_id(cli: Cli, fake_hub: FakeHub) -> None:
+    planned = cli("plan", "--model", "Qwen/Qwen3-0.6B", "--gpu", "h100", "--concurrency", "4", "--format", "json")
+    assert planned.exit_code == 0, planned.stderr
+    assert json.loads(planned.stdout)["model"] == "Qwen/Qwen3-0.6B"
+    swept = cli("sweep", "--model", "Qwen/Qwen3-0.6B,llama-3.2-1b", "--gpu", "h100", "--batch", "1",
+                "--prompt-tokens", "1k", "--format", "csv")
+    assert swept.exit_code == 0, swept.stderr
+    rows = swept.stdout.splitlines()
+    names = [row.split(",")[rows[0].split(",").index("model.name")] for row in rows[1:]]
+    assert names == ["Qwen/Qwen3-0.6B", "llama-3.2-1b"]

@@ -26,3 +26,17 @@ def test_hub_ids(text: str, ref: HubRef) -> None:
 ])
 def test_not_hub_ids(text: str) -> None:
     assert hub_reference(text) is None
+
+
+def test_a_catalog_name_imports_nothing_of_the_hub() -> None:
+    """huggingface_hub (0.44 s to import its hf_api here, `python -X importtime`) and the Hub modules load only for a
+    Hub id: `estimate`'s cold start by catalog name stays as it was."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from estimator.cli.estimate import estimate_main; sys.argv = ['estimate', '--model', "
+            "'llama-3.2-1b', '--gpu', 'h100', '--format', 'json']; estimate_main(); "
+            "hub = ('huggingface_hub', 'estimator.catalog.hub'); "
+            "sys.stderr.write(' '.join(m for m in sys.modules if m.startswith(hub)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.startswith("{") and done.stderr == ""
