@@ -173,7 +173,25 @@ def gguf_only() -> Repo:
     return Repo({commit: {"README.md": b"# weights in GGUF only\n"}}, {"main": commit})
 
 
+# NVIDIA's modelopt export keeps its format in hf_quant_config.json, not in config.json: the keys and values of the one
+# TensorRT-LLM ships (peaceh-nv/TensorRT-LLM@8d8be36b538750351b725de99a2606342f982b59, hf_quant_config.json, an
+# NVFP4 DeepSeek-R1 export by modelopt 0.23.0), its exclude_modules cut to the two that Qwen3 also has.
+MODELOPT_QUANT = {"producer": {"name": "modelopt", "version": "0.23.0"},
+                  "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": None, "group_size": 16,
+                                   "exclude_modules": ["lm_head", "model.embed_tokens"]}}
+
+
+def modelopt_only() -> Repo:
+    """A repository whose format only hf_quant_config.json says (no safetensors files): Qwen3-0.6B's config.json
+    beside `MODELOPT_QUANT`, as a modelopt export lays them out."""
+    commit = "89abcdef0123456789abcdef0123456789abcdef"
+    files: dict[str, bytes | Shard] = {"config.json": (CONFIGS / "Qwen--Qwen3-0.6B.json").read_bytes(),
+                                       "hf_quant_config.json": json.dumps(MODELOPT_QUANT).encode()}
+    return Repo({commit: files}, {"main": commit})
+
+
 def repos() -> dict[str, Repo]:
     """Every repository the fake Hub serves, by id."""
     return {"openai/gpt-oss-120b": gpt_oss_120b(), "Qwen/Qwen3-0.6B": qwen3_0_6b(),
-            "meta-llama/Llama-3.2-1B": llama_3_2_1b(), "someone/gguf-only": gguf_only()}
+            "meta-llama/Llama-3.2-1B": llama_3_2_1b(), "someone/gguf-only": gguf_only(),
+            "someone/qwen3-0.6b-nvfp4": modelopt_only()}

@@ -196,3 +196,10 @@ def test_plan_and_sweep_read_a_hub_id(cli: Cli, fake_hub: FakeHub) -> None:
     rows = swept.stdout.splitlines()
     names = [row.split(",")[rows[0].split(",").index("model.name")] for row in rows[1:]]
     assert names == ["Qwen/Qwen3-0.6B", "llama-3.2-1b"]
+
+
+def test_hf_quant_config_json_gives_the_format_a_config_does_not(cli: Cli, fake_hub: FakeHub) -> None:
+    report = _report(cli, "--model", "someone/qwen3-0.6b-nvfp4")
+    (weights,) = _notes(report, "checkpoint-weights")
+    assert weights["values"] == {"method": "modelopt", "summary": "NVFP4 linear weights (FP4, an fp8 scale per 16)"}
+    assert _notes(report, "checkpoint-headers") == []  # no safetensors files: the config and the format alone
