@@ -20,6 +20,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -42,6 +43,9 @@ TIMEOUT_S = 5.0  # per request: an unreachable Hub is said in seconds (huggingfa
 PARALLEL = 8  # shard headers fetched at once (DeepSeek-V3 has 163 shards)
 _CACHE_FORMAT = 1
 _COMMIT = re.compile(r"[0-9a-f]{40}")
+# one Hub read at a time (`estimator serve` answers requests on threads): the progress-bar and logging settings
+# `_quiet` sets and restores are huggingface_hub's global ones, and two reads of one repository fetch it once
+_READING = threading.Lock()
 _TRUE = {"1", "on", "yes", "true"}  # huggingface_hub's reading of a boolean variable (constants._is_true)
 
 
@@ -116,7 +120,7 @@ def read_hub(ref: HubRef) -> HubModel:
         from estimator.errors import MissingDependency
 
         raise MissingDependency("a Hub id needs huggingface_hub: pip install 'llm-estimator'") from None
-    with _quiet():
+    with _READING, _quiet():
         try:
             config_file = _config(hub, ref, s)
             commit = config_file.parent.name  # the cache's snapshots/<commit>/config.json

@@ -105,8 +105,8 @@ def hub_id(name: str) -> str | None:
 
 
 def model_hint(name: str) -> str:
-    """How to give a model the catalog lacks: its config.json (a Hugging Face id or address: where to download it,
-    the address written once; the tool never downloads), or its size alone."""
+    """How to give a model the catalog lacks: its config.json (for a name the Hub would not take as an id, such as
+    one with a space: where to download it, the address written once), or its size alone."""
     size = f"--model {'32b' if (billions := name_parts(name).billions) is None else f'{billions:g}b'}"
     repo = hub_id(name)
     if repo is None:
