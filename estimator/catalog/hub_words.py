@@ -79,7 +79,8 @@ def unavailable(error: BaseException, ref: HubRef, endpoint: str, offline: bool,
         "network": f"cannot reach the Hub at {endpoint} ({_first_line(network or error)}) and {label} is not cached; "
                    "check the network (HF_ENDPOINT names a mirror), or set HF_HUB_OFFLINE=1 to read the cache alone",
         "not-cached": f"HF_HUB_OFFLINE is set and {label} is not in the cache; run once online to cache it",
-        "http": f"the Hub at {endpoint} answered HTTP {status} for {label}",
+        "http": f"the Hub at {endpoint} refused the token (HTTP 401 for {label}): check HF_TOKEN, or unset it for a "
+                "public model" if status == 401 else f"the Hub at {endpoint} answered HTTP {status} for {label}",
     }
     reason = reasons.get(kind or "", f"cannot read {label} from the Hub: {type(error).__name__}: "
                                      f"{_first_line(error)}")

@@ -6,7 +6,7 @@ it expects of the real Hub.
   with ``X-Linked-Etag`` and ``X-Linked-Size``; ``Range: bytes=a-b`` answers 206 with that slice.
 - ``GET /api/models/{org}/{name}[/revision/{revision}]``: the repository's commit and files.
 - Errors as the Hub words them (``X-Error-Code``): 404 RepoNotFound, 404 RevisionNotFound, 404 EntryNotFound (with
-  the commit), 401 GatedRepo for a gated repository without the accepted token.
+  the commit), 401 GatedRepo for a gated repository without the accepted token, 401 for a token it does not know.
 
 Every request is recorded (method, path, range, bytes sent), so a test can say what was and was not fetched.
 """
@@ -90,6 +90,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _commit(self, repo_id: str, revision: str) -> tuple[Repo, str] | None:
         """The repository and the commit ``revision`` names, or None once an error is sent."""
+        given = self.headers.get("Authorization")
+        if given is not None and given != f"Bearer {TOKEN}":  # the Hub refuses an unknown token outright
+            self._send(401, {"X-Error-Message": "Invalid credentials in Authorization header", "Content-Length": "0"})
+            return None
         repo = self.hub.repos.get(repo_id)
         if repo is None:
             self._error(404, "RepoNotFound")

@@ -203,3 +203,9 @@ def test_hf_quant_config_json_gives_the_format_a_config_does_not(cli: Cli, fake_
     (weights,) = _notes(report, "checkpoint-weights")
     assert weights["values"] == {"method": "modelopt", "summary": "NVFP4 linear weights (FP4, an fp8 scale per 16)"}
     assert _notes(report, "checkpoint-headers") == []  # no safetensors files: the config and the format alone
+
+
+def test_a_token_the_hub_refuses_is_one_line(cli: Cli, fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_token")
+    assert "refused the token (HTTP 401 for Qwen/Qwen3-0.6B): check HF_TOKEN" in _line(
+        cli("estimate", "--model", "hf:Qwen/Qwen3-0.6B", "--gpu", "h100"))
