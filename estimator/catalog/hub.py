@@ -83,7 +83,6 @@ class HubModel:
     quant_file: Mapping[str, Any] | None
     stored: StoredWeights | None
     source: str
-    headers: int
 
 
 def model_from_hub(ref: HubRef, catalog_model: Callable[[str], ModelSpec], close: Callable[[str], list[str]],
@@ -135,7 +134,7 @@ def read_hub(ref: HubRef) -> HubModel:
             raise unavailable(error, ref, s.endpoint, s.offline, _describe(hub)) from None
     files = found["files"]
     stored = _stored(files) if files else None
-    return HubModel(config, found["quant"], stored, f"hub:{ref.repo}@{commit}", len(files))
+    return HubModel(config, found["quant"], stored, f"hub:{ref.repo}@{commit}")
 
 
 def _config(hub: Any, ref: HubRef, s: Settings) -> Path:
