@@ -43,11 +43,15 @@ TEST_CATALOG = DATA / "catalog"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Tests never write to the user's cache folder (the parsed-spec cache goes to a folder of the run's own) nor
-    read the user's specs folder."""
+    """Tests never write to the user's cache folder: the parsed-spec cache goes to a folder of the run's own. They
+    never reach the network either: a Hub id (``org/name``) is read offline from an empty Hugging Face cache (the
+    tests of Hub ids start a fake Hub on loopback, tests/hub/conftest.py)."""
     del config
     if "ESTIMATOR_CACHE_DIR" not in os.environ:
         os.environ["ESTIMATOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="estimator-test-cache-")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="estimator-test-hf-home-")
+    os.environ.pop("HF_HUB_CACHE", None)
     os.environ.setdefault("ESTIMATOR_NO_USER_SPECS", "1")  # the user's own specs folder must not leak in
 
 

@@ -323,6 +323,7 @@ class ModelSpec(BaseModel):
     checkpoint_error: str | None = None  # why that block could not be read (then --dtype must say)
     stored: StoredWeights | None = None  # a local checkpoint's tensors as its file headers give them
     uncounted_towers: tuple[str, ...] = ()  # a multimodal wrapper's vision/audio configs, not in the counts yet
+    origin: str | None = None  # where a model named by Hub id was read (hub:org/name@<commit>, or the catalog's entry)
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:

@@ -1,7 +1,8 @@
 """The catalog: GPU, system, model, number-format and profile specs loaded from YAML, with alias resolution.
 
 The packaged ``specs/`` folder is the default; ``Catalog.load(path)`` reads another folder with the same layout.
-Models can also come from a local ``config.json`` (or a folder holding one) or a bare size (``70b``).
+Models can also come from a local ``config.json`` (or a folder holding one), a bare size (``70b``) or a Hugging Face
+Hub id (``openai/gpt-oss-120b``, `estimator.catalog.hub`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -32,6 +33,9 @@ from estimator.units import parse_count
 # in catalog/validation_words.py; re-exported here
 __all__ = ["Catalog", "Registry", "default_catalog", "default_specs_dir", "model_from_config_file",
            "model_from_mapping", "normalize", "read_yaml", "validation_message"]
+
+if TYPE_CHECKING:
+    from estimator.catalog.hub_names import HubRef
 
 T = TypeVar("T")
 
@@ -240,27 +244,48 @@ class Catalog:
         return sorted(found, key=lambda s: not s.default_for_gpu)
 
     def model(self, text: str) -> ModelSpec:
-        """A catalog name or alias, a config.json path (or folder holding one), or a size such as ``70b``."""
+        """A catalog name or alias, a config.json path (or folder holding one), a size such as ``70b``, or a Hugging
+        Face Hub id (``org/name[@revision]``, read from the Hub: `catalog.hub_names` says how names are told apart)."""
         path = _local_path(text)
         if path is not None:
             return model_from_config_file(path)
         return self.named_model(text)
 
     def named_model(self, text: str) -> ModelSpec:
-        """A catalog name or alias, or a size such as ``70b``; never a file (`estimator serve` reads no path)."""
+        """A catalog name or alias, a size such as ``70b``, or a Hub id; never a file (`estimator serve` reads no
+        path)."""
         if _GENERIC_SIZE.match(text):
             params = parse_count(text)
             if params <= 0:
                 raise SpecInvalid(f"a model needs a positive parameter count, got {text!r}")
             return ModelSpec(name=f"generic-{text.strip().lower()}", generic_params=params,
                              notes="generic dense model given by its parameter count alone")
+        if "/" in text or ":" in text:  # only then may it be a Hub id (hub_names imports nothing)
+            from estimator.catalog.hub_names import hub_reference
+
+            ref = hub_reference(text)
+            if ref is not None:
+                return self._hub_model(ref)
         try:
             return self.models.get(text)
         except SpecNotFound:
-            from estimator.catalog.suggest import model_hint, model_suggestions
+            from estimator.catalog.suggest import model_hint
 
-            models = [(_names(data, path)[0], data) for path, data in self.models.entries]
-            raise SpecNotFound("model", text, model_suggestions(text, models), hint=model_hint(text, models)) from None
+            raise SpecNotFound("model", text, self._close(text), hint=model_hint(text, self._entries())) from None
+
+    def _entries(self) -> list[tuple[str, Mapping[str, Any]]]:
+        return [(_names(data, path)[0], data) for path, data in self.models.entries]
+
+    def _close(self, text: str) -> list[str]:
+        from estimator.catalog.suggest import model_suggestions
+
+        return model_suggestions(text, self._entries())
+
+    def _hub_model(self, ref: HubRef) -> ModelSpec:
+        """A Hub id, read from the Hub; the catalog's entry of that alias stands in when the Hub cannot answer."""
+        from estimator.catalog.hub import model_from_hub
+
+        return model_from_hub(ref, self.models.get, self._close, model_from_config)
 
 
 def layered_files(folders: tuple[Path, ...], sub: str) -> list[Path]:
@@ -291,9 +316,12 @@ def _uncounted(config: Mapping[str, Any], arch: Architecture) -> tuple[str, ...]
     return tuple(k for k in _TOWER_KEYS if isinstance(config.get(k), Mapping) and k not in arch.towers_read)
 
 
-def _checkpoint(config: Any) -> tuple[CheckpointQuant | None, str | None]:
-    """The config's quantization_config, read; or why it could not be (the estimate then needs --dtype)."""
+def _checkpoint(config: Any, quant_file: Mapping[str, Any] | None = None) -> tuple[CheckpointQuant | None, str | None]:
+    """The config's quantization_config, else an hf_quant_config.json's ``quantization`` block (NVIDIA's modelopt
+    exports), read; or why it could not be (the estimate then needs --dtype)."""
     q = config.get("quantization_config") if isinstance(config, Mapping) else None
+    if not isinstance(q, Mapping) and quant_file is not None:
+        q = quant_file.get("quantization")
     if not isinstance(q, Mapping):
         return None, None
     try:
@@ -361,13 +389,14 @@ def model_from_config_file(path: Path) -> ModelSpec:
     return model_from_config(config, source=str(file), default_name=default or file.stem, stored=stored)
 
 
-def model_from_config(config: Any, *, source: str, default_name: str,
-                      stored: StoredWeights | None = None) -> ModelSpec:
+def model_from_config(config: Any, *, source: str, default_name: str, stored: StoredWeights | None = None,
+                      quant_file: Mapping[str, Any] | None = None) -> ModelSpec:
     """A model from a Hugging Face config.json already parsed (a file's, or one sent to `estimator serve`);
-    ``source`` names it in errors and in the model's sources; ``stored``: its files' weights, when read."""
+    ``source`` names it in errors and in the model's sources; ``stored``: its files' weights, when read;
+    ``quant_file``: its hf_quant_config.json, when it has one."""
     from estimator.catalog.hf_config import architecture_from_config
 
-    checkpoint, checkpoint_error = _checkpoint(config)
+    checkpoint, checkpoint_error = _checkpoint(config, quant_file)
     try:
         arch = architecture_from_config(config)
     except SpecInvalid as error:

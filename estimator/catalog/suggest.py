@@ -186,10 +186,10 @@ def _no_kin(name: str, models: ModelEntries) -> str:
 
 
 def model_hint(name: str, models: ModelEntries = ()) -> str:
-    """How to give a model the catalog lacks: its config.json (a Hugging Face id or address: where to download it,
-    the address written once; the tool never downloads), or its parameter count alone, the one the name carries
-    (no size is made up for a name without one). With ``models``, a sized name of a family the catalog has no kin
-    of is told so first, with other families' models of about its size."""
+    """How to give a model the catalog lacks: its config.json (for a name the Hub would not take as an id, such as
+    one with a space: where to download it, the address written once), or its parameter count alone, the one the
+    name carries (no size is made up for a name without one). With ``models``, a sized name of a family the
+    catalog has no kin of is told so first, with other families' models of about its size."""
     billions = name_parts(name).billions
     lead = _no_kin(name, models)
     carried = billions is not None and billions > 0

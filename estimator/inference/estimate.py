@@ -205,6 +205,7 @@ def _assumptions(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> list[N
     arch = model.arch
     mla = arch is not None and arch.attention.latent is not None
     return [
+        *([note(NoteCode.MODEL_SOURCE, source=model.origin)] if model.origin is not None else []),
         *_checkpoint_note(model, w),
         *_towers_note(model),
         *([note(NoteCode.MLA_CACHE, layout=w.mla_layout)] if mla else []),

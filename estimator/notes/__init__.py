@@ -103,6 +103,7 @@ class NoteCode(str, Enum):
     CHECKPOINT_WEIGHTS = "checkpoint-weights"
     CHECKPOINT_OVERRIDDEN = "checkpoint-overridden"
     CHECKPOINT_HEADERS = "checkpoint-headers"
+    MODEL_SOURCE = "model-source"
     TOWERS_COUNTED = "towers-counted"
     STATE_PER_SEQUENCE = "state-per-sequence"
     OWNED_COST = "owned-cost"
@@ -216,8 +217,8 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.CHECKPOINT_OVERRIDDEN: ({"method": str, "format": str}, lambda v, b: (
         f"--dtype {v['format']} overrides the checkpoint's own format ({v['method']})")),
     _C.CHECKPOINT_HEADERS: (HEADERS, headers),
-    _C.UNCOUNTED_TOWERS: (TOWERS, uncounted_towers),
-    _C.TOWERS_COUNTED: (TOWERS, towers_counted),
+    _C.MODEL_SOURCE: ({"source": str}, lambda v, b: f"model read from {v['source']}"),
+    _C.UNCOUNTED_TOWERS: (TOWERS, uncounted_towers), _C.TOWERS_COUNTED: (TOWERS, towers_counted),
     _C.STATE_PER_SEQUENCE: ({"layers": int, "kind": str, "bytes_per_sequence": int}, state_per_sequence),
     _C.LOGITS: ({"positions": str}, lambda v, b: (
         f"logits computed for {'every prompt position' if v['positions'] == 'all' else 'the last position only'}")),

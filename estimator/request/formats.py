@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from estimator.errors import SpecNotFound
 from estimator.request.errors import FieldInvalid
 
 if TYPE_CHECKING:
@@ -42,7 +43,12 @@ def weights_format(catalog: Catalog, model: ModelSpec, dtype: str | None, group_
 
         compute = (catalog.formats.get(model.checkpoint.base).compute_dtype if model.checkpoint is not None
                    else model.stored.compute_dtype)
-        return stored_format(model.arch, model.stored, catalog.formats.get(compute))
+        try:
+            base = catalog.formats.get(compute)
+        except SpecNotFound:  # fp4 (MXFP4, NVFP4) names no catalog format: the checkpoint's own format carries it
+            assert model.checkpoint is not None
+            base = catalog.formats.get(model.checkpoint.base)
+        return stored_format(model.arch, model.stored, base)
     if model.checkpoint_error is not None:  # the config's own words (it says to give --dtype), located at dtype
         raise FieldInvalid("dtype", "{message}", message=model.checkpoint_error)
     if model.checkpoint is None:

@@ -51,8 +51,8 @@ def _opt(name: str, takes: Takes = "text", default: Any = None, help: str = "", 
 
 _TRAIN = "training"
 OPTIONS: dict[str, Option] = {o.name: o for o in (
-    _opt("model", flags=("--model", "-m"), required=True, help="Catalog name (llama-3.1-8b), config.json path or "
-         "folder, or a size such as 70b."),
+    _opt("model", flags=("--model", "-m"), required=True, help="Catalog name (llama-3.1-8b), Hugging Face Hub "
+         "id (org/name[@revision]), config.json path or folder, or a size such as 70b."),
     _opt("gpu", flags=("--gpu", "-g"), topic="hardware", help="Catalog name or alias (h100, a100, rtx-4090); or "
          "give --system."),
     _opt("dtype", help="Weight format: fp32 fp16 bf16 fp8 int8 int4, or a quantization format (gptq-int4, awq-int4, "

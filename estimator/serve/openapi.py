@@ -15,8 +15,8 @@ FORMAT_FIELD: dict[str, Any] = {
     "schema": {"type": "string", "enum": ["json", "csv", "xlsx"]}}
 
 
-MODEL_HELP = ("Catalog name or alias (llama-3.1-8b), or a size such as 70b; never a path: POST a config.json as "
-              "the body instead.")
+MODEL_HELP = ("Catalog name or alias (llama-3.1-8b), Hugging Face Hub id (org/name[@revision]), or a size such as "
+              "70b; never a path: POST a config.json as the body instead.")
 
 
 def _schema(option: Option) -> dict[str, Any]:
