@@ -98,6 +98,27 @@ class GatedDeltaNet(_Arch):
         return 2 * self.key_dim + self.value_dim
 
 
+class Mamba1(_Arch):
+    """A Mamba-1 selective-scan mixer (transformers JambaMambaMixer): one SSM state of ``state_size`` per inner
+    channel, a depthwise causal conv over the inner channels, and dt/B/C made input-dependent by ``x_proj``."""
+
+    inner: Width  # mamba_expand × hidden
+    state_size: Width
+    dt_rank: Width
+    conv_kernel: Width
+    proj_bias: bool = False  # in_proj and out_proj
+    conv_bias: bool = True
+    dt_norms: bool = False  # Jamba: RMSNorms on dt (dt_rank wide), B and C (state_size wide)
+
+
+class ShortConv(_Arch):
+    """LFM2's gated short convolution (transformers Lfm2ShortConv): in_proj to B, C and x (3 × hidden), a depthwise
+    causal conv of ``conv_kernel`` over hidden channels, out_proj back to hidden. Its state is the conv window alone."""
+
+    conv_kernel: Width
+    bias: bool = False  # in_proj, conv and out_proj (the config's conv_bias)
+
+
 class CrossAttention(_Arch):
     """Layers whose keys and values come from an encoder's tokens (Llama-3.2-Vision's image tokens), not from the
     text: each sequence holds a K/V cache of ``tokens`` entries per such layer, fixed whatever the text length."""
@@ -108,7 +129,8 @@ class CrossAttention(_Arch):
 
 # "linear": one hidden × hidden projection in place of attention, holding no cache (DeciLM replace_with_linear);
 # "cross_attention": attention over an encoder's tokens (`CrossAttention`), with the text attention's widths
-Mixer = Literal["attention", "mamba2", "gated_deltanet", "linear", "cross_attention", "none"]
+# "mamba1": a Mamba-1 mixer (Jamba); "short_conv": a gated short convolution (LFM2)
+Mixer = Literal["attention", "mamba2", "gated_deltanet", "linear", "cross_attention", "mamba1", "short_conv", "none"]
 
 
 class Attention(_Arch):
@@ -204,6 +226,8 @@ class Architecture(_Arch):
     mamba: Mamba2 | None = None
     parallel_mamba: bool = False  # every attention layer also runs a Mamba-2 mixer beside it (Falcon-H1)
     linear_attention: GatedDeltaNet | None = None
+    mamba1: Mamba1 | None = None
+    short_conv: ShortConv | None = None
     cross_attention: CrossAttention | None = None
     extra_embedding_rows: int = Field(default=0, ge=0, le=MAX_WIDTH)  # token rows beyond vocab_size (mllama: 8)
     causal: bool = True
@@ -232,6 +256,10 @@ class Architecture(_Arch):
             raise ValueError("layer_mixers names Mamba-2 layers but no Mamba-2 mixer is described")
         if "gated_deltanet" in self.layer_mixers and self.linear_attention is None:
             raise ValueError("layer_mixers names gated DeltaNet layers but no DeltaNet mixer is described")
+        if "mamba1" in self.layer_mixers and self.mamba1 is None:
+            raise ValueError("layer_mixers names Mamba-1 layers but no Mamba-1 mixer is described")
+        if "short_conv" in self.layer_mixers and self.short_conv is None:
+            raise ValueError("layer_mixers names short-conv layers but no short convolution is described")
         if "cross_attention" in self.layer_mixers and self.cross_attention is None:
             raise ValueError("layer_mixers names cross-attention layers but no encoder tokens are described")
         if self.layer_mlp_widths and max(self.layer_mlp_widths) != self.mlp.intermediate_size:

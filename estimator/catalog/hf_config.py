@@ -2,7 +2,8 @@
 
 Most decoder families are data: ``specs/families/<model_type>.yaml``, read by `estimator.catalog.family_reader`.
 Code stays for what is truly different: multi-head latent attention (DeepSeek-V2/V3/V3.2, Kimi-K2, GLM-5), GPT-2's
-and Falcon's own field names and layouts, and BERT's encoder. Defaults follow the transformers configuration
+and Falcon's own field names and layouts, BERT's encoder, and the Jamba and LFM2 hybrids
+(`estimator.catalog.hybrid_readers`). Defaults follow the transformers configuration
 class of each family; a field a family needs and the config lacks is named in the error.
 """
 
@@ -23,6 +24,7 @@ from estimator.catalog.architecture import (
 )
 from estimator.catalog.families import family, family_names
 from estimator.catalog.family_reader import read_family
+from estimator.catalog.hybrid_readers import read_jamba, read_lfm2
 from estimator.catalog.suggest import closest_names
 from estimator.catalog.towers import CROSS_ATTENTION_TOKENS, TOWER_READERS, WRAPPER_TIES, tower_rows
 from estimator.catalog.validation_words import validation_message
@@ -192,6 +194,8 @@ READERS: dict[str, Callable[[Config], Architecture]] = {
     "deepseek_v32": _deepseek,
     "kimi_k2": _deepseek,  # Kimi-K2 ships DeepSeek-V3's architecture under its own model_type
     "glm_moe_dsa": _deepseek,  # GLM-5: DeepSeek-V3.2's layout (transformers GlmMoeDsa), indexer and all
+    "jamba": read_jamba,  # Mamba-1 + attention by period and offset (estimator.catalog.hybrid_readers)
+    "lfm2": read_lfm2,  # gated short convolutions + attention
 }
 
 # Multimodal wrappers whose language model sits in a nested config.
