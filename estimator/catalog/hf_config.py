@@ -204,7 +204,7 @@ _NESTED_TEXT = ("text_config", "language_config", "llm_config")
 _TEXT_MODEL_TYPE = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
                     "qwen3_5_moe": "qwen3_5_moe_text", "mistral3": "mistral", "kimi_k25": "kimi_k2",
                     "qwen3_vl": "qwen3_vl_text", "qwen3_vl_moe": "qwen3_vl_moe_text", "qwen2_5_vl": "qwen2_5_vl_text",
-                    "voxtral": "llama", "mllama": "mllama_text_model"}
+                    "voxtral": "llama", "mllama": "mllama_text_model", "exaone4_5": "exaone4"}
 
 
 def supported_model_types() -> list[str]:

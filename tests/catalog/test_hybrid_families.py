@@ -1,4 +1,5 @@
-"""Jamba (Mamba-1 + attention + MoE) and LFM2 (gated short convolutions + attention), read natively.
+"""Jamba (Mamba-1 + attention + MoE), LFM2 (gated short convolutions + attention) and the EXAONE 4.5 wrapper
+(EXAONE 4.0's text model beside a Qwen2.5-VL-style vision tower with grouped K/V heads), read natively.
 
 Parameter counts are transformers 5.25's on the meta device, produced by
 
@@ -51,6 +52,22 @@ SMALL: dict[str, dict[str, Any]] = {
                                "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000,
                                "conv_bias": True, "block_auto_adjust_ff_dim": False, "tie_embedding": False,
                                "layer_types": ["conv", "full_attention", "conv"]},
+    # the published wrapper's shape (text_config "exaone4_5_text", a vision_config with num_key_value_heads), small
+    "exaone4_5-wrapper": {"model_type": "exaone4_5",
+                          "text_config": {"model_type": "exaone4_5_text", "hidden_size": 256, "intermediate_size": 512,
+                                          "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+                                          "vocab_size": 1000, "sliding_window": 64,
+                                          "layer_types": ["sliding_attention"] * 3 + ["full_attention"]},
+                          "vision_config": {"model_type": "exaone4_5_vision", "depth": 2, "hidden_size": 128,
+                                            "intermediate_size": 256, "num_heads": 8, "num_key_value_heads": 2,
+                                            "out_hidden_size": 256, "fullatt_block_indexes": [1]}},
+    "exaone4_5-tied-tower-defaults": {"model_type": "exaone4_5", "tie_word_embeddings": True,
+                                      "text_config": {"model_type": "exaone4_5_text", "hidden_size": 256,
+                                                      "intermediate_size": 512, "num_hidden_layers": 2,
+                                                      "num_attention_heads": 8, "num_key_value_heads": 2,
+                                                      "vocab_size": 1000},
+                                      "vision_config": {"depth": 1, "hidden_size": 128, "intermediate_size": 256,
+                                                        "out_hidden_size": 256, "fullatt_block_indexes": [0]}},
 }
 
 
@@ -100,6 +117,15 @@ def test_lfm2_cache_and_state_by_hand(catalog: Catalog) -> None:
 def test_lfm2_without_a_layout_is_attention_everywhere() -> None:
     arch = architecture_from_config({"model_type": "lfm2", "num_hidden_layers": 3})  # Lfm2Config: every layer
     assert arch.mixer_count("attention") == 3 and not state_layers(arch, 2)
+
+
+def test_exaone4_5_reads_its_text_model_and_counts_its_tower() -> None:
+    arch = architecture_from_config(SMALL["exaone4_5-wrapper"])
+    assert arch.model_type == "exaone4" and arch.layer_windows == (64, 64, 64, None)
+    assert arch.towers_read == ("vision_config",)
+    # 2 blocks of: 2 RMSNorms, qkv 128 → 128 + 2 × 2 KV heads × 16 = 192 with bias, proj, gated MLP with biases
+    block = 2 * 128 + (128 * 192 + 192) + (128 * 128 + 128) + 2 * (128 * 256 + 256) + (256 * 128 + 128)
+    assert [rows[2] * rows[3] for rows in arch.towers if rows[0] == "visual.blocks.*"] == [2 * block]
 
 
 @pytest.mark.parametrize(("config", "words"), [
