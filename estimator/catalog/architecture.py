@@ -119,6 +119,20 @@ class ShortConv(_Arch):
     bias: bool = False  # in_proj, conv and out_proj (the config's conv_bias)
 
 
+class KimiDeltaAttention(_Arch):
+    """Kimi Delta Attention (transformers KimiLinearDeltaAttention): gated DeltaNet with a per-channel decay. q, k
+    and v of num_heads × head_dim each pass a short depthwise conv; the state is one head_dim × head_dim matrix per
+    head, kept in fp32 (the torch path computes and returns it in float32, as FLA's KDA kernels keep it)."""
+
+    num_heads: Width
+    head_dim: Width
+    conv_kernel: Width
+
+    @property
+    def qkv_dim(self) -> int:
+        return self.num_heads * self.head_dim
+
+
 class CrossAttention(_Arch):
     """Layers whose keys and values come from an encoder's tokens (Llama-3.2-Vision's image tokens), not from the
     text: each sequence holds a K/V cache of ``tokens`` entries per such layer, fixed whatever the text length."""
@@ -129,8 +143,9 @@ class CrossAttention(_Arch):
 
 # "linear": one hidden × hidden projection in place of attention, holding no cache (DeciLM replace_with_linear);
 # "cross_attention": attention over an encoder's tokens (`CrossAttention`), with the text attention's widths
-# "mamba1": a Mamba-1 mixer (Jamba); "short_conv": a gated short convolution (LFM2)
-Mixer = Literal["attention", "mamba2", "gated_deltanet", "linear", "cross_attention", "mamba1", "short_conv", "none"]
+# "mamba1": a Mamba-1 mixer (Jamba); "short_conv": a gated short convolution (LFM2); "kda": Kimi Delta Attention
+Mixer = Literal["attention", "mamba2", "gated_deltanet", "linear", "cross_attention", "mamba1", "short_conv", "kda",
+                "none"]
 
 
 class Attention(_Arch):
@@ -192,6 +207,14 @@ class MixtureOfExperts(_Arch):
         return self
 
 
+# a mixer kind of `layer_mixers` → the Architecture field that describes it, and its name for an error
+_MIXER_SPECS: dict[str, tuple[str, str]] = {
+    "gated_deltanet": ("linear_attention", "gated DeltaNet"), "mamba1": ("mamba1", "Mamba-1"),
+    "short_conv": ("short_conv", "short-convolution"), "kda": ("kda", "Kimi Delta Attention"),
+    "cross_attention": ("cross_attention", "cross-attention"),
+}
+
+
 class Architecture(_Arch):
     """The whole network. Per-layer lists (`layer_windows`, `moe_layers`) have one entry per layer."""
 
@@ -228,6 +251,7 @@ class Architecture(_Arch):
     linear_attention: GatedDeltaNet | None = None
     mamba1: Mamba1 | None = None
     short_conv: ShortConv | None = None
+    kda: KimiDeltaAttention | None = None
     cross_attention: CrossAttention | None = None
     extra_embedding_rows: int = Field(default=0, ge=0, le=MAX_WIDTH)  # token rows beyond vocab_size (mllama: 8)
     causal: bool = True
@@ -254,14 +278,9 @@ class Architecture(_Arch):
                 raise ValueError(f"{name} has {len(getattr(self, name))} entries for {self.num_layers} layers")
         if ("mamba2" in self.layer_mixers or self.parallel_mamba) and self.mamba is None:
             raise ValueError("layer_mixers names Mamba-2 layers but no Mamba-2 mixer is described")
-        if "gated_deltanet" in self.layer_mixers and self.linear_attention is None:
-            raise ValueError("layer_mixers names gated DeltaNet layers but no DeltaNet mixer is described")
-        if "mamba1" in self.layer_mixers and self.mamba1 is None:
-            raise ValueError("layer_mixers names Mamba-1 layers but no Mamba-1 mixer is described")
-        if "short_conv" in self.layer_mixers and self.short_conv is None:
-            raise ValueError("layer_mixers names short-conv layers but no short convolution is described")
-        if "cross_attention" in self.layer_mixers and self.cross_attention is None:
-            raise ValueError("layer_mixers names cross-attention layers but no encoder tokens are described")
+        for kind, (spec, what) in _MIXER_SPECS.items():
+            if kind in self.layer_mixers and getattr(self, spec) is None:
+                raise ValueError(f"layer_mixers names {what} layers but no {what} mixer is described")
         if self.layer_mlp_widths and max(self.layer_mlp_widths) != self.mlp.intermediate_size:
             raise ValueError(f"mlp.intermediate_size ({self.mlp.intermediate_size}) must be the widest of "
                              f"layer_mlp_widths ({max(self.layer_mlp_widths)})")

@@ -2,9 +2,9 @@
 
 Most decoder families are data: ``specs/families/<model_type>.yaml``, read by `estimator.catalog.family_reader`.
 Code stays for what is truly different: multi-head latent attention (DeepSeek-V2/V3/V3.2, Kimi-K2, GLM-5), GPT-2's
-and Falcon's own field names and layouts, BERT's encoder, and the Jamba and LFM2 hybrids
-(`estimator.catalog.hybrid_readers`). Defaults follow the transformers configuration
-class of each family; a field a family needs and the config lacks is named in the error.
+and Falcon's own field names and layouts, BERT's encoder, the Jamba and LFM2 hybrids
+(`estimator.catalog.hybrid_readers`) and Kimi Linear (`estimator.catalog.kimi_linear`). Defaults follow the
+transformers configuration class of each family; a field a family needs and the config lacks is named in the error.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from estimator.catalog.architecture import (
 from estimator.catalog.families import family, family_names
 from estimator.catalog.family_reader import read_family
 from estimator.catalog.hybrid_readers import read_jamba, read_lfm2
+from estimator.catalog.kimi_linear import read_kimi_linear
 from estimator.catalog.suggest import closest_names
 from estimator.catalog.towers import CROSS_ATTENTION_TOKENS, TOWER_READERS, WRAPPER_TIES, tower_rows
 from estimator.catalog.validation_words import validation_message
@@ -196,6 +197,7 @@ READERS: dict[str, Callable[[Config], Architecture]] = {
     "glm_moe_dsa": _deepseek,  # GLM-5: DeepSeek-V3.2's layout (transformers GlmMoeDsa), indexer and all
     "jamba": read_jamba,  # Mamba-1 + attention by period and offset (estimator.catalog.hybrid_readers)
     "lfm2": read_lfm2,  # gated short convolutions + attention
+    "kimi_linear": read_kimi_linear,  # Kimi Delta Attention + latent attention (estimator.catalog.kimi_linear)
 }
 
 # Multimodal wrappers whose language model sits in a nested config.
