@@ -24,7 +24,7 @@ from estimator.catalog.architecture import (
 )
 from estimator.catalog.families import family, family_names
 from estimator.catalog.family_reader import read_family
-from estimator.catalog.hybrid_readers import read_jamba, read_lfm2
+from estimator.catalog.hybrid_readers import read_jamba, read_lfm2, read_lfm2_moe
 from estimator.catalog.kimi_linear import read_kimi_linear
 from estimator.catalog.suggest import closest_names
 from estimator.catalog.towers import CROSS_ATTENTION_TOKENS, TOWER_READERS, WRAPPER_TIES, tower_rows
@@ -197,6 +197,7 @@ READERS: dict[str, Callable[[Config], Architecture]] = {
     "glm_moe_dsa": _deepseek,  # GLM-5: DeepSeek-V3.2's layout (transformers GlmMoeDsa), indexer and all
     "jamba": read_jamba,  # Mamba-1 + attention by period and offset (estimator.catalog.hybrid_readers)
     "lfm2": read_lfm2,  # gated short convolutions + attention
+    "lfm2_moe": read_lfm2_moe,
     "kimi_linear": read_kimi_linear,  # Kimi Delta Attention + latent attention (estimator.catalog.kimi_linear)
 }
 

@@ -1,13 +1,13 @@
 """Readers for hybrid decoders whose layer layout no family file can say: Jamba (Mamba-1 + attention, MoE every
-other layer, both placed by a period and an offset) and LFM2 (gated short convolutions + attention, its MLP width
-adjusted by a rule).
+other layer, both placed by a period and an offset), LFM2 (gated short convolutions + attention, its MLP width
+adjusted by a rule) and LFM2-MoE (LFM2's layers with MoE after the first dense ones).
 
 Defaults, layouts and tensors follow transformers 5.25: ``configuration_jamba.py`` / ``modeling_jamba.py``
-(JambaConfig.layers_block_type and layers_num_experts, JambaMambaMixer, JambaSparseMoeBlock) and
+(JambaConfig.layers_block_type and layers_num_experts, JambaMambaMixer, JambaSparseMoeBlock),
 ``configuration_lfm2.py`` / ``modeling_lfm2.py`` (Lfm2Config.__post_init__, Lfm2MLP, Lfm2ShortConv,
-Lfm2Attention). Each reader names the config fields it reads (`FIELDS_READ`) and those it knows and leaves aside
-(`FIELDS_IGNORED`: dropout, initialisation, token ids, kernels, routing losses — nothing that shapes a tensor or a
-cache).
+Lfm2Attention) and ``modeling_lfm2_moe.py`` (Lfm2MoeDecoderLayer, Lfm2MoeSparseMoeBlock). Each reader names the
+config fields it reads (`FIELDS_READ`) and those it knows and leaves aside (`FIELDS_IGNORED`: dropout,
+initialisation, token ids, kernels, routing losses — nothing that shapes a tensor or a cache).
 """
 
 from __future__ import annotations
@@ -36,12 +36,19 @@ LFM2_DEFAULTS: dict[str, Any] = {
     "tie_word_embeddings": True, "conv_bias": False, "conv_L_cache": 3, "block_multiple_of": 256,
     "block_ffn_dim_multiplier": 1.0, "block_auto_adjust_ff_dim": True,
 }
+LFM2_MOE_DEFAULTS: dict[str, Any] = {  # transformers 5.25 Lfm2MoeConfig
+    "vocab_size": 65536, "hidden_size": 2048, "intermediate_size": 7168, "moe_intermediate_size": 1792,
+    "num_hidden_layers": 32, "tie_word_embeddings": True, "max_position_embeddings": 128_000,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "conv_bias": False, "conv_L_cache": 3,
+    "num_dense_layers": 2, "num_experts_per_tok": 4, "num_experts": 32,
+}
 _COMMON_IGNORED = ("architectures", "attention_dropout", "bos_token_id", "eos_token_id", "pad_token_id",
                    "initializer_range", "rms_norm_eps", "norm_eps", "use_cache", "torch_dtype", "dtype",
                    "transformers_version", "rope_theta", "rope_parameters", "rope_scaling", "_name_or_path")
 FIELDS_READ: dict[str, tuple[str, ...]] = {
     "jamba": (*JAMBA_DEFAULTS, "head_dim", "num_local_experts"),
     "lfm2": (*LFM2_DEFAULTS, "head_dim", "block_ff_dim", "tie_embedding", "full_attn_idxs", "layer_types"),
+    "lfm2_moe": (*LFM2_MOE_DEFAULTS, "head_dim", "tie_embedding", "layer_types"),
 }
 FIELDS_IGNORED: dict[str, tuple[str, ...]] = {
     # use_mamba_kernels / use_mambapy / use_associative_scan pick a kernel; sliding_window is unused by JambaAttention
@@ -52,6 +59,9 @@ FIELDS_IGNORED: dict[str, tuple[str, ...]] = {
     "lfm2": (*_COMMON_IGNORED, "block_dim", "block_norm_eps", "block_mlp_init_scale", "block_out_init_scale",
              "block_use_swiglu", "block_use_xavier_init", "conv_dim", "conv_dim_out", "conv_use_xavier_init",
              "num_heads", "use_pos_enc", "model_name"),
+    # use_expert_bias adds a routing-bias buffer (not a parameter); routing and scaling pick experts, no tensor
+    "lfm2_moe": (*_COMMON_IGNORED, "use_expert_bias", "routed_scaling_factor", "norm_topk_prob",
+                 "output_router_logits", "num_heads", "use_pos_enc"),
 }
 
 
@@ -115,10 +125,13 @@ def read_jamba(config: Config) -> Architecture:
     )
 
 
-def _lfm2_types(config: Config, layers: int) -> list[str]:
+def _lfm2_types(config: Config, layers: int, *, listed_only: bool = False) -> list[str]:
     """Lfm2Config.__post_init__: the config's layer_types, else "full_attention" at full_attn_idxs (every layer when
-    that is absent too) and "conv" elsewhere; a layer is attention unless its type is "conv"."""
+    that is absent too) and "conv" elsewhere; a layer is attention unless its type is "conv". Lfm2MoeConfig derives
+    none (``listed_only``): its layers index the list."""
     types = config.get("layer_types")
+    if types is None and listed_only:
+        raise SpecInvalid("config.json lacks required field 'layer_types' for model_type 'lfm2_moe'")
     if types is None:
         listed = config.get("full_attn_idxs")
         attention = set(range(layers)) if listed is None else set(listed)
@@ -165,4 +178,29 @@ def read_lfm2(config: Config) -> Architecture:
         short_conv=ShortConv(conv_kernel=_int(config, d, "conv_L_cache"), bias=bool(_get(config, d, "conv_bias"))),
         max_position_embeddings=_int(config, d, "max_position_embeddings"),
         hidden_act="silu",  # Lfm2MLP: F.silu(w1(x)) * w3(x), whatever the config says
+    )
+
+
+def read_lfm2_moe(config: Config) -> Architecture:
+    """LFM2-MoE: LFM2's layers, the first num_dense_layers with a SwiGLU MLP of intermediate_size (no width rule),
+    the rest a sparse MoE block (router, gate_up/down experts of moe_intermediate_size, no shared expert)."""
+    d = LFM2_MOE_DEFAULTS
+    layers = _int(config, d, "num_hidden_layers")
+    types = _lfm2_types(config, layers, listed_only=True)
+    dense = _int(config, d, "num_dense_layers", positive=False)
+    tie = config.get("tie_embedding", _get(config, d, "tie_word_embeddings"))
+    moe = [i >= dense for i in range(layers)]
+    return Architecture(
+        model_type="lfm2_moe", hidden_size=_int(config, d, "hidden_size"), num_layers=layers,
+        vocab_size=_int(config, d, "vocab_size"), tie_word_embeddings=bool(tie),
+        attention=_attention(config, d, qk_norm=True),
+        mlp=Mlp(intermediate_size=_int(config, d, "intermediate_size"), gated=True),
+        moe=MixtureOfExperts(num_experts=_int(config, d, "num_experts"),
+                             experts_per_token=_int(config, d, "num_experts_per_tok"),
+                             expert_intermediate_size=_int(config, d, "moe_intermediate_size")) if any(moe) else None,
+        moe_layers=tuple(moe) if any(moe) else (),
+        layer_mixers=tuple("short_conv" if t == "conv" else "attention" for t in types),
+        short_conv=ShortConv(conv_kernel=_int(config, d, "conv_L_cache"), bias=bool(_get(config, d, "conv_bias"))),
+        max_position_embeddings=_int(config, d, "max_position_embeddings"),
+        hidden_act="silu",  # Lfm2MoeMLP and the experts: F.silu, whatever the config says
     )

@@ -1,5 +1,5 @@
-"""Jamba (Mamba-1 + attention + MoE), LFM2 (gated short convolutions + attention) and the EXAONE 4.5 wrapper
-(EXAONE 4.0's text model beside a Qwen2.5-VL-style vision tower with grouped K/V heads), read natively.
+"""Jamba (Mamba-1 + attention + MoE), LFM2 (gated short convolutions + attention), LFM2-MoE and the EXAONE 4.5
+wrapper (EXAONE 4.0's text model beside a Qwen2.5-VL-style vision tower with grouped K/V heads), read natively.
 
 Parameter counts are transformers 5.25's on the meta device, produced by
 
@@ -52,6 +52,16 @@ SMALL: dict[str, dict[str, Any]] = {
                                "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000,
                                "conv_bias": True, "block_auto_adjust_ff_dim": False, "tie_embedding": False,
                                "layer_types": ["conv", "full_attention", "conv"]},
+    "lfm2_moe-dense-first": {"model_type": "lfm2_moe", "num_hidden_layers": 4, "hidden_size": 256,
+                             "intermediate_size": 512, "moe_intermediate_size": 64, "num_attention_heads": 8,
+                             "num_key_value_heads": 2, "vocab_size": 1000, "num_experts": 4,
+                             "num_experts_per_tok": 2, "num_dense_layers": 1,
+                             "layer_types": ["conv", "full_attention", "conv", "full_attention"]},
+    "lfm2_moe-biased-untied": {"model_type": "lfm2_moe", "num_hidden_layers": 3, "hidden_size": 256,
+                               "intermediate_size": 512, "moe_intermediate_size": 64, "num_attention_heads": 8,
+                               "num_key_value_heads": 2, "vocab_size": 1000, "num_experts": 4,
+                               "num_experts_per_tok": 2, "conv_bias": True, "tie_embedding": False,
+                               "use_expert_bias": False, "layer_types": ["conv", "full_attention", "conv"]},
     # the published wrapper's shape (text_config "exaone4_5_text", a vision_config with num_key_value_heads), small
     "exaone4_5-wrapper": {"model_type": "exaone4_5",
                           "text_config": {"model_type": "exaone4_5_text", "hidden_size": 256, "intermediate_size": 512,
@@ -114,6 +124,12 @@ def test_lfm2_cache_and_state_by_hand(catalog: Catalog) -> None:
     assert state.bytes_per_sequence == 10 * 2 * 2048 * 2 == 81_920
 
 
+def test_lfm2_moe_places_experts_after_the_dense_layers() -> None:
+    arch = architecture_from_config(SMALL["lfm2_moe-dense-first"])
+    assert arch.moe_layers == (False, True, True, True) and arch.mixer_count("short_conv") == 2
+    assert arch.moe is not None and arch.moe.shared_intermediate_size == 0
+
+
 def test_lfm2_without_a_layout_is_attention_everywhere() -> None:
     arch = architecture_from_config({"model_type": "lfm2", "num_hidden_layers": 3})  # Lfm2Config: every layer
     assert arch.mixer_count("attention") == 3 and not state_layers(arch, 2)
@@ -132,6 +148,7 @@ def test_exaone4_5_reads_its_text_model_and_counts_its_tower() -> None:
     ({"model_type": "lfm2", "num_hidden_layers": 2, "layer_types": ["conv", "mamba"]}, "mamba"),
     ({"model_type": "lfm2", "num_hidden_layers": 2, "layer_types": ["conv"]}, "one type per layer"),
     ({"model_type": "jamba", "num_hidden_layers": 2, "attn_layer_offset": 8}, "attn_layer_offset"),
+    ({"model_type": "lfm2_moe", "num_hidden_layers": 2}, "layer_types"),  # Lfm2MoeConfig derives no layout
     ({"model_type": "jamba", "num_hidden_layers": 2, "mamba_d_state": 0}, "mamba_d_state"),
 ])
 def test_a_layout_transformers_refuses_is_refused_by_name(config: dict[str, Any], words: str) -> None:
