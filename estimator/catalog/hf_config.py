@@ -28,6 +28,7 @@ from estimator.catalog.hybrid_readers import read_jamba, read_lfm2, read_lfm2_mo
 from estimator.catalog.kimi_linear import read_kimi_linear
 from estimator.catalog.suggest import closest_names
 from estimator.catalog.towers import CROSS_ATTENTION_TOKENS, TOWER_READERS, WRAPPER_TIES, tower_rows
+from estimator.catalog.unread_families import unread_reason
 from estimator.catalog.validation_words import validation_message
 from estimator.errors import SpecInvalid, echoed
 
@@ -217,7 +218,10 @@ def supported_model_types() -> list[str]:
 
 def unsupported_message(model_type: object) -> str:
     """The one line for a model_type no reader knows: the closest supported ones (not all of them, a line of over
-    500 characters) and where the rest are."""
+    500 characters) and where the rest are; for a family known to be asked for, why it is not read yet."""
+    reason = unread_reason(model_type)
+    if reason is not None:  # a family people ask for, refused with what it has that no reader here holds
+        return f"model_type {model_type!r} is not read yet: {reason}"
     supported = supported_model_types()
     shown = echoed(str(model_type))
     close = closest_names(shown, supported)

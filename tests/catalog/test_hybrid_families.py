@@ -166,3 +166,17 @@ def test_small_configs_count_as_transformers_does(name: str) -> None:
     finally:
         sys.path.remove(str(TOOLS))
     assert param_count(architecture_from_config(SMALL[name])) == hf_param_count.count_params(SMALL[name])
+
+
+@pytest.mark.parametrize(("config", "words"), [
+    ({"model_type": "gemma4_text"}, "global_head_dim"),
+    ({"model_type": "gemma4", "text_config": {"model_type": "gemma4_text"}}, "num_kv_shared_layers"),
+    ({"model_type": "deepseek_v4"}, "compress_rates"),
+    ({"model_type": "minimax_m3_vl"}, "block-sparse indexer"),
+    ({"model_type": "rwkv"}, "no attention"),
+    ({"model_type": "t5"}, "encoder-decoder"),
+])
+def test_a_family_not_read_yet_is_refused_with_why(config: dict[str, Any], words: str) -> None:
+    with pytest.raises(SpecInvalid, match=f"is not read yet: .*{words}") as refused:
+        architecture_from_config(config)
+    assert "\n" not in str(refused.value) and len(str(refused.value)) <= 400  # one line, as every refusal
