@@ -22,6 +22,7 @@ NOT_READ: dict[str, str] = {
                     "o_lora_rank); none of these is an attention layout the estimator holds"),
     "minimax_m3": _MINIMAX_M3,
     "minimax_m3_vl": _MINIMAX_M3,
+    "minimax_m3_vl_text": _MINIMAX_M3,
     "rwkv": ("RWKV has no attention: each block's time mixing keeps a per-layer recurrent state, and its blocks "
              "are no attention + MLP pair"),
     "t5": ("T5 is an encoder-decoder: its cross-attention cache grows with the prompt the encoder reads and its "
