@@ -122,7 +122,8 @@ class ShortConv(_Arch):
 class KimiDeltaAttention(_Arch):
     """Kimi Delta Attention (transformers KimiLinearDeltaAttention): gated DeltaNet with a per-channel decay. q, k
     and v of num_heads × head_dim each pass a short depthwise conv; the state is one head_dim × head_dim matrix per
-    head, kept in fp32 (the torch path computes and returns it in float32, as FLA's KDA kernels keep it)."""
+    head, kept in fp32 whatever the model's dtype (vLLM mamba_utils.py MambaStateDtypeCalculator.kda_state_dtype:
+    the conv in the model dtype, the recurrent state torch.float32; transformers' torch path computes it in float32)."""
 
     num_heads: Width
     head_dim: Width
