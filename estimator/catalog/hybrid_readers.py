@@ -58,7 +58,7 @@ FIELDS_IGNORED: dict[str, tuple[str, ...]] = {
     # hidden_size and the MLP rule), nor use_pos_enc or num_heads
     "lfm2": (*_COMMON_IGNORED, "block_dim", "block_norm_eps", "block_mlp_init_scale", "block_out_init_scale",
              "block_use_swiglu", "block_use_xavier_init", "conv_dim", "conv_dim_out", "conv_use_xavier_init",
-             "num_heads", "use_pos_enc", "model_name"),
+             "num_heads", "use_pos_enc", "model_name", "unsloth_version"),
     # use_expert_bias adds a routing-bias buffer (not a parameter); routing and scaling pick experts, no tensor
     "lfm2_moe": (*_COMMON_IGNORED, "use_expert_bias", "routed_scaling_factor", "norm_topk_prob",
                  "output_router_logits", "num_heads", "use_pos_enc"),

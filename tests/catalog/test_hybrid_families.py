@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from estimator.catalog.hf_config import architecture_from_config
+from estimator.catalog.hybrid_readers import FIELDS_IGNORED, FIELDS_READ
 from estimator.catalog.registry import Catalog
 from estimator.errors import SpecInvalid
 from estimator.model.inventory import param_count
@@ -180,3 +181,10 @@ def test_a_family_not_read_yet_is_refused_with_why(config: dict[str, Any], words
     with pytest.raises(SpecInvalid, match=f"is not read yet: .*{words}") as refused:
         architecture_from_config(config)
     assert "\n" not in str(refused.value) and len(str(refused.value)) <= 400  # one line, as every refusal
+
+
+@pytest.mark.parametrize(("name", "family"), [(JAMBA, "jamba"), (LFM2, "lfm2")])
+def test_every_field_of_the_real_configs_is_read_or_knowingly_left_aside(name: str, family: str) -> None:
+    config = json.loads((CONFIGS / f"{name}.json").read_text())
+    known = {"model_type", *FIELDS_READ[family], *FIELDS_IGNORED[family]}
+    assert sorted(set(config) - known) == []
