@@ -42,9 +42,11 @@ LFM2_MOE_DEFAULTS: dict[str, Any] = {  # transformers 5.25 Lfm2MoeConfig
     "num_attention_heads": 32, "num_key_value_heads": 8, "conv_bias": False, "conv_L_cache": 3,
     "num_dense_layers": 2, "num_experts_per_tok": 4, "num_experts": 32,
 }
+# quantization_config is the checkpoint's format, read apart (estimator.catalog.checkpoint_quant)
 _COMMON_IGNORED = ("architectures", "attention_dropout", "bos_token_id", "eos_token_id", "pad_token_id",
                    "initializer_range", "rms_norm_eps", "norm_eps", "use_cache", "torch_dtype", "dtype",
-                   "transformers_version", "rope_theta", "rope_parameters", "rope_scaling", "_name_or_path")
+                   "transformers_version", "rope_theta", "rope_parameters", "rope_scaling", "_name_or_path",
+                   "auto_map", "quantization_config")
 FIELDS_READ: dict[str, tuple[str, ...]] = {
     "jamba": (*JAMBA_DEFAULTS, "head_dim", "num_local_experts"),
     "lfm2": (*LFM2_DEFAULTS, "head_dim", "block_ff_dim", "tie_embedding", "full_attn_idxs", "layer_types"),

@@ -53,7 +53,8 @@ FIELDS_IGNORED = ("tie_word_embeddings", "num_key_value_heads", "head_dim", "rou
                   "use_grouped_topk", "mla_use_nope", "num_nextn_predict_layers", "rms_norm_eps", "rope_theta",
                   "rope_scaling", "initializer_range", "pretraining_tp", "use_cache", "output_router_logits",
                   "attention_dropout", "bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "dtype",
-                  "architectures", "auto_map", "transformers_version", "_name_or_path")
+                  "architectures", "auto_map", "transformers_version", "_name_or_path",
+                  "quantization_config")  # the checkpoint's format, read apart (estimator.catalog.checkpoint_quant)
 
 
 def _value(config: Config, name: str) -> Any:
