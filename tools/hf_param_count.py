@@ -78,7 +78,8 @@ FULL_MODEL_CLASSES = {"qwen3_vl": "Qwen3VLForConditionalGeneration",
                       "qwen3_5": "Qwen3_5ForConditionalGeneration",
                       "qwen3_5_moe": "Qwen3_5MoeForConditionalGeneration",
                       "gemma3": "Gemma3ForConditionalGeneration",
-                      "mllama": "MllamaForConditionalGeneration"}
+                      "mllama": "MllamaForConditionalGeneration",
+                      "exaone4_5": "Exaone4_5_ForConditionalGeneration"}
 # Text models transformers builds only inside their wrapper (no causal-LM class): the bare model plus an LM head.
 # Text models with a causal-LM class that no Auto class maps their config to.
 TEXT_MODEL_CLASSES = {"mllama_text_model": "MllamaForCausalLM"}

@@ -98,6 +98,42 @@ class GatedDeltaNet(_Arch):
         return 2 * self.key_dim + self.value_dim
 
 
+class Mamba1(_Arch):
+    """A Mamba-1 selective-scan mixer (transformers JambaMambaMixer): one SSM state of ``state_size`` per inner
+    channel, a depthwise causal conv over the inner channels, and dt/B/C made input-dependent by ``x_proj``."""
+
+    inner: Width  # mamba_expand × hidden
+    state_size: Width
+    dt_rank: Width
+    conv_kernel: Width
+    proj_bias: bool = False  # in_proj and out_proj
+    conv_bias: bool = True
+    dt_norms: bool = False  # Jamba: RMSNorms on dt (dt_rank wide), B and C (state_size wide)
+
+
+class ShortConv(_Arch):
+    """LFM2's gated short convolution (transformers Lfm2ShortConv): in_proj to B, C and x (3 × hidden), a depthwise
+    causal conv of ``conv_kernel`` over hidden channels, out_proj back to hidden. Its state is the conv window alone."""
+
+    conv_kernel: Width
+    bias: bool = False  # in_proj, conv and out_proj (the config's conv_bias)
+
+
+class KimiDeltaAttention(_Arch):
+    """Kimi Delta Attention (transformers KimiLinearDeltaAttention): gated DeltaNet with a per-channel decay. q, k
+    and v of num_heads × head_dim each pass a short depthwise conv; the state is one head_dim × head_dim matrix per
+    head, kept in fp32 whatever the model's dtype (vLLM mamba_utils.py MambaStateDtypeCalculator.kda_state_dtype:
+    the conv in the model dtype, the recurrent state torch.float32; transformers' torch path computes it in float32)."""
+
+    num_heads: Width
+    head_dim: Width
+    conv_kernel: Width
+
+    @property
+    def qkv_dim(self) -> int:
+        return self.num_heads * self.head_dim
+
+
 class CrossAttention(_Arch):
     """Layers whose keys and values come from an encoder's tokens (Llama-3.2-Vision's image tokens), not from the
     text: each sequence holds a K/V cache of ``tokens`` entries per such layer, fixed whatever the text length."""
@@ -108,7 +144,9 @@ class CrossAttention(_Arch):
 
 # "linear": one hidden × hidden projection in place of attention, holding no cache (DeciLM replace_with_linear);
 # "cross_attention": attention over an encoder's tokens (`CrossAttention`), with the text attention's widths
-Mixer = Literal["attention", "mamba2", "gated_deltanet", "linear", "cross_attention", "none"]
+# "mamba1": a Mamba-1 mixer (Jamba); "short_conv": a gated short convolution (LFM2); "kda": Kimi Delta Attention
+Mixer = Literal["attention", "mamba2", "gated_deltanet", "linear", "cross_attention", "mamba1", "short_conv", "kda",
+                "none"]
 
 
 class Attention(_Arch):
@@ -170,6 +208,14 @@ class MixtureOfExperts(_Arch):
         return self
 
 
+# a mixer kind of `layer_mixers` → the Architecture field that describes it, and its name for an error
+_MIXER_SPECS: dict[str, tuple[str, str]] = {
+    "gated_deltanet": ("linear_attention", "gated DeltaNet"), "mamba1": ("mamba1", "Mamba-1"),
+    "short_conv": ("short_conv", "short-convolution"), "kda": ("kda", "Kimi Delta Attention"),
+    "cross_attention": ("cross_attention", "cross-attention"),
+}
+
+
 class Architecture(_Arch):
     """The whole network. Per-layer lists (`layer_windows`, `moe_layers`) have one entry per layer."""
 
@@ -204,6 +250,9 @@ class Architecture(_Arch):
     mamba: Mamba2 | None = None
     parallel_mamba: bool = False  # every attention layer also runs a Mamba-2 mixer beside it (Falcon-H1)
     linear_attention: GatedDeltaNet | None = None
+    mamba1: Mamba1 | None = None
+    short_conv: ShortConv | None = None
+    kda: KimiDeltaAttention | None = None
     cross_attention: CrossAttention | None = None
     extra_embedding_rows: int = Field(default=0, ge=0, le=MAX_WIDTH)  # token rows beyond vocab_size (mllama: 8)
     causal: bool = True
@@ -230,10 +279,9 @@ class Architecture(_Arch):
                 raise ValueError(f"{name} has {len(getattr(self, name))} entries for {self.num_layers} layers")
         if ("mamba2" in self.layer_mixers or self.parallel_mamba) and self.mamba is None:
             raise ValueError("layer_mixers names Mamba-2 layers but no Mamba-2 mixer is described")
-        if "gated_deltanet" in self.layer_mixers and self.linear_attention is None:
-            raise ValueError("layer_mixers names gated DeltaNet layers but no DeltaNet mixer is described")
-        if "cross_attention" in self.layer_mixers and self.cross_attention is None:
-            raise ValueError("layer_mixers names cross-attention layers but no encoder tokens are described")
+        for kind, (spec, what) in _MIXER_SPECS.items():
+            if kind in self.layer_mixers and getattr(self, spec) is None:
+                raise ValueError(f"layer_mixers names {what} layers but no {what} mixer is described")
         if self.layer_mlp_widths and max(self.layer_mlp_widths) != self.mlp.intermediate_size:
             raise ValueError(f"mlp.intermediate_size ({self.mlp.intermediate_size}) must be the widest of "
                              f"layer_mlp_widths ({max(self.layer_mlp_widths)})")

@@ -2,8 +2,9 @@
 
 Most decoder families are data: ``specs/families/<model_type>.yaml``, read by `estimator.catalog.family_reader`.
 Code stays for what is truly different: multi-head latent attention (DeepSeek-V2/V3/V3.2, Kimi-K2, GLM-5), GPT-2's
-and Falcon's own field names and layouts, and BERT's encoder. Defaults follow the transformers configuration
-class of each family; a field a family needs and the config lacks is named in the error.
+and Falcon's own field names and layouts, BERT's encoder, the Jamba and LFM2 hybrids
+(`estimator.catalog.hybrid_readers`) and Kimi Linear (`estimator.catalog.kimi_linear`). Defaults follow the
+transformers configuration class of each family; a field a family needs and the config lacks is named in the error.
 """
 
 from __future__ import annotations
@@ -23,8 +24,11 @@ from estimator.catalog.architecture import (
 )
 from estimator.catalog.families import family, family_names
 from estimator.catalog.family_reader import read_family
+from estimator.catalog.hybrid_readers import read_jamba, read_lfm2, read_lfm2_moe
+from estimator.catalog.kimi_linear import read_kimi_linear
 from estimator.catalog.suggest import closest_names
 from estimator.catalog.towers import CROSS_ATTENTION_TOKENS, TOWER_READERS, WRAPPER_TIES, tower_rows
+from estimator.catalog.unread_families import unread_reason
 from estimator.catalog.validation_words import validation_message
 from estimator.errors import SpecInvalid, echoed
 
@@ -192,6 +196,10 @@ READERS: dict[str, Callable[[Config], Architecture]] = {
     "deepseek_v32": _deepseek,
     "kimi_k2": _deepseek,  # Kimi-K2 ships DeepSeek-V3's architecture under its own model_type
     "glm_moe_dsa": _deepseek,  # GLM-5: DeepSeek-V3.2's layout (transformers GlmMoeDsa), indexer and all
+    "jamba": read_jamba,  # Mamba-1 + attention by period and offset (estimator.catalog.hybrid_readers)
+    "lfm2": read_lfm2,  # gated short convolutions + attention
+    "lfm2_moe": read_lfm2_moe,
+    "kimi_linear": read_kimi_linear,  # Kimi Delta Attention + latent attention (estimator.catalog.kimi_linear)
 }
 
 # Multimodal wrappers whose language model sits in a nested config.
@@ -200,7 +208,7 @@ _NESTED_TEXT = ("text_config", "language_config", "llm_config")
 _TEXT_MODEL_TYPE = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_5": "qwen3_5_text",
                     "qwen3_5_moe": "qwen3_5_moe_text", "mistral3": "mistral", "kimi_k25": "kimi_k2",
                     "qwen3_vl": "qwen3_vl_text", "qwen3_vl_moe": "qwen3_vl_moe_text", "qwen2_5_vl": "qwen2_5_vl_text",
-                    "voxtral": "llama", "mllama": "mllama_text_model"}
+                    "voxtral": "llama", "mllama": "mllama_text_model", "exaone4_5": "exaone4"}
 
 
 def supported_model_types() -> list[str]:
@@ -210,7 +218,10 @@ def supported_model_types() -> list[str]:
 
 def unsupported_message(model_type: object) -> str:
     """The one line for a model_type no reader knows: the closest supported ones (not all of them, a line of over
-    500 characters) and where the rest are."""
+    500 characters) and where the rest are; for a family known to be asked for, why it is not read yet."""
+    reason = unread_reason(model_type)
+    if reason is not None:  # a family people ask for, refused with what it has that no reader here holds
+        return f"model_type {model_type!r} is not read yet: {reason}"
     supported = supported_model_types()
     shown = echoed(str(model_type))
     close = closest_names(shown, supported)

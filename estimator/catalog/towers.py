@@ -11,6 +11,8 @@ modules and configuration classes (tests compare the whole model with transforme
   ``deepstack_visual_indexes`` entry (modeling_qwen3_vl.py).
 - ``qwen2_5_vl``: Qwen2_5_VisionTransformerPretrainedModel — Conv3d without bias, RMSNorm blocks with biased
   qkv/proj and a biased gated MLP, the patch merger (modeling_qwen2_5_vl.py).
+- ``exaone4_5``: Exaone4_5_VisionModel — Qwen2.5-VL's tower whose qkv holds fewer K/V heads than query heads
+  (transformers 5.25 modeling_exaone4_5.py); its text model is EXAONE 4.0's (exaone4).
 - ``mistral3``: PixtralVisionModel (patch conv, ln_pre, RMSNorm blocks, unbiased attention and gated MLP) and
   Mistral3MultiModalProjector (norm, patch merger, two linears) (modeling_pixtral.py, modeling_mistral3.py).
 - ``voxtral``: VoxtralEncoder (Whisper's: two convs, a position table, LayerNorm blocks whose k_proj has no bias,
@@ -84,16 +86,18 @@ def _qwen3_vl(config: Config, deepstack_default: tuple[int, ...] = (8, 16, 24)) 
     ]
 
 
-def _qwen2_5_vl(config: Config) -> list[TowerRow]:
+def _qwen2_5_vl(config: Config, *, grouped_kv: bool = False) -> list[TowerRow]:
     """Qwen2_5_VLVisionConfig defaults: depth 32, hidden 3584, ffn 3420, patch 14, temporal 2, 3 channels,
-    merge 2, out 3584."""
+    merge 2, out 3584. ``grouped_kv``: EXAONE 4.5's tower (Exaone4_5_VisionAttention), whose qkv yields K and V
+    for num_key_value_heads (Exaone4_5_VisionConfig default 8) of the num_heads (default 16) head width."""
     v = _section(config, "vision_config")
     h, ffn = _int(v, "hidden_size", 3584), _int(v, "intermediate_size", 3420)
     patch, temporal = _int(v, "patch_size", 14), _int(v, "temporal_patch_size", 2)
     merged = h * _int(v, "spatial_merge_size", 2) ** 2
     out = _int(v, "out_hidden_size", 3584)
-    # per block: 2 RMSNorms (2h), qkv (3h² + 3h), proj (h² + h), gate/up (2 × (h·ffn + ffn)), down (ffn·h + h)
-    block = 4 * h * h + 3 * h * ffn + 7 * h + 2 * ffn
+    qkv = h + 2 * _int(v, "num_key_value_heads", 8) * (h // _int(v, "num_heads", 16)) if grouped_kv else 3 * h
+    # per block: 2 RMSNorms (2h), qkv (h·qkv + qkv), proj (h² + h), gate/up (2 × (h·ffn + ffn)), down (ffn·h + h)
+    block = h * qkv + qkv + h * h + 4 * h + 3 * h * ffn + 2 * ffn
     return [
         ("visual.patch_embed", "vision_tower", _int(v, "in_channels", 3) * temporal * patch * patch * h, 1),
         ("visual.blocks.*", "vision_tower", block, _int(v, "depth", 32)),
@@ -209,6 +213,7 @@ _VISION_READERS: dict[str, Callable[[Config], list[TowerRow]]] = {
     "qwen3_vl": _qwen3_vl,
     "qwen3_vl_moe": _qwen3_vl,
     "qwen2_5_vl": _qwen2_5_vl,
+    "exaone4_5": lambda config: _qwen2_5_vl(config, grouped_kv=True),
     "mistral3": _mistral3,
     "qwen3_5": _qwen3_5,
     "qwen3_5_moe": _qwen3_5,
@@ -227,7 +232,8 @@ TOWER_READERS: dict[str, tuple[str, Callable[[Config], list[TowerRow]]]] = {
 # sets none and leaves it to its text config; Qwen3_5Config, Qwen3_5MoeConfig: false; Gemma3Config: true;
 # MllamaForConditionalGeneration ties nothing: its embedding has 8 rows more than its lm_head)
 WRAPPER_TIES: dict[str, bool] = {"qwen3_vl": False, "qwen3_vl_moe": False, "qwen2_5_vl": False, "mistral3": True,
-                                 "qwen3_5": False, "qwen3_5_moe": False, "gemma3": True, "mllama": False}
+                                 "qwen3_5": False, "qwen3_5_moe": False, "gemma3": True, "mllama": False,
+                                 "exaone4_5": False}  # transformers 5.25 Exaone4_5_Config: false
 # wrapper model_type → the encoder tokens each sequence's cross-attention layers hold K/V for, from its config
 CROSS_ATTENTION_TOKENS: dict[str, Callable[[Config], int]] = {"mllama": mllama_image_tokens}
 

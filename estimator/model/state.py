@@ -1,12 +1,13 @@
 """Recurrent and indexed mixers: their tensors, and the memory they hold per sequence beside the KV cache.
 
-A Mamba-2 layer and a gated-DeltaNet (linear-attention) layer keep a fixed state per sequence, whatever the
-context: the last ``conv_kernel − 1`` inputs of their causal convolution and a recurrent matrix (the SSM state,
-or the delta-rule state). The KV cache grows with tokens; this state does not. A Falcon-H1 layer runs attention and
-a Mamba-2 mixer side by side, so it holds both. Tensor layouts follow transformers' ``NemotronHMamba2Mixer``,
-``FalconH1Mixer`` and ``Qwen3NextGatedDeltaNet`` (tests compare the counts with
-transformers on the meta device). DeepSeek-V3.2's indexer adds tensors to attention and one cached key per token.
-A cross-attention layer (mllama) holds a fixed per-sequence state too: K and V of the image tokens it attends to.
+A Mamba-2 or Mamba-1 layer and a gated-DeltaNet (linear-attention) layer keep a fixed state per sequence, whatever
+the context: the last ``conv_kernel − 1`` inputs of their causal convolution and a recurrent matrix (the SSM state,
+or the delta-rule state); an LFM2 short-convolution layer keeps the conv window alone. The KV cache grows with
+tokens; this state does not. A Falcon-H1 layer runs attention and a Mamba-2 mixer side by side, so it holds both.
+Tensor layouts follow transformers' ``NemotronHMamba2Mixer``, ``FalconH1Mixer``, ``JambaMambaMixer``,
+``Lfm2ShortConv`` and ``Qwen3NextGatedDeltaNet`` (tests compare the counts with transformers on the meta device).
+DeepSeek-V3.2's indexer adds tensors to attention and one cached key per token. A cross-attention layer (mllama)
+holds a fixed per-sequence state too: K and V of the image tokens it attends to.
 
 Every state term is integer arithmetic on ``batch``, so it works the same for an int and a numpy int64 array.
 """
@@ -16,7 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from estimator.catalog.architecture import Architecture, Attention, GatedDeltaNet, Mamba2
+from estimator.catalog.architecture import (
+    Architecture,
+    Attention,
+    GatedDeltaNet,
+    KimiDeltaAttention,
+    Mamba1,
+    Mamba2,
+    ShortConv,
+)
 
 Batch = TypeVar("Batch", int, Any)  # an int, or a numpy integer array (planning.sweep)
 # (name, role value, numel, count): `estimator.model.inventory` turns these into its TensorGroups (it imports
@@ -60,9 +69,67 @@ def _deltanet_tensors(g: GatedDeltaNet, hidden: int, layers: int) -> list[Tensor
     ]
 
 
+def _mamba1_tensors(m: Mamba1, hidden: int, layers: int) -> list[TensorRow]:
+    """JambaMambaMixer: in_proj (x and gate z), a depthwise conv, x_proj (dt, B, C), dt_proj with its bias,
+    A_log (inner × state) and D, out_proj, and with ``dt_norms`` the RMSNorms on dt, B and C."""
+    prefix = "layers.*.mamba"
+    out = [
+        _group(f"{prefix}.in_proj.weight", "attention", hidden * 2 * m.inner, layers),
+        _group(f"{prefix}.conv1d.weight", "ssm", m.inner * m.conv_kernel, layers),
+        _group(f"{prefix}.x_proj.weight", "attention", m.inner * (m.dt_rank + 2 * m.state_size), layers),
+        _group(f"{prefix}.dt_proj.weight", "attention", m.dt_rank * m.inner, layers),
+        _group(f"{prefix}.dt_proj.bias", "bias", m.inner, layers),
+        _group(f"{prefix}.A_log+D", "ssm", m.inner * m.state_size + m.inner, layers),
+        _group(f"{prefix}.out_proj.weight", "attention", m.inner * hidden, layers),
+    ]
+    if m.conv_bias:
+        out.append(_group(f"{prefix}.conv1d.bias", "bias", m.inner, layers))
+    if m.proj_bias:
+        out.append(_group(f"{prefix}.in_proj.bias+out_proj.bias", "bias", 2 * m.inner + hidden, layers))
+    if m.dt_norms:
+        out.append(_group(f"{prefix}.dt+b+c_layernorm.weight", "norm", m.dt_rank + 2 * m.state_size, layers))
+    return out
+
+
+def _short_conv_tensors(c: ShortConv, hidden: int, layers: int) -> list[TensorRow]:
+    """Lfm2ShortConv: in_proj (hidden → B, C, x), a depthwise conv over hidden channels, out_proj."""
+    prefix = "layers.*.conv"
+    out = [
+        _group(f"{prefix}.in_proj.weight", "attention", hidden * 3 * hidden, layers),
+        _group(f"{prefix}.conv.weight", "ssm", hidden * c.conv_kernel, layers),
+        _group(f"{prefix}.out_proj.weight", "attention", hidden * hidden, layers),
+    ]
+    if c.bias:
+        out.append(_group(f"{prefix}.in_proj+conv+out_proj.bias", "bias", 3 * hidden + hidden + hidden, layers))
+    return out
+
+
+def _kda_tensors(k: KimiDeltaAttention, hidden: int, layers: int) -> list[TensorRow]:
+    """KimiLinearDeltaAttention: q, k, v projections, one bias-free depthwise conv over them, the forget gate (f_a,
+    f_b low-rank, dt_bias per channel, A_log per head), b_proj (β per head), the output gate (g_a, g_b low-rank), the
+    gated RMSNorm over one head and o_proj."""
+    prefix, qkv, d = "layers.*.self_attn", k.qkv_dim, k.head_dim
+    return [
+        _group(f"{prefix}.q_proj+k_proj+v_proj.weight", "attention", hidden * 3 * qkv, layers),
+        _group(f"{prefix}.conv1d.weight", "ssm", 3 * qkv * k.conv_kernel, layers),
+        _group(f"{prefix}.f_a_proj+g_a_proj.weight", "attention", 2 * hidden * d, layers),
+        _group(f"{prefix}.f_b_proj+g_b_proj.weight", "attention", 2 * d * qkv, layers),
+        _group(f"{prefix}.b_proj.weight", "attention", hidden * k.num_heads, layers),
+        _group(f"{prefix}.dt_bias+A_log", "ssm", qkv + k.num_heads, layers),
+        _group(f"{prefix}.o_norm.weight", "norm", d, layers),
+        _group(f"{prefix}.o_proj.weight", "attention", qkv * hidden, layers),
+    ]
+
+
 def mixer_tensors(arch: Architecture) -> list[TensorRow]:
-    """Tensors of the Mamba-2 and gated-DeltaNet layers of ``arch`` (none for a pure transformer)."""
+    """Tensors of the recurrent and convolutional mixers of ``arch`` (none for a pure transformer)."""
     out: list[TensorRow] = []
+    if arch.mamba1 is not None and arch.mixer_count("mamba1"):
+        out += _mamba1_tensors(arch.mamba1, arch.hidden_size, arch.mixer_count("mamba1"))
+    if arch.kda is not None and arch.mixer_count("kda"):
+        out += _kda_tensors(arch.kda, arch.hidden_size, arch.mixer_count("kda"))
+    if arch.short_conv is not None and arch.mixer_count("short_conv"):
+        out += _short_conv_tensors(arch.short_conv, arch.hidden_size, arch.mixer_count("short_conv"))
     if arch.mamba is not None and arch.mamba_layers:
         prefix = "layers.*.mamba" if arch.parallel_mamba else "layers.*.mixer"  # Falcon-H1 names it beside self_attn
         out += _mamba2_tensors(arch.mamba, arch.hidden_size, arch.mamba_layers, prefix)
@@ -92,15 +159,18 @@ def indexer_tensors(attn: Attention, hidden: int, layers: int, prefix: str) -> l
 class StateLayers:
     """The fixed per-sequence state of one kind of layer: how many layers, and elements per sequence per layer."""
 
-    kind: Literal["mamba2", "gated_deltanet", "cross_attention"]
+    kind: Literal["mamba2", "gated_deltanet", "mamba1", "short_conv", "kda", "cross_attention"]
     layers: int
     conv_elements: int  # (conv_kernel − 1) × conv channels
-    recurrent_elements: int  # SSM: heads × head_dim × state; DeltaNet: v heads × k dim × v dim; cross K and V
+    # Mamba-2 SSM: heads × head_dim × state; Mamba-1: inner × state; DeltaNet: v heads × k dim × v dim; cross K and V
+    recurrent_elements: int
     element_bytes: int
+    recurrent_bytes: int | None = None  # the recurrent state's own element size where it differs (KDA: fp32)
 
     @property
     def bytes_per_sequence(self) -> int:
-        return self.layers * (self.conv_elements + self.recurrent_elements) * self.element_bytes
+        recurrent = self.recurrent_bytes or self.element_bytes
+        return self.layers * (self.conv_elements * self.element_bytes + self.recurrent_elements * recurrent)
 
     def bytes(self, batch: Batch) -> Batch:
         """State of ``batch`` sequences: it does not grow with tokens."""
@@ -114,7 +184,11 @@ def state_layers(arch: Architecture, element_bytes: int) -> list[StateLayers]:
 
     The conv keeps the last ``conv_kernel − 1`` inputs (vLLM's mamba conv cache; transformers' cache keeps
     ``conv_kernel`` columns, one more). Mamba-2 SSM state: heads × head_dim × state_size (the Mamba-2 paper's
-    H × P × N); gated DeltaNet: v heads × head_k_dim × head_v_dim (one d_k × d_v matrix per head). A
+    H × P × N); Mamba-1: inner × state_size (JambaMambaMixer's ssm_state, batch × inner × d_state), its conv over
+    the inner channels; LFM2's short convolution: its conv window alone, (conv_kernel − 1) × hidden
+    (Lfm2ShortConv's conv_state, batch × hidden × L_cache in transformers); Kimi Delta Attention: (conv_kernel − 1)
+    × 3 × heads × head_dim of conv in the activation dtype and heads × head_dim² of state in fp32; gated DeltaNet:
+    v heads × head_k_dim × head_v_dim (one d_k × d_v matrix per head). A
     cross-attention layer (mllama) keeps K and V of the encoder's tokens: tokens × KV heads × (d_k + d_v), computed
     once from the image and fixed whatever the text length (held in the activation dtype, as transformers' cache
     holds the projected states).
@@ -127,6 +201,16 @@ def state_layers(arch: Architecture, element_bytes: int) -> list[StateLayers]:
     if g is not None and arch.mixer_count("gated_deltanet"):
         out.append(StateLayers("gated_deltanet", arch.mixer_count("gated_deltanet"), (g.conv_kernel - 1) * g.conv_dim,
                                g.num_v_heads * g.head_k_dim * g.head_v_dim, g.state_dtype_bytes or element_bytes))
+    m1, sc, kda = arch.mamba1, arch.short_conv, arch.kda
+    if kda is not None and arch.mixer_count("kda"):  # the conv in the activation dtype, the matrix in fp32
+        out.append(StateLayers("kda", arch.mixer_count("kda"), (kda.conv_kernel - 1) * 3 * kda.qkv_dim,
+                               kda.num_heads * kda.head_dim ** 2, element_bytes, recurrent_bytes=4))
+    if m1 is not None and arch.mixer_count("mamba1"):
+        out.append(StateLayers("mamba1", arch.mixer_count("mamba1"), (m1.conv_kernel - 1) * m1.inner,
+                               m1.inner * m1.state_size, element_bytes))
+    if sc is not None and arch.mixer_count("short_conv"):
+        out.append(StateLayers("short_conv", arch.mixer_count("short_conv"), (sc.conv_kernel - 1) * arch.hidden_size,
+                               0, element_bytes))
     cross, a = arch.cross_attention, arch.attention
     if cross is not None and arch.mixer_count("cross_attention"):
         out.append(StateLayers("cross_attention", arch.mixer_count("cross_attention"), 0,

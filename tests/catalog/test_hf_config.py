@@ -60,7 +60,8 @@ def test_missing_field_without_a_family_default_is_named() -> None:
 
 
 def test_unsupported_model_type_lists_the_closest_supported() -> None:
-    with pytest.raises(SpecInvalid, match=r"unsupported model_type 'mamba'; supported: llama, .* and \d+ more "
+    # jamba, one letter away from mamba, comes first; llama next
+    with pytest.raises(SpecInvalid, match=r"unsupported model_type 'mamba'; supported: jamba, llama, .* and \d+ more "
                                           r"\(`estimator models`"):
         architecture_from_config({"model_type": "mamba"})
 
