@@ -47,12 +47,27 @@ def weights_format(catalog: Catalog, model: ModelSpec, dtype: str | None, group_
         raise FieldInvalid("dtype", "{message}", message=model.checkpoint_error)
     if model.checkpoint is None:
         return number_format(catalog, "bf16", group_size)
-    from estimator.catalog.checkpoint_quant import checkpoint_format
+    return _checkpoint_weights(catalog, model, group_size)
 
-    fmt = checkpoint_format(model.checkpoint, catalog.formats.get(model.checkpoint.base))
+
+def _checkpoint_weights(catalog: Catalog, model: ModelSpec, group_size: int | None) -> NumberFormat:
+    """The checkpoint's quantization_config as a format (``group_size`` applied where it is grouped), covering the
+    modules it quantizes (`estimator.model.modules`): its exclusions 16-bit, a mixed checkpoint's modules each in
+    its own format."""
+    from estimator.catalog.checkpoint_quant import checkpoint_format, module_formats
+
+    quant = model.checkpoint
+    assert quant is not None
+    fmt = checkpoint_format(quant, catalog.formats.get(quant.base))
     if group_size is not None:
         _check_group_size(group_size)
-    return fmt.with_group_size(group_size) if group_size is not None and fmt.group_size is not None else fmt
+        fmt = fmt.with_group_size(group_size) if fmt.group_size is not None else fmt
+    if model.arch is None or not (quant.kept or quant.modules):
+        return fmt
+    from estimator.model.modules import module_format
+
+    return module_format(model.arch, fmt, quant.kept, module_formats(quant, catalog.formats.get),
+                         mixed=bool(quant.modules))
 
 
 def _check_group_size(group_size: int) -> None:
