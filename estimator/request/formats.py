@@ -36,7 +36,12 @@ def weights_format(catalog: Catalog, model: ModelSpec, dtype: str | None, group_
     """``dtype`` when given; else the checkpoint's own format: its file headers' bytes (a folder of safetensors,
     a .gguf file), else its quantization_config, else bf16."""
     if dtype is not None:
-        return number_format(catalog, dtype, group_size)
+        fmt = number_format(catalog, dtype, group_size)
+        if fmt.scope == "experts" and model.arch is not None and model.arch.moe is None:
+            raise FieldInvalid("dtype", "{dtype} {name} quantizes routed experts only (as vLLM does: its other "
+                               "layers stay 16-bit) and {model} has none; use nvfp4 for FP4 linear layers",
+                               name=fmt.name, model=model.name)
+        return fmt
     if model.stored is not None and model.arch is not None:
         from estimator.model.memory import stored_format
 
