@@ -35,6 +35,15 @@ _WRAPPERS = re.compile(r"^((model|language_model|backbone|transformer|text_model
 _WORD = re.compile(r"^\w+$")
 _MOE_NAMES = (".mlp.experts", ".mlp.shared_experts", ".mlp.gate.", ".mlp.shared_expert_gate")
 _NEVER_QUANTIZED = (Role.NORM, Role.BIAS, Role.SSM, Role.POSITION)
+# a checkpoint's projection names that the inventory spells otherwise (the checkpoints' own tensor names): Qwen3.5's
+# gated DeltaNet splits the inventory's in_proj_qkvz and in_proj_ba (NVIDIA's Qwen3.6-35B-A3B-NVFP4 map names
+# in_proj_qkv and in_proj_z), MiniMax-M2's experts are w1 / w3 / w2 (block_sparse_moe.experts.N.w1), gpt-oss and
+# Phi-3 fuse gate and up in one gate_up_proj
+SPELLINGS: dict[str, tuple[str, ...]] = {
+    "in_proj_qkv": ("in_proj_qkvz",), "in_proj_z": ("in_proj_qkvz",), "in_proj_b": ("in_proj_ba",),
+    "in_proj_a": ("in_proj_ba",), "w1": ("gate_proj",), "w3": ("up_proj",), "w2": ("down_proj",),
+    "gate_up_proj": ("gate_proj", "up_proj"),
+}
 
 
 @dataclass(frozen=True)
@@ -86,20 +95,22 @@ def _layers(arch: Architecture, group: TensorGroup) -> list[int] | None:
 
 
 def _placed(rules: Sequence[Rule], inventory: Sequence[TensorGroup]) -> list[Rule]:
-    """Rules whose projection name the inventory spells keep it; the others match their whole role (a checkpoint
-    spells ``shared_expert`` where the inventory says ``shared_experts``). A bare name no group has places
-    nowhere (``mtp.*``: the multi-token-prediction layer the inventory does not count)."""
+    """Rules whose projection name the inventory spells keep it (or its inventory spelling, `SPELLINGS`); the
+    others match their whole role (a checkpoint spells ``shared_expert`` where the inventory says
+    ``shared_experts``). A bare name no group has places nowhere (``mtp.*``: the multi-token-prediction layer the
+    inventory does not count)."""
     out = []
     for read in rules:
         pool = [g for g in inventory if read.role is None or g.role.value == read.role]
-        placed = read
-        if read.leaf is not None and not any(read.leaf in _components(g) for g in pool):
-            if read.role is None:
-                continue
-            placed = Rule(read.layer, read.role, None, read.pattern)
-        if placed.role is None and placed.leaf is None and placed.layer is None:
-            continue
-        out.append(placed)
+        spelled = set().union(*(_components(g) for g in pool)) if pool else set()
+        if read.leaf is None or read.leaf in spelled:
+            placed = [read]
+        else:
+            leaves = [leaf for leaf in SPELLINGS.get(read.leaf, ()) if leaf in spelled]
+            placed = [Rule(read.layer, read.role, leaf, read.pattern) for leaf in leaves]
+            if not placed and read.role is not None:
+                placed = [Rule(read.layer, read.role, None, read.pattern)]
+        out += [r for r in placed if not (r.role is None and r.leaf is None and r.layer is None)]
     return out
 
 
@@ -129,8 +140,8 @@ def module_roles(arch: Architecture, kept: Sequence[str], modules: Sequence[tupl
     """(role, elements, bytes) of every role of ``arch`` under a checkpoint that keeps the ``kept`` modules 16-bit,
     stores ``modules`` in their own formats and every other linear weight in ``default`` (None: 16-bit)."""
     inventory = tensor_inventory(arch)
-    placed = [(_placed([rule(p)], inventory), Fraction(str(f.bits_per_weight))) for p, f in modules]
-    resolver = _Resolver(_placed([rule(p) for p in kept], inventory), [(r[0], b) for r, b in placed if r], default)
+    placed = [(r, Fraction(str(f.bits_per_weight))) for p, f in modules for r in _placed([rule(p)], inventory)]
+    resolver = _Resolver(_placed([rule(p) for p in kept], inventory), placed, default)
     per_layer = any(r.layer is not None for r in resolver.kept) or any(r.layer is not None for r, _ in
                                                                        resolver.modules)
     numel: dict[str, dict[Fraction, int]] = {}

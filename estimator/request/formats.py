@@ -36,12 +36,7 @@ def weights_format(catalog: Catalog, model: ModelSpec, dtype: str | None, group_
     """``dtype`` when given; else the checkpoint's own format: its file headers' bytes (a folder of safetensors,
     a .gguf file), else its quantization_config, else bf16."""
     if dtype is not None:
-        fmt = number_format(catalog, dtype, group_size)
-        if fmt.scope == "experts" and model.arch is not None and model.arch.moe is None:
-            raise FieldInvalid("dtype", "{dtype} {name} quantizes routed experts only (as vLLM does: its other "
-                               "layers stay 16-bit) and {model} has none; use nvfp4 for FP4 linear layers",
-                               name=fmt.name, model=model.name)
-        return fmt
+        return covering(number_format(catalog, dtype, group_size), model)
     if model.stored is not None and model.arch is not None:
         from estimator.model.memory import stored_format
 
@@ -53,6 +48,16 @@ def weights_format(catalog: Catalog, model: ModelSpec, dtype: str | None, group_
     if model.checkpoint is None:
         return number_format(catalog, "bf16", group_size)
     return _checkpoint_weights(catalog, model, group_size)
+
+
+def covering(fmt: NumberFormat, model: ModelSpec | None) -> NumberFormat:
+    """``fmt``, where it covers some of ``model``'s weights: a format of the routed experts alone (mxfp4, as vLLM
+    quantizes it) on a model without them would leave every weight 16-bit under its name, so it is refused."""
+    if model is not None and fmt.scope == "experts" and model.arch is not None and model.arch.moe is None:
+        raise FieldInvalid("dtype", "{dtype} {name} quantizes routed experts only (as vLLM does: its other layers "
+                           "stay 16-bit) and {model} has none; use nvfp4 for FP4 linear layers", name=fmt.name,
+                           model=model.name)
+    return fmt
 
 
 def _checkpoint_weights(catalog: Catalog, model: ModelSpec, group_size: int | None) -> NumberFormat:
@@ -95,9 +100,11 @@ def kv_format(catalog: Catalog, weights: NumberFormat, kv_dtype: str | None) -> 
 
 
 def inference_workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profile: str, *,
-                       group_size: int | None, logits: str, **fields: int) -> InferenceWorkload:
-    """The validated workload of one of plan's or sweep's points (``fields``: its counts and degree)."""
-    weights = number_format(catalog, dtype, group_size)
+                       group_size: int | None, logits: str, model: ModelSpec | None = None,
+                       **fields: int) -> InferenceWorkload:
+    """The validated workload of one of plan's or sweep's points (``fields``: its counts and degree) for
+    ``model`` (a format that covers none of its weights is refused)."""
+    weights = covering(number_format(catalog, dtype, group_size), model)
     return workload_of(weight_format=weights, kv_format=kv_format(catalog, weights, kv_dtype),
                        profile=catalog.profiles.get(profile), logits=logits, **fields)
 

@@ -78,7 +78,7 @@ def sweep_grid(catalog: Catalog, model_for: Callable[[str], ModelSpec], p: Mappi
             for fmt in split_list("dtype", p["dtype"]):
                 for tp in count_list("gpus", p["gpus"]):  # a degree the model cannot split: rows with their error
                     w = inference_workload(catalog, fmt, p["kv_dtype"], p["profile"], group_size=p.get("group_size"),
-                                           logits=logits.value, tensor_parallel=tp)
+                                           logits=logits.value, tensor_parallel=tp, model=model_spec)
                     items.append((model_spec, gpu_spec, w, gpu_name))
     return SweepGrid(items, batches, prompts, outputs)
 

@@ -99,9 +99,11 @@ def test_mixed_precision_each_module_in_its_own_format(shipped_catalog: Catalog)
     shares = {s.role: s for s in weight_shares(arch, fmt)}
     assert {r: shares[r].bits for r in (Role.EXPERT, Role.SHARED_EXPERT, Role.LM_HEAD)} == dict.fromkeys(
         (Role.EXPERT, Role.SHARED_EXPERT, Role.LM_HEAD), 4.5)
-    # every attention projection FP8: the checkpoint's in_proj_qkv and in_proj_z are the inventory's fused
-    # in_proj_qkvz, matched by role in their layer, which takes in_proj_ba (30 × 131,072 weights) along
-    assert shares[Role.ATTENTION].bytes == _numel(arch, Role.ATTENTION)
+    # FP8 attention projections: the checkpoint's in_proj_qkv and in_proj_z are the inventory's fused in_proj_qkvz;
+    # in_proj_b and in_proj_a (the inventory's in_proj_ba) are not in the map, so bf16
+    ba = _numel(arch, Role.ATTENTION, "in_proj_ba")
+    assert ba == 30 * 2048 * 64
+    assert shares[Role.ATTENTION].bytes == _numel(arch, Role.ATTENTION) - ba + 2 * ba
     assert shares[Role.EMBEDDING].bits == shares[Role.ROUTER].bits == shares[Role.VISION_TOWER].bits == 16
 
 
@@ -147,7 +149,10 @@ def test_gpt_oss_20b_is_its_checkpoint_bytes(shipped_catalog: Catalog) -> None:
     assert weights_bytes(model.arch, weights_format(shipped_catalog, model, "mxfp4", None)) == 13_761_264_768
 
 
-def test_mxfp4_on_a_dense_model_is_refused(cli: Callable[..., Any]) -> None:
-    refused = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--dtype", "mxfp4")
+@pytest.mark.parametrize("command", [["estimate"], ["plan", "--concurrency", "4"],
+                                     ["sweep", "--batch", "1", "--prompt-tokens", "128"]])
+def test_mxfp4_on_a_dense_model_is_refused(cli: Callable[..., Any], command: list[str]) -> None:
+    """In every mode: a format of the routed experts alone would leave a dense model all 16-bit under its name."""
+    refused = cli(*command, "--model", "llama-3.1-8b", "--gpu", "h100", "--dtype", "mxfp4")
     assert refused.exit_code != 0 and "quantizes routed experts only" in refused.stderr
     assert "Traceback" not in refused.stderr
