@@ -156,3 +156,30 @@ def test_mxfp4_on_a_dense_model_is_refused(cli: Callable[..., Any], command: lis
     refused = cli(*command, "--model", "llama-3.1-8b", "--gpu", "h100", "--dtype", "mxfp4")
     assert refused.exit_code != 0 and "quantizes routed experts only" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_whole_layer_and_per_layer_ignores_in_config_json(shipped_catalog: Catalog, tmp_path: Path) -> None:
+    """nvidia/Kimi-K2.6-NVFP4's config.json ignores all of layer 0 (attention and its dense MLP), every layer's
+    self_attn and shared experts and the head: NVFP4 covers the routed experts of layers 1–60 alone."""
+    model = model_from_config_file(_folder(tmp_path, "nvidia--Kimi-K2.6-NVFP4"))
+    assert model.arch is not None and model.checkpoint is not None and len(model.checkpoint.kept) == 124
+    arch, fmt = model.arch, weights_format(shipped_catalog, model, None, None)
+    bits = {s.role: s.bits for s in weight_shares(arch, fmt)}
+    assert bits.pop(Role.EXPERT) == 4.5 and set(bits.values()) == {16}
+    experts = _numel(arch, Role.EXPERT)
+    assert experts == 60 * 384 * 3 * 7168 * 2048
+    assert weights_bytes(arch, fmt) == _ceil(experts, 9, 2) + 2 * (sum(g.total for g in tensor_inventory(arch))
+                                                                    - experts)
+
+
+def test_mixed_precision_read_from_config_json(shipped_catalog: Catalog, tmp_path: Path) -> None:
+    """nvidia/Qwen3.6-27B-NVFP4's config.json carries the MIXED_PRECISION map itself: the MLP and lm_head
+    W4A16_NVFP4, the attention projections (full and linear) FP8, the rest — embeddings, in_proj_ba, towers — bf16."""
+    model = model_from_config_file(_folder(tmp_path, "nvidia--Qwen3.6-27B-NVFP4"))
+    assert model.arch is not None and model.checkpoint is not None and len(model.checkpoint.modules) == 401
+    arch, fmt = model.arch, weights_format(shipped_catalog, model, None, None)
+    shares = {s.role: s for s in weight_shares(arch, fmt)}
+    assert shares[Role.MLP].bits == shares[Role.LM_HEAD].bits == 4.5
+    ba = _numel(arch, Role.ATTENTION, "in_proj_ba")
+    assert shares[Role.ATTENTION].bytes == _numel(arch, Role.ATTENTION) - ba + 2 * ba
+    assert shares[Role.EMBEDDING].bits == shares[Role.VISION_TOWER].bits == 16
