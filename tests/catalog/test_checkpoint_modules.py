@@ -127,7 +127,8 @@ def test_catalog_model_defaults_to_its_checkpoint(cli: Callable[..., Any]) -> No
     assert bits.pop("expert") == 4.25 and set(bits.values()) == {16}
     assert report["memory"]["weights_bytes"] == 65_248_815_744
     assert report["memory"]["per_gpu_bytes"] <= report["memory"]["capacity_bytes"]
-    assert "checkpoint-weights" in [a["code"] for a in report["assumptions"]]
+    said = [a["text"] for a in report["assumptions"] if a["code"] == "checkpoint-weights"]
+    assert len(said) == 1 and "MXFP4" in said[0] and "covers expert;" in said[0]
     overridden = json.loads(cli("estimate", "--model", "gpt-oss-120b", "--gpu", "h100", "--dtype", "bf16",
                                 "--format", "json").stdout)
     assert overridden["memory"]["weights_bytes"] == 2 * 116_829_156_672
