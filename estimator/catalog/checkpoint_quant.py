@@ -24,7 +24,7 @@ transformers' quantizers, ``transformers/utils/quantization_config.py``):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field
@@ -236,7 +236,8 @@ def read_hf_quant_config(mapping: Mapping[str, Any]) -> CheckpointQuant:
     if not quantization.get("quant_algo"):
         raise SpecInvalid("hf_quant_config.json quantization has no quant_algo (weights not quantized?); "
                           "give --dtype")
-    return _groups("modelopt", quantization)
+    quant = _groups("modelopt", quantization)
+    return replace(quant, summary=f"{quant.summary}, as its hf_quant_config.json says")
 
 
 def checkpoint_format(quant: CheckpointQuant, base: NumberFormat) -> NumberFormat:
