@@ -99,12 +99,13 @@ def kv_format(catalog: Catalog, weights: NumberFormat, kv_dtype: str | None) -> 
     return fmt
 
 
-def inference_workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profile: str, *,
+def inference_workload(catalog: Catalog, dtype: str | None, kv_dtype: str | None, profile: str, *,
                        group_size: int | None, logits: str, model: ModelSpec | None = None,
                        **fields: int) -> InferenceWorkload:
     """The validated workload of one of plan's or sweep's points (``fields``: its counts and degree) for
-    ``model`` (a format that covers none of its weights is refused)."""
-    weights = covering(number_format(catalog, dtype, group_size), model)
+    ``model``: ``dtype``, else the model's checkpoint format, as estimate's (`weights_format`)."""
+    weights = (weights_format(catalog, model, dtype, group_size) if model is not None
+               else number_format(catalog, dtype or "bf16", group_size))
     return workload_of(weight_format=weights, kv_format=kv_format(catalog, weights, kv_dtype),
                        profile=catalog.profiles.get(profile), logits=logits, **fields)
 

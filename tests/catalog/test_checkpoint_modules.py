@@ -184,3 +184,14 @@ def test_mixed_precision_read_from_config_json(shipped_catalog: Catalog, tmp_pat
     ba = _numel(arch, Role.ATTENTION, "in_proj_ba")
     assert shares[Role.ATTENTION].bytes == _numel(arch, Role.ATTENTION) - ba + 2 * ba
     assert shares[Role.EMBEDDING].bits == shares[Role.VISION_TOWER].bits == 16
+
+
+def test_plan_and_sweep_default_to_the_checkpoint_as_estimate(cli: Callable[..., Any]) -> None:
+    """Every mode reads the model as its checkpoint stores it unless --dtype says otherwise."""
+    plan = json.loads(cli("plan", "--model", "gpt-oss-120b", "--gpu", "h100", "--concurrency", "4",
+                          "--format", "json").stdout)
+    sweep = json.loads(cli("sweep", "--model", "gpt-oss-120b", "--gpu", "h100", "--batch", "1", "--prompt-tokens",
+                           "1k", "--format", "json").stdout)
+    assert plan["dtype"] == "checkpoint-mxfp4"
+    assert [(row["workload.dtype"], row["memory.weights_bytes"]) for row in sweep] == [("checkpoint-mxfp4",
+                                                                                        65_248_815_744)]
