@@ -198,3 +198,16 @@ def stored_safetensors(folder: Path) -> StoredWeights | None:
         return None
     tensors = [t for shard in shards for t in safetensors_tensors(shard)]
     return summarize("safetensors", len(shards), tensors, COMPUTE_DTYPE, "bf16")
+
+
+MAX_QUANT_CONFIG_BYTES = 16 << 20  # an hf_quant_config.json: NVIDIA's MiniMax-M3-NVFP4 lists every module in 3.1 MB
+HF_QUANT_CONFIG = "hf_quant_config.json"  # NVIDIA ModelOpt's export writes it beside config.json
+
+
+def hf_quant_config(folder: Path) -> Any:
+    """A folder's ``hf_quant_config.json``, parsed (None when it has none); `checkpoint_quant.read_hf_quant_config`
+    reads it."""
+    file = folder / HF_QUANT_CONFIG
+    if not file.is_file():
+        return None
+    return parse_json(read_limited(file, MAX_QUANT_CONFIG_BYTES, HF_QUANT_CONFIG), file)

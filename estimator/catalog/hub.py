@@ -106,7 +106,7 @@ def model_from_hub(ref: HubRef, catalog_model: Callable[[str], ModelSpec], close
             raise
         listed = ", ".join(repr(n) for n in names)
         raise HubUnavailable(ref.label, error.kind, f"{error.reason}; did you mean {listed}?") from None
-    spec = build(got.config, source=got.source, default_name=ref.repo, stored=got.stored, quant_file=got.quant_file)
+    spec = build(got.config, source=got.source, default_name=ref.repo, stored=got.stored, hf_quant=got.quant_file)
     return spec.model_copy(update={"name": ref.repo, "origin": got.source})
 
 

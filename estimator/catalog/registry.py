@@ -18,8 +18,8 @@ from pydantic import BaseModel, ValidationError
 
 from estimator.catalog.architecture import Architecture, ModelSpec
 from estimator.catalog.built_cache import built_cache
-from estimator.catalog.checkpoint_files import StoredWeights, stored_safetensors
-from estimator.catalog.checkpoint_quant import CheckpointQuant, read_quantization
+from estimator.catalog.checkpoint_files import StoredWeights, hf_quant_config, stored_safetensors
+from estimator.catalog.checkpoint_quant import CheckpointQuant, read_hf_quant_config, read_quantization
 from estimator.catalog.files import MAX_CONFIG_BYTES, default_specs_dir, held, read_json, read_yaml
 from estimator.catalog.parse_cache import cache_folder, parse_all_keyed
 from estimator.catalog.profiles import EfficiencyProfile
@@ -74,6 +74,9 @@ def model_from_mapping(data: Mapping[str, Any], path: Path) -> ModelSpec:
         arch = architecture_from_config(data["config"])
     except SpecInvalid as error:
         raise SpecInvalid(f"{path}: {error}") from None
+    checkpoint, checkpoint_error = _checkpoint(data["config"])
+    if checkpoint_error is not None:
+        raise SpecInvalid(f"{path}: {checkpoint_error}")
     try:
         return ModelSpec(
             name=data.get("name", path.stem),
@@ -83,6 +86,7 @@ def model_from_mapping(data: Mapping[str, Any], path: Path) -> ModelSpec:
             notes=data.get("notes"),
             sources=tuple(data.get("sources") or ()),
             uncounted_towers=_uncounted(data["config"], arch),
+            checkpoint=checkpoint,
         )
     except ValidationError as error:
         raise SpecInvalid(f"{path}: {validation_message(error)}") from None
@@ -316,18 +320,21 @@ def _uncounted(config: Mapping[str, Any], arch: Architecture) -> tuple[str, ...]
     return tuple(k for k in _TOWER_KEYS if isinstance(config.get(k), Mapping) and k not in arch.towers_read)
 
 
-def _checkpoint(config: Any, quant_file: Mapping[str, Any] | None = None) -> tuple[CheckpointQuant | None, str | None]:
-    """The config's quantization_config, else an hf_quant_config.json's ``quantization`` block (NVIDIA's modelopt
-    exports), read; or why it could not be (the estimate then needs --dtype)."""
+def _checkpoint(config: Any, hf_quant: Any = None) -> tuple[CheckpointQuant | None, str | None]:
+    """The config's quantization_config (a multimodal wrapper's may sit in its text_config), else a ModelOpt
+    folder's hf_quant_config.json, read; or why it could not be (the estimate then needs --dtype)."""
     q = config.get("quantization_config") if isinstance(config, Mapping) else None
-    if not isinstance(q, Mapping) and quant_file is not None:
-        q = quant_file.get("quantization")
-    if not isinstance(q, Mapping):
-        return None, None
+    text = config.get("text_config") if isinstance(config, Mapping) else None
+    if q is None and isinstance(text, Mapping):
+        q = text.get("quantization_config")
     try:
-        return read_quantization(q), None
+        if isinstance(q, Mapping):
+            return read_quantization(q), None
+        if isinstance(hf_quant, Mapping):
+            return read_hf_quant_config(hf_quant), None
     except SpecInvalid as error:
         return None, str(error)
+    return None, None
 
 
 def _read_config(file: Path) -> Any:
@@ -362,21 +369,24 @@ def _folder_name(file: Path, config: Any) -> str:
     return folder.name or file.stem
 
 
-def _config_and_weights(path: Path) -> tuple[Path, Any, StoredWeights | None]:
-    """The config file, its contents, and the weights the checkpoint's own file headers give (when it has them):
-    a ``.gguf`` file; or a folder with config.json and safetensors files."""
+def _config_and_weights(path: Path) -> tuple[Path, Any, StoredWeights | None, Any]:
+    """The config file, its contents, the weights the checkpoint's own file headers give (when it has them) and
+    its hf_quant_config.json (when it has one): a ``.gguf`` file; or a folder with config.json and safetensors
+    files."""
     try:
         if path.suffix == ".gguf" and path.is_file():
             from estimator.catalog.gguf_file import read_gguf
 
             config, stored = read_gguf(path)
-            return path, config, stored
+            return path, config, stored, None
         file = path / "config.json" if path.is_dir() else path
         found = file.is_file()
         if not found:
             raise SpecInvalid(f"config file not found: {file}")
         config = _read_config(file)
-        return file, config, stored_safetensors(path) if path.is_dir() else None
+        folder = path if path.is_dir() else None
+        quant = hf_quant_config(folder) if folder is not None else None
+        return file, config, stored_safetensors(folder) if folder is not None else None, quant
     except OSError as error:
         raise SpecInvalid(f"not a readable config.json path: {error.strerror or error}") from None
 
@@ -384,19 +394,20 @@ def _config_and_weights(path: Path) -> tuple[Path, Any, StoredWeights | None]:
 def model_from_config_file(path: Path) -> ModelSpec:
     """A model from a local Hugging Face config.json, a folder that holds one (and its safetensors files, read
     from their headers), or a ``.gguf`` file."""
-    file, config, stored = _config_and_weights(path)
+    file, config, stored, hf_quant = _config_and_weights(path)
     default = _folder_name(file, config)
-    return model_from_config(config, source=str(file), default_name=default or file.stem, stored=stored)
+    return model_from_config(config, source=str(file), default_name=default or file.stem, stored=stored,
+                             hf_quant=hf_quant)
 
 
-def model_from_config(config: Any, *, source: str, default_name: str, stored: StoredWeights | None = None,
-                      quant_file: Mapping[str, Any] | None = None) -> ModelSpec:
+def model_from_config(config: Any, *, source: str, default_name: str,
+                      stored: StoredWeights | None = None, hf_quant: Any = None) -> ModelSpec:
     """A model from a Hugging Face config.json already parsed (a file's, or one sent to `estimator serve`);
     ``source`` names it in errors and in the model's sources; ``stored``: its files' weights, when read;
-    ``quant_file``: its hf_quant_config.json, when it has one."""
+    ``hf_quant``: its hf_quant_config.json, parsed, when it has one."""
     from estimator.catalog.hf_config import architecture_from_config
 
-    checkpoint, checkpoint_error = _checkpoint(config, quant_file)
+    checkpoint, checkpoint_error = _checkpoint(config, hf_quant)
     try:
         arch = architecture_from_config(config)
     except SpecInvalid as error:

@@ -185,7 +185,11 @@ def _checkpoint_note(model: ModelSpec, w: InferenceWorkload) -> list[Note]:
     if c is None:
         return []
     if w.weight_format.name == c.format_name:
-        return [note(NoteCode.CHECKPOINT_WEIGHTS, method=c.method, summary=c.summary)]
+        # the roles stored in fewer than 16 bits: which ones the checkpoint's format covers
+        covered = [] if model.arch is None else [share.role.value for share in weight_shares(model.arch,
+                                                 w.weight_format) if share.bits < 16]
+        summary = c.summary + (f"; covers {', '.join(covered)}" if covered else "")
+        return [note(NoteCode.CHECKPOINT_WEIGHTS, method=c.method, summary=summary)]
     return [note(NoteCode.CHECKPOINT_OVERRIDDEN, method=f"quantization_config {c.method}", format=w.weight_format.name)]
 
 

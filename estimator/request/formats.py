@@ -37,7 +37,7 @@ def weights_format(catalog: Catalog, model: ModelSpec, dtype: str | None, group_
     """``dtype`` when given; else the checkpoint's own format: its file headers' bytes (a folder of safetensors,
     a .gguf file), else its quantization_config, else bf16."""
     if dtype is not None:
-        return number_format(catalog, dtype, group_size)
+        return covering(number_format(catalog, dtype, group_size), model)
     if model.stored is not None and model.arch is not None:
         from estimator.model.memory import stored_format
 
@@ -53,12 +53,37 @@ def weights_format(catalog: Catalog, model: ModelSpec, dtype: str | None, group_
         raise FieldInvalid("dtype", "{message}", message=model.checkpoint_error)
     if model.checkpoint is None:
         return number_format(catalog, "bf16", group_size)
-    from estimator.catalog.checkpoint_quant import checkpoint_format
+    return _checkpoint_weights(catalog, model, group_size)
 
-    fmt = checkpoint_format(model.checkpoint, catalog.formats.get(model.checkpoint.base))
+
+def covering(fmt: NumberFormat, model: ModelSpec | None) -> NumberFormat:
+    """``fmt``, where it covers some of ``model``'s weights: a format of the routed experts alone (mxfp4, as vLLM
+    quantizes it) on a model without them would leave every weight 16-bit under its name, so it is refused."""
+    if model is not None and fmt.scope == "experts" and model.arch is not None and model.arch.moe is None:
+        raise FieldInvalid("dtype", "{dtype} {name} quantizes routed experts only (as vLLM does: its other layers "
+                           "stay 16-bit) and {model} has none; use nvfp4 for FP4 linear layers", name=fmt.name,
+                           model=model.name)
+    return fmt
+
+
+def _checkpoint_weights(catalog: Catalog, model: ModelSpec, group_size: int | None) -> NumberFormat:
+    """The checkpoint's quantization_config as a format (``group_size`` applied where it is grouped), covering the
+    modules it quantizes (`estimator.model.modules`): its exclusions 16-bit, a mixed checkpoint's modules each in
+    its own format."""
+    from estimator.catalog.checkpoint_quant import checkpoint_format, module_formats
+
+    quant = model.checkpoint
+    assert quant is not None
+    fmt = checkpoint_format(quant, catalog.formats.get(quant.base))
     if group_size is not None:
         _check_group_size(group_size)
-    return fmt.with_group_size(group_size) if group_size is not None and fmt.group_size is not None else fmt
+        fmt = fmt.with_group_size(group_size) if fmt.group_size is not None else fmt
+    if model.arch is None or not (quant.kept or quant.modules):
+        return fmt
+    from estimator.model.modules import module_format
+
+    return module_format(model.arch, fmt, quant.kept, module_formats(quant, catalog.formats.get),
+                         mixed=bool(quant.modules))
 
 
 def _check_group_size(group_size: int) -> None:
@@ -80,10 +105,13 @@ def kv_format(catalog: Catalog, weights: NumberFormat, kv_dtype: str | None) -> 
     return fmt
 
 
-def inference_workload(catalog: Catalog, dtype: str, kv_dtype: str | None, profile: str, *,
-                       group_size: int | None, logits: str, **fields: int) -> InferenceWorkload:
-    """The validated workload of one of plan's or sweep's points (``fields``: its counts and degree)."""
-    weights = number_format(catalog, dtype, group_size)
+def inference_workload(catalog: Catalog, dtype: str | None, kv_dtype: str | None, profile: str, *,
+                       group_size: int | None, logits: str, model: ModelSpec | None = None,
+                       **fields: int) -> InferenceWorkload:
+    """The validated workload of one of plan's or sweep's points (``fields``: its counts and degree) for
+    ``model``: ``dtype``, else the model's checkpoint format, as estimate's (`weights_format`)."""
+    weights = (weights_format(catalog, model, dtype, group_size) if model is not None
+               else number_format(catalog, dtype or "bf16", group_size))
     return workload_of(weight_format=weights, kv_format=kv_format(catalog, weights, kv_dtype),
                        profile=catalog.profiles.get(profile), logits=logits, **fields)
 

@@ -172,7 +172,8 @@ VARIANTS: dict[tuple[str, str], dict[str, Any]] = {
     ("plan", "gpus"): {"default": None, "topic": "hardware", "help": "Deprecated here: the old spelling of --gpu "
                        "(cards). In estimate and sweep --gpus is the tensor-parallel degree; plan searches that "
                        "itself. Still read, with a warning."},
-    ("plan", "dtype"): {"default": "bf16", "help": "Weight format (bf16, fp8, awq-int4...)."},
+    ("plan", "dtype"): {"help": "Weight format (bf16, fp8, awq-int4...). Default: the checkpoint's own format, "
+                        "as estimate's."},
     ("plan", "kv_dtype"): {"help": "KV-cache format (default as estimate)."},
     ("plan", "profile"): {"help": _PROFILES},
     ("plan", "output_format"): {"help": "table, json, csv or xlsx."},
@@ -180,7 +181,8 @@ VARIANTS: dict[tuple[str, str], dict[str, Any]] = {
     ("plan", "units"): {"default": None, "help": "Not taken here: plan's table is in GB; --format json gives bytes."},
     ("sweep", "model"): {"help": "Models, comma-separated."},
     ("sweep", "gpu"): {"required": True, "help": "Cards, comma-separated."},
-    ("sweep", "dtype"): {"default": "bf16", "help": "Weight formats, comma-separated."},
+    ("sweep", "dtype"): {"help": "Weight formats, comma-separated. Default: each model's checkpoint format, as "
+                         "estimate's."},
     ("sweep", "kv_dtype"): {"help": "KV-cache format (default as estimate)."},
     ("sweep", "batch"): {"help": "Batches, comma-separated (1,8,64)."},
     ("sweep", "prompt_tokens"): {"help": "Prompt lengths (1k,8k,32k)."},

@@ -101,7 +101,8 @@ def plan_report(catalog: Catalog, model: ModelSpec, p: Mapping[str, Any]) -> Pla
     logits = choice("logits", Logits, p.get("logits") or Logits.last)
     assert logits is not None
     workload = inference_workload(catalog, p["dtype"], p["kv_dtype"], p["profile"], group_size=p.get("group_size"),
-                                  logits=logits.value, prompt_tokens=count("prompt_tokens", p["prompt_tokens"]),
+                                  logits=logits.value, model=model,
+                                  prompt_tokens=count("prompt_tokens", p["prompt_tokens"]),
                                   output_tokens=count("output_tokens", p["output_tokens"], allow_zero=True))
     sort = choice("sort", SortBy, p["sort"])
     assert sort is not None

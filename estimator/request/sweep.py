@@ -75,10 +75,10 @@ def sweep_grid(catalog: Catalog, model_for: Callable[[str], ModelSpec], p: Mappi
         model_spec = model_for(model_name)
         for gpu_name in split_list("gpu", p["gpu"]):
             gpu_spec = catalog.gpus.get(gpu_name)
-            for fmt in split_list("dtype", p["dtype"]):
+            for fmt in split_list("dtype", p["dtype"]) if p.get("dtype") else [None]:
                 for tp in count_list("gpus", p["gpus"]):  # a degree the model cannot split: rows with their error
                     w = inference_workload(catalog, fmt, p["kv_dtype"], p["profile"], group_size=p.get("group_size"),
-                                           logits=logits.value, tensor_parallel=tp)
+                                           logits=logits.value, tensor_parallel=tp, model=model_spec)
                     items.append((model_spec, gpu_spec, w, gpu_name))
     return SweepGrid(items, batches, prompts, outputs)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ from estimator.catalog.checkpoint_quant import checkpoint_format, read_quantizat
 from estimator.catalog.registry import Catalog, model_from_config_file
 from estimator.errors import SpecInvalid
 from estimator.model.inventory import Role, tensor_inventory
-from estimator.model.memory import weights_bytes
+from estimator.model.memory import weight_shares, weights_bytes
+from estimator.request.formats import weights_format
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
 
@@ -34,8 +36,11 @@ def _format(catalog: Catalog, q: dict[str, Any]) -> Any:
 def test_gpt_oss_stores_mxfp4_experts_and_bf16_rest(shipped_catalog: Catalog, tmp_path: Path) -> None:
     model = model_from_config_file(_folder(tmp_path, "openai--gpt-oss-120b"))
     assert model.checkpoint is not None and model.arch is not None
-    fmt = checkpoint_format(model.checkpoint, shipped_catalog.formats.get(model.checkpoint.base))
-    assert fmt.scope == "experts" and fmt.bits_per_weight == 4.25  # MXFP4: 4 + 8 / 32
+    fmt = weights_format(shipped_catalog, model, None, None)
+    assert fmt.bits_per_weight == 4.25  # MXFP4: 4 + 8 / 32
+    # modules_to_not_convert keeps self_attn, the router, embed_tokens and lm_head: MXFP4 covers the experts alone
+    bits = {share.role: share.bits for share in weight_shares(model.arch, fmt)}
+    assert bits[Role.EXPERT] == Fraction(17, 4) and {b for r, b in bits.items() if r is not Role.EXPERT} == {16}
     experts = sum(g.total for g in tensor_inventory(model.arch) if g.role is Role.EXPERT)
     rest = sum(g.total for g in tensor_inventory(model.arch)) - experts
     assert experts == 114_661_785_600  # 36 layers × 128 experts × (2880 × 5760 + 2880 × 2880); biases are bf16
@@ -47,7 +52,7 @@ def test_deepseek_fp8_block_scales(shipped_catalog: Catalog) -> None:
     config = json.loads((CONFIGS / "deepseek-ai--DeepSeek-R1.json").read_text())
     fmt = _format(shipped_catalog, config["quantization_config"])
     assert fmt.bits_per_weight == 8 + 32 / (128 * 128)  # e4m3 + one fp32 scale_inv per 128 × 128 block
-    assert fmt.scope == "linear" and fmt.compute_dtype == "fp8"
+    assert fmt.compute_dtype == "fp8"
 
 
 @pytest.mark.parametrize(("q", "base", "bits"), [

@@ -72,10 +72,10 @@ def test_gpu_memory_override_is_the_capacity(shipped_catalog: Catalog, make_work
 
 @pytest.mark.parametrize(("gpu", "peak"), [("b200", 9000e12), ("rtx-5090", 1676e12), ("mi355x", 10066.3e12),
                                            ("dgx-spark", 500e12)])
-@pytest.mark.parametrize("dtype", ["nvfp4", "mxfp4"])
+@pytest.mark.parametrize(("dtype", "model"), [("nvfp4", "llama-3.1-8b"), ("mxfp4", "mixtral-8x7b")])
 def test_fp4_formats_use_the_fp4_peak(shipped_catalog: Catalog, make_workload: Make, gpu: str, peak: float,
-                                      dtype: str) -> None:
-    r = estimate(shipped_catalog.models.get("llama-3.1-8b"), shipped_catalog.gpus.get(gpu), make_workload(dtype))
+                                      dtype: str, model: str) -> None:
+    r = estimate(shipped_catalog.models.get(model), shipped_catalog.gpus.get(gpu), make_workload(dtype))
     assert r.gpu.compute_dtype == "fp4"
     assert r.gpu.peak_flop_per_s == peak
     assert not [w for w in r.warnings if w.code is NoteCode.COMPUTE_FALLBACK]
