@@ -201,7 +201,9 @@ def test_plan_and_sweep_read_a_hub_id(cli: Cli, fake_hub: FakeHub) -> None:
 def test_hf_quant_config_json_gives_the_format_a_config_does_not(cli: Cli, fake_hub: FakeHub) -> None:
     report = _report(cli, "--model", "someone/qwen3-0.6b-nvfp4")
     (weights,) = _notes(report, "checkpoint-weights")
-    assert weights["values"] == {"method": "modelopt", "summary": "NVFP4 linear weights (FP4, an fp8 scale per 16)"}
+    assert weights["values"] == {"method": "modelopt", "summary": "NVFP4 linear weights (FP4, an fp8 scale per 16); "
+                                 "kept 16-bit: lm_head, model.embed_tokens, as its hf_quant_config.json says; "
+                                 "covers attention, mlp"}
     assert _notes(report, "checkpoint-headers") == []  # no safetensors files: the config and the format alone
 
 
