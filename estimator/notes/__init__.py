@@ -285,7 +285,8 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         "layouts: tensor parallel inside one NVLink/link domain"
         + (" (or across domains: --allow-tp-across-domains)" if v["across"] else "")
         + f", pipeline parallel across domains and nodes (up to {v['max_nodes']} servers per replica), MoE experts "
-        f"spread over the tensor-parallel GPUs, data-parallel replicas filling the servers bought; "
+        f"spread over the tensor-parallel GPUs, replicas filling the GPUs bought (k of a server's N GPUs where it "
+        f"is sold in that size, its partial_gpus: priced, powered and rented at k/N of it; else whole servers); "
         f"{v['headroom']:.0%} of each GPU's memory kept free (--headroom)")),
     _C.PLAN_SCHEDULER: ({"step_tokens": int}, lambda v, b: (
         f"continuous batching with chunked prefill: each step carries one token per running sequence and prompt "
