@@ -279,7 +279,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         "tokens/s counts generated tokens (--output-tokens per request: 256 by default in plan and sweep, 0 in "
         "estimate); replicas are independent data-parallel copies")),
     _C.OWNED_COST: ({"years": float, "usd_per_kwh": float}, lambda v, b: (
-        f"owned cost: server price over {v['years']:g} years + whole-server power at ${v['usd_per_kwh']:g}/kWh "
+        f"owned cost: server price over {v['years']:g} years + server power at ${v['usd_per_kwh']:g}/kWh "
         "(a server without a price: its cards' prices, host not priced); prices from specs are approximate")),
     _C.PLAN_LAYOUT: ({"headroom": float, "across": bool, "max_nodes": int}, lambda v, b: (
         "layouts: tensor parallel inside one NVLink/link domain"

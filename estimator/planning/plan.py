@@ -73,7 +73,8 @@ class Goal(Frozen):
 
 
 class PlanOption(Frozen):
-    """One system's answer. Memory figures are per GPU; power and cost cover every server of the option."""
+    """One system's answer. Memory figures are per GPU; power and cost cover the GPUs bought (whole servers, or
+    the part of one a smaller size of it holds, pro rata)."""
 
     rank: int | None  # 1 = best; None for systems that cannot meet the goal
     system: str | None  # None: a GPU no system in specs/systems holds
