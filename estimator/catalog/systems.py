@@ -15,7 +15,7 @@ domain − 1 links, so its bandwidth scales with the group; a switch gives every
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -44,6 +44,9 @@ class SystemSpec(BaseModel):
     link_gb_per_s: float = Field(gt=0, le=100_000)  # per GPU, per direction, inside a domain
     link_latency_us: float = Field(gt=0, le=1_000)
     domain_gpus: int = Field(ge=1, le=1024)  # GPUs one link domain joins (8 NVSwitch, 72 NVL72, 2/4 bridge, 1 PCIe)
+    # the smaller sizes the same server is also built or rented in (cloud shapes of 1, 2, 4 of its GPUs, a
+    # single-card workstation): each below gpus_per_node and dividing it; none for a rack bought whole
+    partial_gpus: tuple[Annotated[int, Field(ge=1, le=1024)], ...] = ()
     pcie_gb_per_s: float = Field(gt=0, le=1_000)  # per GPU, per direction, between domains of one node
     pcie_latency_us: float = Field(gt=0, le=1_000)
     network: NetworkKind
@@ -63,12 +66,24 @@ class SystemSpec(BaseModel):
         problems = []
         if self.domain_gpus > self.gpus_per_node or self.gpus_per_node % self.domain_gpus:
             problems.append(f"domain_gpus {self.domain_gpus} must divide gpus_per_node {self.gpus_per_node}")
+        if any(k < 1 or k >= self.gpus_per_node or self.gpus_per_node % k for k in self.partial_gpus) \
+                or list(self.partial_gpus) != sorted(set(self.partial_gpus)):
+            problems.append(f"partial_gpus {list(self.partial_gpus)} must be distinct sizes in ascending order, each "
+                            f"below gpus_per_node {self.gpus_per_node} and dividing it")
         if self.intra_node_link == "pcie" and self.domain_gpus != 1:
             problems.append("a PCIe-only system has domain_gpus 1 (no GPU-to-GPU link joins a group)")
         if (self.price_usd is None) != (self.price_date is None):
             problems.append("price_usd and price_date (YYYY-MM) go together")
         refuse(problems, self.sources)
         return self
+
+    def bought_gpus(self, gpus: int) -> int:
+        """GPUs paid for to hold ``gpus``: below one node, the smallest of ``partial_gpus`` that holds them; else
+        (or with no smaller size) whole nodes."""
+        fits = [k for k in self.partial_gpus if k >= gpus]
+        if 0 < gpus < self.gpus_per_node and fits:
+            return fits[0]
+        return -(-gpus // self.gpus_per_node) * self.gpus_per_node
 
     @property
     def domains_per_node(self) -> int:

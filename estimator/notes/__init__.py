@@ -280,13 +280,14 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         "tokens/s counts generated tokens (--output-tokens per request: 256 by default in plan and sweep, 0 in "
         "estimate); replicas are independent data-parallel copies")),
     _C.OWNED_COST: ({"years": float, "usd_per_kwh": float}, lambda v, b: (
-        f"owned cost: server price over {v['years']:g} years + whole-server power at ${v['usd_per_kwh']:g}/kWh "
+        f"owned cost: server price over {v['years']:g} years + server power at ${v['usd_per_kwh']:g}/kWh "
         "(a server without a price: its cards' prices, host not priced); prices from specs are approximate")),
     _C.PLAN_LAYOUT: ({"headroom": float, "across": bool, "max_nodes": int}, lambda v, b: (
         "layouts: tensor parallel inside one NVLink/link domain"
         + (" (or across domains: --allow-tp-across-domains)" if v["across"] else "")
         + f", pipeline parallel across domains and nodes (up to {v['max_nodes']} servers per replica), MoE experts "
-        f"spread over the tensor-parallel GPUs, data-parallel replicas filling the servers bought; "
+        f"spread over the tensor-parallel GPUs, replicas filling the GPUs bought (k of a server's N GPUs where it "
+        f"is sold in that size, its partial_gpus: priced, powered and rented at k/N of it; else whole servers); "
         f"{v['headroom']:.0%} of each GPU's memory kept free (--headroom)")),
     _C.PLAN_SCHEDULER: ({"step_tokens": int}, lambda v, b: (
         f"continuous batching with chunked prefill: each step carries one token per running sequence and prompt "

@@ -7,6 +7,10 @@ cards' prices (cards × card price), and the basis says the host is not priced. 
 from a prices file: per server-hour (``systems:``) or per GPU-hour (``gpus:``). $/million tokens = cost per hour ÷
 (generated tokens/s × 3600) × 10⁶.
 
+A part of a server (k of its N GPUs, a smaller size it is sold or rented in: `SystemSpec.partial_gpus`) counts as
+k/N of a server: its price, its power and a server-hour's rent pro rata, as cloud shapes of 1, 2 or 4 GPUs of one
+server are priced near k/N of the whole (GCP a3-highgpu-1g/2g/4g/8g, G4 1/2/4/8 GPUs).
+
 The shipped defaults (specs/costs.yaml) carry one source per setting; a prices file that sets a value replaces its
 source with the file's, so the assumptions state only the figures actually used.
 """
@@ -103,14 +107,28 @@ class Cost(Frozen):
     rented: Hourly | None
 
 
-def _capex(system: SystemSpec, gpu: GpuSpec, servers: int, gpus: int,
+def node_share(system: SystemSpec, bought: int) -> float:
+    """Servers ``bought`` GPUs make: a whole number for whole servers, k/N for k GPUs of an N-GPU server."""
+    if bought % system.gpus_per_node == 0:
+        return bought // system.gpus_per_node
+    return bought / system.gpus_per_node
+
+
+def _servers_word(system: SystemSpec, nodes: float) -> str:
+    """What the servers' price covers: "servers", or the part of one bought."""
+    if nodes == int(nodes):
+        return "servers"
+    return f"{round(nodes * system.gpus_per_node)} of a server's {system.gpus_per_node} GPUs, pro rata"
+
+
+def _capex(system: SystemSpec, gpu: GpuSpec, nodes: float, gpus: int,
            prices: Prices) -> tuple[float | None, str | None, str | None, str]:
     """(purchase USD of the option, date, source, what was priced)."""
     server = prices.systems.get(system.name, CardPrice())
     if server.usd is not None:
-        return servers * server.usd, server.date, server.source or "prices file", "servers"
+        return nodes * server.usd, server.date, server.source or "prices file", _servers_word(system, nodes)
     if system.price_usd is not None:
-        return servers * system.price_usd, system.price_date, "system spec, approximate", "servers"
+        return nodes * system.price_usd, system.price_date, "system spec, approximate", _servers_word(system, nodes)
     card = prices.gpus.get(gpu.name, CardPrice())
     if card.usd is not None:
         return gpus * card.usd, card.date, card.source or "prices file", "cards only, host not priced"
@@ -119,22 +137,26 @@ def _capex(system: SystemSpec, gpu: GpuSpec, servers: int, gpus: int,
     return None, None, None, ""
 
 
-def option_cost(system: SystemSpec, gpu: GpuSpec, servers: int, gpus: int, prices: Prices) -> Cost:
-    """Owned and rented cost per hour of ``servers`` × ``system`` using ``gpus`` of their GPUs."""
+def option_cost(system: SystemSpec, gpu: GpuSpec, servers: float, gpus: int, prices: Prices) -> Cost:
+    """Owned and rented cost per hour of ``servers`` × ``system`` (k/N for a part of one: `node_share`) using
+    ``gpus`` of their GPUs."""
     capex, date, source, what = _capex(system, gpu, servers, gpus, prices)
     power_w = servers * system.server_power_w
+    whole = servers == int(servers)
     owned = None
     if capex is not None:
         owned = Hourly(
             usd_per_hour=capex / (prices.amortization_years * HOURS_PER_YEAR)
             + power_w / 1000 * prices.electricity_usd_per_kwh,
             basis=(f"owned: ${capex:,.0f} ({what}) over {prices.amortization_years:g} y + {power_w:,.0f} W of "
-                   f"servers at ${prices.electricity_usd_per_kwh:g}/kWh"))
+                   f"{'servers' if whole else 'the server, pro rata'} at ${prices.electricity_usd_per_kwh:g}/kWh"))
     server_rent = prices.systems.get(system.name, CardPrice()).usd_per_hour
     card = prices.gpus.get(gpu.name, CardPrice())
     rented = None
     if server_rent is not None:
-        rented = Hourly(usd_per_hour=server_rent * servers, basis=f"rented at ${server_rent:g}/server-hour × {servers}")
+        per = system.gpus_per_node
+        share = f"{servers:g}" if whole else f"{round(servers * per)}/{per} (pro rata)"
+        rented = Hourly(usd_per_hour=server_rent * servers, basis=f"rented at ${server_rent:g}/server-hour × {share}")
     elif card.usd_per_hour is not None:
         rented = Hourly(usd_per_hour=card.usd_per_hour * gpus,
                         basis=f"rented at ${card.usd_per_hour:g}/card-hour × {gpus} ({card.source or 'prices file'})")

@@ -11,7 +11,8 @@
   the batch; attention, dense layers and shared experts replicated per group) and every MoE layer sends each
   token to its experts and back by all-to-all over the EP group's slowest link (DeepSeek-V3's deployment). Such
   layouts take no pipeline parallel (DeepSeek's EP 32 prefill and EP 320 decode units use none).
-- **Replicas**: independent data-parallel copies; a server's GPUs left over by one replica hold more replicas.
+- **Replicas**: independent data-parallel copies; the GPUs bought and left over by one replica hold more
+  replicas.
 
 Memory per GPU of a stage: (weights + KV cache + recurrent state) ÷ pp + the prefill activation peak + runtime
 overhead of the TP group (the peak is one layer's and the logits', which the last stage holds), and it must leave
@@ -150,9 +151,9 @@ def servers_for(system: SystemSpec, gpus: int) -> int:
 
 
 def replicas_filling(system: SystemSpec, layout: Layout, replicas: int) -> int:
-    """Replicas that fit in the servers ``replicas`` × ``layout`` needs anyway (a server is bought whole)."""
-    servers = servers_for(system, replicas * layout.gpus)
-    return max(replicas, servers * system.gpus_per_node // layout.gpus)
+    """Replicas that fit in the GPUs ``replicas`` × ``layout`` needs bought anyway (`SystemSpec.bought_gpus`: a
+    smaller size of the server where one holds them, else whole servers)."""
+    return max(replicas, system.bought_gpus(replicas * layout.gpus) // layout.gpus)
 
 
 def experts_per_gpu(model: ModelSpec, layout: Layout) -> int | None:

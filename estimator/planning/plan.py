@@ -1,19 +1,22 @@
 """Capacity planning: the servers, layout and replicas that serve a workload — memory, speed, power and cost.
 
 Pure: takes validated specs and a goal, returns a frozen `PlanReport` (JSON = ``model_dump(mode="json")``).
-Candidates are systems (specs/systems: servers as bought), each with its GPU; a GPU with no system is listed as not
-deployable, with the reason. For each system `search.Search` finds the layout a serving engine would deploy —
-tensor parallel inside one link domain, pipeline parallel across domains and nodes, expert parallel for MoE over
-the tensor-parallel GPUs, data-parallel replicas — keeping the memory headroom engines keep (10 % by default), with
-TTFT and TPOT from continuous batching with a step token budget (`serving`).
+Candidates are systems (specs/systems: servers as bought, and the smaller sizes of them sold or rented:
+`SystemSpec.partial_gpus`), each with its GPU; a GPU with no system is listed as not deployable, with the reason.
+For each system `search.Search` finds the layout a serving engine would deploy — tensor parallel inside one link
+domain, pipeline parallel across domains and nodes, expert parallel for MoE over the tensor-parallel GPUs,
+data-parallel replicas — keeping the memory headroom engines keep (10 % by default), with TTFT and TPOT from
+continuous batching with a step token budget (`serving`).
 
 Goals (one of):
-- ``concurrency``: serve C sequences at once: the fewest servers whose replicas hold them within the limits.
+- ``concurrency``: serve C sequences at once: the fewest GPUs bought whose replicas hold them within the limits.
 - ``target_tokens_per_s``: reach T generated tokens/s in aggregate.
 - latency limits only (``max_ttft_s`` / ``max_tpot_s``): the most sequences one replica serves within them.
 
-Cost: owned (server price amortised + server power) and rented (a prices file's per-hour prices) in separate
-fields (`costs`); the ranking says which it uses.
+Cost: owned (server price amortised + server power, pro rata for a part of a server) and rented (a prices file's
+per-hour prices) in separate fields (`costs`). The default ranking is what the goal costs per hour — the cheapest
+hardware that meets it — with how much of each option the goal uses (``goal_use_fraction``) beside it; $/Mtoken at
+full use stays a column.
 """
 
 from __future__ import annotations
@@ -30,7 +33,15 @@ from estimator.errors import EstimatorError, FieldInvalid
 from estimator.inference.workload import MAX_BATCH, InferenceWorkload
 from estimator.model.capacity import within_position_limit
 from estimator.notes import Note, NoteCode, note
-from estimator.planning.costs import HOURS_PER_YEAR, CardPrice, Prices, load_prices, option_cost, per_million_tokens
+from estimator.planning.costs import (
+    HOURS_PER_YEAR,
+    CardPrice,
+    Prices,
+    load_prices,
+    node_share,
+    option_cost,
+    per_million_tokens,
+)
 from estimator.planning.layouts import experts_per_gpu, max_replica_context, servers_for, stage_memory
 from estimator.planning.search import Point, Search, Settings
 from estimator.report import Frozen, Versioned
@@ -62,15 +73,18 @@ class Goal(Frozen):
 
 
 class PlanOption(Frozen):
-    """One system's answer. Memory figures are per GPU; power and cost cover every server of the option."""
+    """One system's answer. Memory figures are per GPU; power and cost cover the GPUs bought (whole servers, or
+    the part of one a smaller size of it holds, pro rata)."""
 
     rank: int | None  # 1 = best; None for systems that cannot meet the goal
     system: str | None  # None: a GPU no system in specs/systems holds
     gpu: str
     feasible: bool
     reason: str | None
-    servers: int | None
+    servers: int | None  # servers touched (a part of one counts as one; gpus_bought says how much of it)
     cards: int | None  # GPUs, all replicas
+    gpus_bought: int | None  # GPUs paid for: a smaller size of the server (its partial_gpus) or whole servers
+    gpus_per_server: int | None  # the system's GPUs per node (a part of a server: gpus_bought of these)
     tensor_parallel: int | None
     pipeline_parallel: int | None
     expert_parallel: int | None  # MoE: the GPUs a stage deals its experts over (TP × attention groups)
@@ -103,7 +117,7 @@ class PlanOption(Frozen):
     decode_flops: float | None
     power_per_card_w: float | None  # one GPU board, the datasheet's TDP
     power_w: float | None  # GPU boards, all of them
-    server_power_w: float | None  # whole servers
+    server_power_w: float | None  # the servers bought (k/N of one for k of its N GPUs)
     price_usd_per_card: float | None
     price_usd_per_server: float | None
     price_date: str | None
@@ -117,6 +131,9 @@ class PlanOption(Frozen):
     usd_per_hour: float | None  # the ranking's cost: rented where priced, else owned
     cost_basis: str | None
     usd_per_million_tokens: float | None
+    # how much of the option the goal uses: sequences wanted ÷ (replicas × max batch), or target tokens/s ÷ the
+    # option's tokens/s; None for a latency-only goal (the option is as large as the limits allow)
+    goal_use_fraction: float | None = None
     # on the cost-versus-latency frontier: no other option is as cheap per token with TTFT and TPOT as short,
     # and better in one of them (None: not feasible or not priced)
     pareto: bool | None = None
@@ -144,21 +161,33 @@ class PlanReport(Versioned):
 def _empty(system: SystemSpec | None, gpu: GpuSpec, reason: str, settings: Settings) -> PlanOption:
     fields: dict[str, Any] = dict.fromkeys(PlanOption.model_fields)
     fields.update(system=None if system is None else system.name, gpu=gpu.name, feasible=False, reason=reason,
+                  gpus_per_server=None if system is None else system.gpus_per_node,
                   capacity_bytes=gpu.memory_bytes, bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
                   price_usd_per_card=gpu.price_usd, price_date=gpu.price_date, step_tokens=settings.step_tokens)
     return PlanOption(**fields)
 
 
-def _option(search: Search, point: Point, prices: Prices, wanted: int | None) -> PlanOption:
-    system, gpu, w, layout = search.system, search.gpu, search.workload, point.layout
+def _goal_use(goal: Goal, point: Point, tokens_per_s: float | None) -> float | None:
+    """How much of an option the goal takes: sequences wanted ÷ the sequences its replicas hold, or the target
+    tokens/s ÷ its tokens/s; None for a latency-only goal."""
+    if goal.concurrency is not None:
+        return goal.concurrency / (point.replicas * point.max_batch)
+    if goal.target_tokens_per_s is not None and tokens_per_s:
+        return goal.target_tokens_per_s / tokens_per_s
+    return None
+
+
+def _option(search: Search, point: Point, prices: Prices, goal: Goal) -> PlanOption:
+    system, gpu, w, layout, wanted = search.system, search.gpu, search.workload, point.layout, goal.concurrency
     serving = point.serving
     gpus = point.replicas * layout.gpus
-    servers = servers_for(system, gpus)
+    servers, bought = servers_for(system, gpus), system.bought_gpus(gpus)
+    nodes = node_share(system, bought)
     concurrency = min(wanted, point.replicas * point.batch) if wanted else point.replicas * point.batch
     tpot = serving.time_per_output_token_s
     tokens_per_s = None if tpot is None else concurrency / tpot
     mem = stage_memory(search.model, gpu, w, layout, point.batch, w.prompt_tokens, w.output_tokens)
-    cost = option_cost(system, gpu, servers, gpus, prices)
+    cost = option_cost(system, gpu, nodes, gpus, prices)
     owned, rented = cost.owned, cost.rented
     owned_mtok = per_million_tokens(None if owned is None else owned.usd_per_hour, tokens_per_s)
     rented_mtok = per_million_tokens(None if rented is None else rented.usd_per_hour, tokens_per_s)
@@ -169,6 +198,7 @@ def _option(search: Search, point: Point, prices: Prices, wanted: int | None) ->
                                     search.settings.headroom)
     return PlanOption(
         rank=None, system=system.name, gpu=gpu.name, feasible=True, reason=None, servers=servers, cards=gpus,
+        gpus_bought=bought, gpus_per_server=system.gpus_per_node,
         tensor_parallel=layout.tp, pipeline_parallel=layout.pp, expert_parallel=layout.ep if moe else None,
         experts_per_gpu=experts_per_gpu(search.model, layout), replicas=point.replicas,
         batch_per_replica=point.batch, concurrency=concurrency, max_batch=point.max_batch,
@@ -184,7 +214,7 @@ def _option(search: Search, point: Point, prices: Prices, wanted: int | None) ->
         prefill_flops=point.chunk.time.prefill_flops, decode_bytes=None if decode is None else decode.time.decode_bytes,
         decode_flops=None if decode is None else decode.time.decode_flops,
         power_per_card_w=gpu.tdp_w, power_w=None if gpu.tdp_w is None else gpu.tdp_w * gpus,
-        server_power_w=system.server_power_w * servers,
+        server_power_w=system.server_power_w * nodes,
         price_usd_per_card=cost.price_usd_per_card, price_usd_per_server=cost.price_usd_per_server,
         price_date=cost.price_date, price_source=cost.price_source,
         owned_usd_per_hour=None if owned is None else owned.usd_per_hour,
@@ -194,22 +224,25 @@ def _option(search: Search, point: Point, prices: Prices, wanted: int | None) ->
         usd_per_hour=None if ranked is None else ranked.usd_per_hour,
         cost_basis=None if ranked is None else ranked.basis,
         usd_per_million_tokens=rented_mtok if rented is not None else owned_mtok,
+        goal_use_fraction=_goal_use(goal, point, tokens_per_s),
     )
 
 
 _RANKING = {
-    "cost": "$/Mtoken (rented where --prices gives a rental price, else owned; servers priced by their cards "
-            "alone after whole servers)",
-    "owned": "owned $/Mtoken (servers amortised + power)", "rented": "rented $/Mtoken (--prices)",
+    "cost": "$/h for the goal (rented where --prices gives a rental price, else owned; systems priced by their "
+            "cards alone after priced ones)",
+    "owned": "owned $/h (servers amortised + power)", "rented": "rented $/h (--prices)",
     "cards": "fewest GPUs", "throughput": "most tokens/s",
 }
 
 
 def _sort_key(option: PlanOption, sort: SortKey) -> tuple[Any, ...]:
-    chosen = {"owned": option.owned_usd_per_million_tokens, "rented": option.rented_usd_per_million_tokens}.get(
-        sort, option.usd_per_million_tokens)
+    """What the user pays per hour for the goal first (the cheapest hardware that meets it), then fewer GPUs, then
+    more tokens/s; $/Mtoken at full use is a column, not the ranking."""
+    chosen = {"owned": option.owned_usd_per_hour, "rented": option.rented_usd_per_hour}.get(
+        sort, option.usd_per_hour)
     partial = "host not priced" in ((option.rented_basis if sort == "rented" else option.cost_basis) or "")
-    cost = (chosen is None, partial, chosen or 0.0)  # a cost of the cards alone ranks after whole servers
+    cost = (chosen is None, partial, chosen or 0.0)  # a cost of the cards alone ranks after priced ones
     cards, speed = option.cards or 0, -(option.tokens_per_s or 0.0)
     if sort == "cards":
         return (cards, *cost, speed)
@@ -258,7 +291,7 @@ def plan(model: ModelSpec, systems: Iterable[tuple[SystemSpec, GpuSpec]], worklo
         if point is None:
             failed.append(_empty(system, gpu, search.beyond or search.last_reason or "no layout fits", settings))
         else:
-            feasible.append(_option(search, point, prices, goal.concurrency))
+            feasible.append(_option(search, point, prices, goal))
     feasible.sort(key=lambda o: _sort_key(o, sort))
     failed.sort(key=lambda o: (o.system is None, o.system or o.gpu))
     ranked = frontier([o.model_copy(update={"rank": i}) for i, o in enumerate(feasible, 1)])

@@ -2,12 +2,13 @@
 
 For each layout of a replica (fewest GPUs first, `layouts.layouts`), the largest batch that fits with headroom sets
 the fewest replicas; then the fewest replicas that also meet the latency limits are found by bisection (more
-replicas, smaller batches, lower TTFT and TPOT: monotone). The servers those replicas need are bought whole, so the
-GPUs they leave over hold more replicas. Among layouts the one with the fewest servers, then the most tokens/s,
-then the fewest GPUs wins. Every time comes from `estimate` on the replica's GPUs, joined by the link their group
-crosses, and the continuous-batching model of `serving`. An expert-parallel layout of g attention groups serves
-as g engines stepping together: each group's steps at its ⌈batch ÷ g⌉ sequences, with every MoE layer's dispatch
-and combine (`experts.moe_all_to_all_s`) added to its chunk and its decode step.
+replicas, smaller batches, lower TTFT and TPOT: monotone). The GPUs those replicas need are bought as the system is
+sold (`SystemSpec.bought_gpus`: a smaller size of the server where one holds them, else whole servers), so the GPUs
+they leave over hold more replicas. Among layouts the one with the fewest GPUs bought (a cost proxy), then the
+most tokens/s, then the fewest GPUs used wins. Every time comes from `estimate` on the replica's GPUs, joined by
+the link their group crosses, and the continuous-batching model of `serving`. An expert-parallel layout of g
+attention groups serves as g engines stepping together: each group's steps at its ⌈batch ÷ g⌉ sequences, with
+every MoE layer's dispatch and combine (`experts.moe_all_to_all_s`) added to its chunk and its decode step.
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ class Search:
         return Point(point.layout, replicas, point.batch, point.serving, point.decode, point.chunk, point.max_batch)
 
     def _concurrency(self, layout: Layout, max_batch: int, wanted: int) -> Point | None:
-        """Fewest replicas holding ``wanted`` sequences that meet the limits, then as many as the servers hold."""
+        """Fewest replicas holding ``wanted`` sequences that meet the limits, then as many as the GPUs bought hold."""
         first = math.ceil(wanted / max_batch)
 
         def fails(replicas: int) -> bool:
@@ -208,7 +209,7 @@ class Search:
                 return None
 
     def _latency(self, layout: Layout, max_batch: int) -> Point | None:
-        """The largest batch one replica serves within the limits, replicated over the servers it needs."""
+        """The largest batch one replica serves within the limits, replicated over the GPUs bought for it."""
         batch = largest_true(lambda b: self._ok(layout, b, max_batch) is not None, 1, max_batch)
         if batch < 1:
             return None
@@ -230,11 +231,12 @@ class Search:
         return self._latency(layout, max_batch)
 
     def best(self) -> Point | None:
-        """The winning layout: fewest servers (they are bought whole), then the most tokens/s, then fewer GPUs."""
+        """The winning layout: fewest GPUs bought, then the most tokens/s, then fewer GPUs used (layouts come
+        fewest GPUs first: one that needs more than the best found cannot win)."""
         found: Point | None = None
         for layout in layouts(self.model, self.system, max_nodes=self.settings.max_nodes,
                               allow_tp_across=self.settings.allow_tp_across):
-            if found is not None and servers_for(self.system, layout.gpus) > _key(self.system, found)[0]:
+            if found is not None and self.system.bought_gpus(layout.gpus) > _key(self.system, found)[0]:
                 break
             point = self.solve(layout)
             if point is not None and (found is None or _key(self.system, point) < _key(self.system, found)):
@@ -245,4 +247,4 @@ class Search:
 def _key(system: SystemSpec, point: Point) -> tuple[int, float, int]:
     gpus = point.replicas * point.layout.gpus
     rate = (point.serving.tokens_per_s or 0.0) * point.replicas
-    return servers_for(system, gpus), -rate, gpus
+    return system.bought_gpus(gpus), -rate, gpus

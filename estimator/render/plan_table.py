@@ -29,6 +29,21 @@ def _num(value: float | None, spec: str = ",.0f") -> str:
     return "—" if value is None else format(value, spec)
 
 
+def _servers(option: PlanOption) -> str:
+    """Servers bought, or the part of one: "2/8" is 2 GPUs of an 8-GPU server (a smaller size it is sold in)."""
+    bought, per = option.gpus_bought, option.gpus_per_server
+    if bought is not None and per is not None and bought < per:
+        return f"{bought}/{per}"
+    return _num(option.servers)
+
+
+def _share(fraction: float | None) -> str:
+    """How much of the option the goal uses: whole percent, one decimal below 10 %."""
+    if fraction is None:
+        return "—"
+    return f"{fraction:.0%}" if fraction >= 0.1 else f"{fraction:.1%}"
+
+
 def _ep(option: PlanOption) -> str:
     """An " EP n" suffix where a stage's experts spread over more GPUs than its TP group (data-parallel attention)."""
     ep, tp = option.expert_parallel, option.tensor_parallel
@@ -54,17 +69,17 @@ def render_plan(report: PlanReport, console: Console) -> None:
                   + f"; ranked by {report.ranking}; {report.settings.headroom:.0%} memory headroom",
                   highlight=False)
     columns = [Column("#", "right"), Column("system"), *(Column(name, "right") for name in (
-        "servers", "GPUs", "TP×PP×rep", "batch", "tok/s", "TTFT", "TPOT", "mem/GPU", "free", "GPU W", "server W",
+        "servers", "GPUs", "TP×PP×rep", "batch", "tok/s", "use", "TTFT", "TPOT", "mem/GPU", "free", "GPU W", "server W",
         "owned $/h", "rented $/h")), Column("$/Mtok", "right", wrap=True)]  # the last holds a reason where no fit
     rows: list[list[str]] = []
     for o in report.options:
         name = o.system or o.gpu
         if not o.feasible and o.cards is None:
-            rows.append(["—", escape(name), *[""] * 13, f"[red]{escape(o.reason or '')}[/]"])
+            rows.append(["—", escape(name), *[""] * 14, f"[red]{escape(o.reason or '')}[/]"])
             continue
-        row = [str(o.rank) if o.rank else "—", escape(name), _num(o.servers), str(o.cards),
+        row = [str(o.rank) if o.rank else "—", escape(name), _servers(o), str(o.cards),
                f"{o.tensor_parallel}×{o.pipeline_parallel}×{o.replicas}" + _ep(o), _num(o.batch_per_replica),
-               _num(o.tokens_per_s),
+               _num(o.tokens_per_s), _share(o.goal_use_fraction),
                "—" if o.time_to_first_token_s is None else format_seconds(o.time_to_first_token_s),
                "—" if o.time_per_output_token_s is None else format_seconds(o.time_per_output_token_s),
                "—" if o.memory_per_gpu_bytes is None else format_bytes(o.memory_per_gpu_bytes, binary=False),
@@ -76,8 +91,9 @@ def render_plan(report: PlanReport, console: Console) -> None:
             row[-1] = f"[red]{escape(o.reason or '')}[/]"
         rows.append(row)
     print_table(console, columns, rows, key=2, title_justify="left", show_lines=False)
-    console.print("Owned: server price amortised + whole-server power (* cards alone: the server has no price); "
-                  "rented: --prices. Prices are approximate, with their date in the JSON/CSV (price_date, "
+    console.print("Owned: server price amortised + server power, pro rata for a part of a server (servers 2/8: "
+                  "2 of its 8 GPUs; * cards alone: the server has no price); rented: --prices. use: how much of the "
+                  "option the goal takes. Prices are approximate, with their date in the JSON/CSV (price_date, "
                   "cost_basis).", highlight=False)
     on = [str(o.rank) for o in report.options if o.pareto]
     if len(on) > 1:

@@ -133,8 +133,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _opt("allow_tp_across_domains", "flag", False, "Let tensor parallel cross NVLink domains (PCIe, network).",
          "planning"),
     _opt("prices", "path", None, "YAML file of card prices (docs/planning.md).", "planning"),
-    _opt("sort", ch.SortBy, ch.SortBy.cost, "Rank by cost ($/Mtoken: rented where priced, else owned), owned, rented, "
-         "cards, or throughput.", "planning"),
+    _opt("sort", ch.SortBy, ch.SortBy.cost, "Rank by cost ($/h for the goal: rented where priced, else owned), owned, "
+         "rented, cards, or throughput.", "planning"),
     # sweep
     _opt("max_points", help="Largest grid evaluated (default 2,000,000 points, about 0.7 KB of memory each; 10m, "
          "2.5e7 accepted).", topic="output"),

@@ -30,7 +30,7 @@ def test_plan_table_lists_servers_and_costs() -> None:
     assert done.returncode == 0, done.stderr
     assert "$/Mtok" in done.stdout and "owned $/h" in done.stdout and "rented $/h" in done.stdout
     assert "hgx-h100" in done.stdout
-    assert "ranked by $/Mtoken" in done.stdout
+    assert "ranked by $/h for the goal" in done.stdout and "use" in done.stdout
 
 
 def test_plan_csv_has_a_row_per_system() -> None:
@@ -52,10 +52,13 @@ def test_prices_file_changes_figures_and_sentences(tmp_path: Path) -> None:
     done = run(*PLAN, "--systems", "hgx-h100", "--prices", str(prices), "--format", "json")
     assert done.returncode == 0, done.stderr
     option, before = json.loads(done.stdout)["options"][0], base["options"][0]
-    # owned: 250,000 / (5 × 8760) + 10,200 W × $0.2/kWh = 5.7078 + 2.04 per server-hour
-    assert option["owned_usd_per_hour"] == pytest.approx(250_000 / (5 * 8760) + 10.2 * 0.2, rel=1e-12)
+    # owned: 250,000 / (5 × 8760) + 10,200 W × $0.2/kWh = 5.7078 + 2.04 per server-hour, for the part of the
+    # HGX H100 bought (4 of its 8 GPUs hold the 32 sequences: half a server, pro rata)
+    share = option["gpus_bought"] / 8
+    assert (option["gpus_bought"], option["cards"]) == (4, 4)
+    assert option["owned_usd_per_hour"] == pytest.approx(share * (250_000 / (5 * 8760) + 10.2 * 0.2), rel=1e-12)
     assert option["owned_usd_per_hour"] != before["owned_usd_per_hour"]
-    assert option["rented_usd_per_hour"] == 20 and before["rented_usd_per_hour"] is None
+    assert option["rented_usd_per_hour"] == 20 * share and before["rented_usd_per_hour"] is None
     texts = " ".join(a["text"] for a in json.loads(done.stdout)["assumptions"])
     assert "over 5 years" in texts and "$0.2/kWh" in texts
     assert "over 3 years" not in texts and "0.13" not in texts  # the defaults it replaced are not stated

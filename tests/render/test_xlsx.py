@@ -56,7 +56,8 @@ def test_plan_xlsx(cli: Cli, tmp_path: Path) -> None:
     ttft = row["time_to_first_token_s (ms)"]
     assert ttft.value == option["time_to_first_token_s"] * 1e3 and ttft.number_format == "#,##0.00"
     cost = row["usd_per_million_tokens ($/Mtoken)"]
-    assert cost.value == option["usd_per_million_tokens"] and cost.number_format == '"$"#,##0.00'
+    stored = float(f"{option['usd_per_million_tokens']:.16g}")  # openpyxl writes a number with 16 digits ("%.16g")
+    assert cost.value == stored and cost.number_format == '"$"#,##0.00'
     # per card and total: an HGX H100 option, 8 boards at the H100's 700 W, its server's whole draw beside
     assert row["power_per_card_w (W)"].value == 700
     assert row["power_w (W)"].value == 700 * option["cards"] == option["power_w"]

@@ -9,9 +9,10 @@ const TRAIN_FIELDS = ["seq_len", "precision", "optimizer", "recompute", "zero", 
 const COMMON_FIELDS = ["model", "gpu", "system", "nodes", "batch", "profile"];
 const PLAN_COLUMNS = [
   ["rank", "#", "int"], ["system", "system", "text"], ["gpu", "GPU", "text"], ["cards", "GPUs", "int"],
-  ["layout", "TP×PP×rep", "text"], ["batch_per_replica", "batch", "int"], ["tokens_per_s", "tok/s", "rate"],
+  ["layout", "TP×PP×rep", "text"], ["batch_per_replica", "batch", "int"], ["tokens_per_s", "tok/s", "rate"], ["goal_use_fraction", "use", "percent"],
   ["time_to_first_token_s", "TTFT", "seconds"], ["time_per_output_token_s", "TPOT", "seconds"],
-  ["memory_per_gpu_bytes", "mem/GPU", "bytes"], ["usd_per_million_tokens", "$/Mtok", "usd"],
+  ["memory_per_gpu_bytes", "mem/GPU", "bytes"], ["usd_per_hour", "$/h", "usd"],
+  ["usd_per_million_tokens", "$/Mtok", "usd"],
   ["reason", "note", "text"],
 ];
 let planRows = [];
@@ -41,6 +42,7 @@ function formatted(kind, value) {
   if (kind === "seconds") return formatSeconds(value);
   if (kind === "rate") return formatRate(value);
   if (kind === "usd") return `$${value.toFixed(2)}`;
+  if (kind === "percent") return `${(value * 100).toFixed(value >= 0.1 ? 0 : 1)}%`;
   if (kind === "int") return Number(value).toLocaleString("en-US");
   return String(value);
 }
