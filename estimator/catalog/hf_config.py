@@ -269,7 +269,9 @@ def _read(reader: Callable[[Config], Architecture] | None, config: Config) -> Ar
     if reader is None:
         if model_type is None:
             raise SpecInvalid("config.json lacks required field 'model_type'")
-        raise SpecInvalid(unsupported_message(model_type))
+        from estimator.catalog.transformers_reader import read_with_transformers  # torch only on this path
+
+        reader = lambda c: read_with_transformers(c, unsupported_message(model_type))  # noqa: E731
     try:
         return reader(config)
     except ValidationError as error:

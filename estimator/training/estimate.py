@@ -372,8 +372,11 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
             tokens_per_s=time.step_tokens * w.dp * w.cp / time.step_s, mfu=time.mfu,
             model_flops_per_step=time.model_flops_step, executed_flops_per_gpu=time.executed_gpu,
             hypothetical=peak.per_gpu > gpu.memory_bytes),
-        assumptions=(*_assumptions(w, states, act), *experts[0]),
-        warnings=tuple(_warnings(arch, w, gpu, dtype, time, peak)),
+        assumptions=(*_assumptions(w, states, act), *experts[0],
+                     *([note(NoteCode.READ_BY_TRANSFORMERS, model=model.name, reader=arch.read_by)] if arch.read_by
+                       else [])),
+        warnings=(*_warnings(arch, w, gpu, dtype, time, peak),
+                  *(note(NoteCode.READ_NOT_HELD, model=model.name, what=what) for what in arch.read_notes)),
         explain=(*_explain(w, states, act, peak, time, peak_flop_per_s), *experts[1],
                  *dispatch_notes(arch, w, time.eager, act.stage_layers)),
     )

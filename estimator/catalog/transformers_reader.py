@@ -1,0 +1,139 @@
+"""Read a config.json no family file covers by building its model with Hugging Face transformers on the ``meta``
+device: no weights, no network, no memory for tensors.
+
+The tensors come from the model's own parameters (`estimator.catalog.meta_tensors`), so the parameter count is
+``sum(p.numel() for p in model.parameters())`` exactly, tied weights once. The layer kinds, attention widths,
+sliding windows, experts and recurrent mixers come from its modules and from the cache layers transformers would
+build for it (`estimator.catalog.meta_layers`); they decide the KV cache, the recurrent state and the times. What
+the architecture model cannot hold is said in ``read_notes``, never guessed: a tensor in no role (counted as
+``other``), a recurrent mixer whose state has no formula here, a top-k the modules and config do not state.
+
+torch and transformers are imported only on this path (the ``transformers`` extra). The model is built from the
+config dict (``AutoConfig.for_model``: transformers' own classes, never a checkpoint's remote code), and the derived
+architecture is cached as JSON in the estimator's cache folder, keyed by the config, the transformers and torch
+versions and this reader's source, so a 100-billion-parameter model is built once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from estimator.catalog.architecture import MAX_WIDTH, Architecture
+from estimator.catalog.meta_arch import architecture_of
+from estimator.errors import SpecInvalid, echoed
+
+EXTRA_HINT = "pip install 'llm-estimator[transformers]'"
+# metadata some configs carry that is no configuration field (as tools/hf_param_count.py); the count is the
+# architecture's, whatever a quantization_config says
+_IGNORED = frozenset({"model_type", "transformers_version", "_name_or_path", "auto_map", "quantization_config"})
+_SOURCES = ("transformers_reader.py", "meta_arch.py", "meta_layers.py", "meta_tensors.py", "architecture.py")
+
+
+def transformers_installed() -> bool:
+    """Whether torch and transformers can be imported (found without importing them)."""
+    return importlib.util.find_spec("transformers") is not None and importlib.util.find_spec("torch") is not None
+
+
+def read_with_transformers(config: Mapping[str, Any], unsupported: str) -> Architecture:
+    """The architecture of ``config`` as transformers builds it; ``unsupported`` is the refusal's first part
+    (no family file reads this model_type), completed by what would read it."""
+    model_type = str(config.get("model_type"))
+    if not transformers_installed():
+        raise SpecInvalid(f"{unsupported}; transformers may read it: {EXTRA_HINT}")
+    version = metadata.version("transformers")
+    key = _cache_key(config, version)
+    cached = _cached(key)
+    if cached is not None:
+        return cached
+    arch = _read(config, model_type, version, unsupported)
+    _store(key, arch)
+    return arch
+
+
+def _read(config: Mapping[str, Any], model_type: str, version: str, unsupported: str) -> Architecture:
+    import logging
+
+    import torch
+    import transformers
+
+    if model_type not in transformers.CONFIG_MAPPING:
+        raise SpecInvalid(f"{unsupported}; transformers {version} does not know it either")
+    fields = {k: v for k, v in config.items() if k not in _IGNORED}
+    log = logging.getLogger("transformers")
+    level = log.level
+    log.setLevel(logging.ERROR)  # its notes on odd token ids and defaults are not the user's concern here
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            built = transformers.AutoConfig.for_model(model_type, **fields)
+            with torch.device("meta"):
+                model = _instantiate(transformers, built)
+    except SpecInvalid:
+        raise
+    except Exception as error:  # transformers' own refusal of this config, in its words
+        detail = echoed(f"{type(error).__name__}: {error}".replace("\n", " "))
+        raise SpecInvalid(f"transformers {version} could not build {model_type} from this config.json: "
+                          f"{detail}") from None
+    finally:
+        log.setLevel(level)
+    return architecture_of(model, built, model_type, f"transformers {version}")
+
+
+def _instantiate(transformers: Any, config: Any) -> Any:
+    """A causal LM where transformers has one for this config, else a sequence-to-sequence LM (an encoder-decoder
+    with its LM head), else the bare model (an encoder)."""
+    for auto in (transformers.AutoModelForCausalLM, transformers.AutoModelForSeq2SeqLM, transformers.AutoModel):
+        if type(config) in auto._model_mapping:
+            return auto.from_config(config)
+    raise SpecInvalid(f"transformers has no model class for {config.model_type}")
+
+
+def _cache_key(config: Mapping[str, Any], version: str) -> str:
+    digest = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
+    digest.update(f"\0{version}\0{metadata.version('torch')}\0{MAX_WIDTH}".encode())
+    here = Path(__file__).resolve().parent
+    for name in _SOURCES:
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()
+
+
+def _cache_file(key: str) -> Path | None:
+    from estimator.catalog.parse_cache import cache_folder
+
+    folder = cache_folder()
+    return None if folder is None else folder / "transformers-read" / f"{key[:40]}.json"
+
+
+def _cached(key: str) -> Architecture | None:
+    """The architecture read before for this key; None when absent or unreadable (then it is built again)."""
+    file = _cache_file(key)
+    if file is None:
+        return None
+    try:
+        return Architecture.model_validate_json(file.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _store(key: str, arch: Architecture) -> None:
+    """Write atomically; a folder that cannot be written only means building again next time."""
+    file = _cache_file(key)
+    if file is None:
+        return
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=file.parent, prefix=".read.", suffix=".tmp")
+        with os.fdopen(handle, "w") as out:
+            out.write(arch.model_dump_json())
+        os.replace(temporary, file)
+    except OSError:
+        return
