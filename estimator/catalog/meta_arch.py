@@ -32,10 +32,13 @@ from estimator.catalog.meta_layers import (
     linear_widths,
 )
 from estimator.catalog.meta_tensors import meta_rows
+from estimator.errors import SpecInvalid
 
 _TOP_K = ("num_experts_per_tok", "moe_topk", "moe_k", "top_k", "num_experts_per_token", "moe_top_k",
           "router_top_k", "num_selected_experts")
+_TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")  # built with the model
 _FFN = ("mlp", "feed_forward", "ffn", "block_sparse_moe", "moe")
+_DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 _FFN_CLASSES = ("mlp", "feedforward", "layerff", "densereludense")
 
 
@@ -62,8 +65,10 @@ def _attention(kinds: list[LayerKind], text: Any, hidden: int, notes: list[str])
     first = modules[0]
     if getattr(first, "kv_a_proj_with_mqa", None) is not None:
         return _latent(text, heads_default)
-    widths = {attention_widths(m, heads_default, hidden) for m in modules}
-    heads, kv, head_dim, v_head = max(widths, key=lambda w: w[1] * (w[2] + w[3]))
+    shapes = [attention_widths(m, heads_default, hidden) for m in modules]
+    widths = {shape[1:] for shape in shapes}  # (KV heads, head width, value width): what the cache holds
+    kv, head_dim, v_head = max(widths, key=lambda w: w[0] * (w[1] + w[2]))
+    heads = max(shape[0] for shape in shapes if shape[1:] == (kv, head_dim, v_head))
     if len(widths) > 1:
         notes.append(f"attention layers differ in their K/V widths ({len(widths)} kinds): the KV cache takes the "
                      "widest for every attention layer (an upper bound)")
@@ -90,31 +95,41 @@ def _latent(text: Any, heads: int) -> Attention:
                      v_head_dim=latent.v_head_dim, latent=latent)
 
 
-def _recurrent(module: Any) -> Mamba2 | GatedDeltaNet | None:
+def _state_bytes(text: Any) -> int | None:
+    """The recurrent state's own dtype, where the config names one (``mamba_ssm_cache_dtype``, ``mamba_ssm_dtype``)."""
+    for name in ("mamba_ssm_cache_dtype", "mamba_ssm_dtype"):
+        value = str(getattr(text, name, "") or "").removeprefix("torch.")
+        if value in _DTYPE_BYTES:
+            return _DTYPE_BYTES[value]
+    return None
+
+
+def _recurrent(module: Any, state_bytes: int | None) -> Mamba2 | GatedDeltaNet | None:
     """A Mamba-2 or gated-DeltaNet mixer's fields from its module; None for another recurrent kind."""
     names = ("num_heads", "head_dim", "ssm_state_size", "n_groups", "conv_kernel_size")
     if all(_int(getattr(module, n, None)) for n in names):
         heads, head_dim, state, groups, kernel = (getattr(module, n) for n in names)
         return Mamba2(num_heads=heads, head_dim=head_dim, state_size=state, n_groups=groups, conv_kernel=kernel,
                       proj_bias=_bias(module, "in_proj"), out_bias=_bias(module, "out_proj"),
-                      conv_bias=_bias(module, "conv1d"), gated_norm=_has_weights(getattr(module, "norm", None)))
+                      conv_bias=_bias(module, "conv1d"), gated_norm=_has_weights(getattr(module, "norm", None)),
+                      state_dtype_bytes=state_bytes)
     names = ("num_k_heads", "num_v_heads", "head_k_dim", "head_v_dim", "conv_kernel_size")
     if all(_int(getattr(module, n, None)) for n in names):
         k_heads, v_heads, k_dim, v_dim, kernel = (getattr(module, n) for n in names)
         return GatedDeltaNet(num_k_heads=k_heads, num_v_heads=v_heads, head_k_dim=k_dim, head_v_dim=v_dim,
-                             conv_kernel=kernel)
+                             conv_kernel=kernel, state_dtype_bytes=state_bytes)
     return None
 
 
-def _mixers(kinds: list[LayerKind], notes: list[str]) -> tuple[list[Mixer], Mamba2 | None, GatedDeltaNet | None,
-                                                                 bool]:
+def _mixers(kinds: list[LayerKind], state_bytes: int | None,
+            notes: list[str]) -> tuple[list[Mixer], Mamba2 | None, GatedDeltaNet | None, bool]:
     """Each layer's mixer, the Mamba-2 and DeltaNet fields, and whether Mamba-2 runs beside attention."""
     mixers: list[Mixer] = []
     mamba: Mamba2 | None = None
     deltanet: GatedDeltaNet | None = None
     parallel, unread = False, set()
     for kind in kinds:
-        read = None if kind.recurrent is None else _recurrent(kind.recurrent)
+        read = None if kind.recurrent is None else _recurrent(kind.recurrent, state_bytes)
         if kind.recurrent is not None and read is None:
             unread.add(type(kind.recurrent).__name__)
         if isinstance(read, Mamba2):
@@ -147,10 +162,9 @@ def _moe(model_layers: list[Any], kinds: list[LayerKind], text: Any, hidden: int
     if at is None:
         return None
     experts, layer = kinds[at].experts, model_layers[at]
-    count = _int(getattr(experts, "num_experts", None)) or (len(experts) if hasattr(experts, "__len__") else 0)
+    count, width = _expert_shape(experts, hidden)
     if count < 2:
         return None
-    width = _int(getattr(experts, "intermediate_dim", None)) or linear_widths(experts[0], hidden)[0]
     router = next((m for m in layer.modules() if _int(getattr(m, "top_k", None))), None)
     top_k = _int(getattr(router, "top_k", None)) or _attr(text, *_TOP_K)
     if not top_k:
@@ -161,6 +175,22 @@ def _moe(model_layers: list[Any], kinds: list[LayerKind], text: Any, hidden: int
     return MixtureOfExperts(num_experts=count, experts_per_token=min(top_k or count, count),
                             expert_intermediate_size=width or hidden, shared_intermediate_size=shared,
                             shared_expert_gate=any(n.endswith("shared_expert_gate") for n, _ in layer.named_modules()))
+
+
+def _expert_shape(experts: Any, hidden: int) -> tuple[int, int]:
+    """(experts, width) of an experts module: its attributes, a list's first expert, or a fused
+    ``(experts, …)`` down projection's dimension that is not the hidden width."""
+    count = _int(getattr(experts, "num_experts", None))
+    width = _attr(experts, "intermediate_dim", "expert_dim", "intermediate_size")
+    if type(experts).__name__ == "ModuleList":
+        return count or len(experts), width or linear_widths(experts[0], hidden)[0]
+    fused = [p for name, p in experts.named_parameters() if p.dim() == 3 and "down" in name] or \
+        [p for p in experts.parameters() if p.dim() == 3]
+    if fused:
+        shape = tuple(int(d) for d in fused[0].shape)
+        count = count or shape[0]
+        width = width or next((d for d in shape[1:] if d != hidden), hidden)
+    return count, width
 
 
 def _mlp(model_layers: list[Any], kinds: list[LayerKind], moe: MixtureOfExperts | None, text: Any,
@@ -176,24 +206,39 @@ def _mlp(model_layers: list[Any], kinds: list[LayerKind], moe: MixtureOfExperts 
     return Mlp(intermediate_size=width, gated=True)
 
 
+def _model_notes(model: Any, config: Any, model_type: str, unclassified: list[str], *, has_head: bool) -> list[str]:
+    """What the architecture cannot hold of the model as a whole: tensors in no role, an encoder-decoder's
+    cross-attention, a missing LM head, a sparse-attention indexer's cached keys."""
+    notes = []
+    if unclassified:
+        notes.append(f"{len(unclassified)} tensor kinds fit no role and are counted as 'other': "
+                     + ", ".join(unclassified[:6]) + (" …" if len(unclassified) > 6 else ""))
+    if getattr(config, "is_encoder_decoder", False):
+        notes.append("an encoder-decoder: the KV cache is the decoder's self-attention; the cross-attention K/V of "
+                     "the encoder's tokens and the encoder's own run are not counted")
+    elif not has_head and any(getattr(m, "is_causal", False) for m in model.modules()):
+        raise SpecInvalid(f"transformers has no causal-LM or image-text-to-text class for {model_type}: its bare "
+                          "decoder, without an LM head, cannot be read exactly")
+    elif not has_head:
+        notes.append(f"transformers has no LM class for {model_type}: the bare model was built and is read as an "
+                     "encoder (no LM head, no KV cache)")
+    if any(name.endswith(".indexer") for name, _ in model.named_modules()):
+        notes.append("the sparse-attention indexer's cached keys are not in the KV cache")
+    return notes
+
+
 def architecture_of(model: Any, config: Any, model_type: str, reader: str) -> Architecture:
     """The whole architecture of ``model`` (built from ``config``), its tensors, and how it was read."""
     text = config.get_text_config(decoder=True)
     rows, unclassified = meta_rows(model)
-    notes: list[str] = []
-    if unclassified:
-        notes.append(f"{len(unclassified)} tensor kinds fit no role and are counted as 'other': "
-                     + ", ".join(unclassified[:6]) + (" …" if len(unclassified) > 6 else ""))
+    output = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    notes = _model_notes(model, config, model_type, unclassified, has_head=output is not None)
     embedding = model.get_input_embeddings()
     hidden = _attr(text, "hidden_size", "d_model", "n_embd") or int(embedding.weight.shape[1])
     layers = decoder_layers(model, _attr(text, "num_hidden_layers", "num_layers", "n_layer", "n_layers") or None)
     kinds = layer_kinds(layers, cache_windows(text, len(layers)))
-    mixers, mamba, deltanet, parallel = _mixers(kinds, notes)
+    mixers, mamba, deltanet, parallel = _mixers(kinds, _state_bytes(text), notes)
     moe = _moe(layers, kinds, text, hidden, notes)
-    output = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    if getattr(config, "is_encoder_decoder", False):
-        notes.append("an encoder-decoder: the KV cache is the decoder's self-attention; the cross-attention K/V of "
-                     "the encoder's tokens and the encoder's own run are not counted")
     windows = tuple(k.window if m == "attention" else None for k, m in zip(kinds, mixers, strict=True))
     position = _int(getattr(text, "max_position_embeddings", None))
     return Architecture(
@@ -209,4 +254,5 @@ def architecture_of(model: Any, config: Any, model_type: str, reader: str) -> Ar
         causal=output is not None, lm_head=output is not None,
         max_position_embeddings=position if 0 < position <= MAX_WIDTH else None,
         hidden_act=getattr(text, "hidden_act", None) if isinstance(getattr(text, "hidden_act", None), str) else None,
-        read_tensors=tuple(rows), read_by=reader, read_notes=tuple(notes))
+        read_tensors=tuple(rows), read_by=reader, read_notes=tuple(notes),
+        towers_read=tuple(k for k in _TOWER_KEYS if getattr(config, k, None) is not None))

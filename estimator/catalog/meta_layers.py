@@ -47,7 +47,8 @@ def _is_attention(module: Any) -> bool:
 def _is_recurrent(module: Any) -> bool:
     """A recurrent mixer: named so, or holding an SSM's state size or ``A_log`` (FalconH1Mixer)."""
     name = type(module).__name__
-    if any(word in name.lower() for word in ("norm", "layer", "block", "model", "cache")):
+    lower = name.lower()
+    if any(word in lower for word in ("norm", "model", "cache")) or lower.endswith(("decoderlayer", "block")):
         return False
     return _recurrent_name(name) or _int(getattr(module, "ssm_state_size", None)) > 0 \
         or "A_log" in dict(module.named_parameters(recurse=False))
@@ -84,31 +85,31 @@ def decoder_layers(model: Any, count: int | None) -> list[Any]:
     return list(max(sized or decoders, key=lambda pair: len(pair[1]))[1])
 
 
-def cache_windows(config: Any, layers: int) -> list[int | None]:
-    """Each layer's attention window as transformers' cache would keep it (None: the whole context)."""
+def cache_windows(config: Any, layers: int) -> list[int | None] | None:
+    """Each layer's attention window as transformers' cache would keep it (None: the whole context); None when
+    transformers cannot say (an older version, or a config its helper does not read)."""
     try:
         from transformers.cache_utils import get_layer_types_and_kwargs
 
         types, kwargs = get_layer_types_and_kwargs(config)
-    except Exception:  # an older transformers, or a config its helper does not read: no windows known
-        return [None] * layers
+    except Exception:
+        return None
     windows = [extra.get("sliding_window") if kind in ("sliding_attention", "chunked_attention", "hybrid_sliding")
                else None for kind, extra in zip(types, kwargs, strict=False)]
     windows = [w if isinstance(w, int) and w > 0 else None for w in windows]
     return (windows + [None] * layers)[:layers]
 
 
-def layer_kinds(layers: list[Any], windows: list[int | None]) -> list[LayerKind]:
-    """Each layer's mixer, experts and window; a module-level ``sliding_window`` wins over the cache's word."""
+def layer_kinds(layers: list[Any], windows: list[int | None] | None) -> list[LayerKind]:
+    """Each layer's mixer, experts and window: the cache's window, or without one the module's ``sliding_window``."""
     kinds = []
-    for layer, window in zip(layers, windows, strict=False):
+    for at, layer in enumerate(layers):
         recurrent = _first(layer, _is_recurrent)
         attention = _first(layer, _is_attention)
         if attention is not None and recurrent is not None and _contains(recurrent, attention):
             attention = None  # a recurrent block named *Attention (RWKV's time mix)
-        own = getattr(attention, "sliding_window", None)
-        kinds.append(LayerKind(attention, recurrent, _experts(layer),
-                               own if isinstance(own, int) and own > 0 else window))
+        own = _int(getattr(attention, "sliding_window", None)) or None
+        kinds.append(LayerKind(attention, recurrent, _experts(layer), own if windows is None else windows[at]))
     return kinds
 
 

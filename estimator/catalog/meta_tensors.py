@@ -7,9 +7,10 @@ tensor in every layer is one row with a count; a fused expert tensor (transforme
 one ``(experts, out, in)`` parameter) is one row per expert.
 
 A role is read from the owning module's class and the parameter's path, in this order: the model's input and
-output embeddings; norms (a module class named ``*Norm*``); biases; routed experts (``.experts.``), shared experts,
-routers (a ``gate``/``router`` module, ``*Router``); recurrent mixers' small tensors (``A_log``, ``D``,
-``dt_bias``, convolutions); then attention or feed-forward by the block's name. A tensor none of these places is
+output embeddings; a multimodal wrapper's projector and vision or audio towers (by their path); norms (a module
+class named ``*Norm*``); routed experts (``.experts.``), shared experts, routers (a ``gate``/``router`` module,
+``*Router``); recurrent mixers' small tensors (``A_log``, ``D``, ``dt_bias``, convolutions); then attention or
+feed-forward by the block's name; a bias outside norms and towers is a bias. A tensor none of these places is
 ``other``, counted in the weights and named in the report, never dropped.
 """
 
@@ -25,6 +26,10 @@ _LAYER_INDEX = re.compile(r"\.\d+(?=\.|$)")
 _ATTENTION_WORDS = ("self_attn", "attention", "attn", "mixer", "mamba", "linear_attn", "token_mixer", "conv",
                     "time_mix", "cross_attn", "encdecattention", "selfattention")
 _MLP_WORDS = ("mlp", "feed_forward", "ffn", "channel_mix", "densereludense", "layer.1.dense", "fc1", "fc2")
+_VISION = ("vision", "visual", "image_encoder", "vit")
+_AUDIO = ("audio", "speech", "whisper")
+_PROJECTOR = ("multi_modal", "mm_proj", "multimodal")
+_PROJECTOR_WORDS = ("projector", "projection", "adapter", "merger")
 _SSM_NAMES = {"A_log", "D", "dt_bias", "A", "dt_proj_bias"}
 
 
@@ -37,6 +42,10 @@ def _role(path: str, local: str, module: Any, embeddings: tuple[Any, Any]) -> st
     cls = type(module).__name__.lower()
     rules = (
         (module is embeddings[1], "lm_head"),
+        # a multimodal wrapper's projector into the text model, and its encoders
+        (any(p.startswith(_PROJECTOR) or any(w in p for w in _PROJECTOR_WORDS) for p in parents), "projector"),
+        (any(p.startswith(_VISION) for p in parents), "vision_tower"),
+        (any(p.startswith(_AUDIO) for p in parents), "audio_tower"),
         ("embedding" in cls, "position_embedding"),  # a position, token-type or relative-position table
         ("norm" in cls, "norm"),
         (".experts." in words or cls.endswith("experts"), "expert"),
@@ -48,6 +57,8 @@ def _role(path: str, local: str, module: Any, embeddings: tuple[Any, Any]) -> st
         (any(word in words for word in _MLP_WORDS), "mlp"),
     )
     role = next((role for hit, role in rules if hit), "other")
+    if role.endswith(("_tower", "projector")):
+        return role  # a tower's rows are the tower's, biases and norms included (as estimator.catalog.towers)
     if local.endswith("bias") and role != "norm" and local not in _SSM_NAMES and "correction_bias" not in local:
         return "bias"  # as the inventory counts a linear's or a router's bias
     return role

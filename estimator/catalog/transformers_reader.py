@@ -35,6 +35,10 @@ EXTRA_HINT = "pip install 'llm-estimator[transformers]'"
 # metadata some configs carry that is no configuration field (as tools/hf_param_count.py); the count is the
 # architecture's, whatever a quantization_config says
 _IGNORED = frozenset({"model_type", "transformers_version", "_name_or_path", "auto_map", "quantization_config"})
+# fields of the whole model, not of its language model: a wrapper's own word on them stands
+_WHOLE_MODEL = frozenset({"architectures", "dtype", "torch_dtype", "tie_word_embeddings", "use_cache", "bos_token_id",
+                          "eos_token_id", "pad_token_id", "initializer_range", "image_token_id", "video_token_id"})
+_AUTO_CLASSES = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModelForSeq2SeqLM", "AutoModel")
 _SOURCES = ("transformers_reader.py", "meta_arch.py", "meta_layers.py", "meta_tensors.py", "architecture.py")
 
 
@@ -62,8 +66,10 @@ def read_with_transformers(config: Mapping[str, Any], unsupported: str) -> Archi
 def _read(config: Mapping[str, Any], model_type: str, version: str, unsupported: str) -> Architecture:
     import logging
 
-    import torch
-    import transformers
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's and transformers' own deprecations are not the user's concern
+        import torch
+        import transformers
 
     if model_type not in transformers.CONFIG_MAPPING:
         raise SpecInvalid(f"{unsupported}; transformers {version} does not know it either")
@@ -75,6 +81,7 @@ def _read(config: Mapping[str, Any], model_type: str, version: str, unsupported:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             built = transformers.AutoConfig.for_model(model_type, **fields)
+            _refuse_unread_fields(fields, built, model_type)
             with torch.device("meta"):
                 model = _instantiate(transformers, built)
     except SpecInvalid:
@@ -88,11 +95,33 @@ def _read(config: Mapping[str, Any], model_type: str, version: str, unsupported:
     return architecture_of(model, built, model_type, f"transformers {version}")
 
 
+def _refuse_unread_fields(fields: Mapping[str, Any], built: Any, model_type: str) -> None:
+    """A wrapper's config class keeps its language model's fields in a nested text config: where this config.json
+    states them at the top level instead, transformers builds the text model from its defaults. Refused, naming
+    the fields, rather than read as the defaults."""
+    text = built.get_text_config(decoder=True)
+    if text is built:
+        return
+    lost = sorted(k for k, v in fields.items() if k not in _WHOLE_MODEL and not isinstance(v, Mapping)
+                  and hasattr(text, k) and _plain(getattr(text, k)) != _plain(v))
+    if lost:
+        shown = ", ".join(lost[:6]) + (f" and {len(lost) - 6} more" if len(lost) > 6 else "")
+        raise SpecInvalid(f"transformers' {model_type} config reads its language model from text_config; this "
+                          f"config.json states {shown} at the top level, where transformers would ignore them "
+                          "(nest them under text_config)")
+
+
+def _plain(value: Any) -> Any:
+    return [_plain(v) for v in value] if isinstance(value, list | tuple) else value
+
+
 def _instantiate(transformers: Any, config: Any) -> Any:
-    """A causal LM where transformers has one for this config, else a sequence-to-sequence LM (an encoder-decoder
-    with its LM head), else the bare model (an encoder)."""
-    for auto in (transformers.AutoModelForCausalLM, transformers.AutoModelForSeq2SeqLM, transformers.AutoModel):
-        if type(config) in auto._model_mapping:
+    """A causal LM where transformers has one for this config, else an image-text-to-text model (a multimodal
+    wrapper with its towers and LM head), else a sequence-to-sequence LM (an encoder-decoder with its LM head), else
+    the bare model (an encoder)."""
+    for name in _AUTO_CLASSES:
+        auto = getattr(transformers, name, None)
+        if auto is not None and type(config) in auto._model_mapping:
             return auto.from_config(config)
     raise SpecInvalid(f"transformers has no model class for {config.model_type}")
 
