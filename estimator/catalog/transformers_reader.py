@@ -27,7 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from estimator.catalog.architecture import MAX_WIDTH, Architecture
+from estimator.catalog.architecture import MAX_LAYERS, MAX_WIDTH, Architecture
 from estimator.catalog.meta_arch import architecture_of
 from estimator.errors import SpecInvalid, echoed
 
@@ -74,6 +74,7 @@ def _read(config: Mapping[str, Any], model_type: str, version: str, unsupported:
     if model_type not in transformers.CONFIG_MAPPING:
         raise SpecInvalid(f"{unsupported}; transformers {version} does not know it either")
     fields = {k: v for k, v in config.items() if k not in _IGNORED}
+    _refuse_too_many(fields)
     log = logging.getLogger("transformers")
     level = log.level
     log.setLevel(logging.ERROR)  # its notes on odd token ids and defaults are not the user's concern here
@@ -93,6 +94,17 @@ def _read(config: Mapping[str, Any], model_type: str, version: str, unsupported:
     finally:
         log.setLevel(level)
     return architecture_of(model, built, model_type, f"transformers {version}")
+
+
+def _refuse_too_many(fields: Mapping[str, Any]) -> None:
+    """Layer and expert counts past `MAX_LAYERS` are refused before anything is built: each would be a module
+    (a config sent to `estimator serve` is anyone's), and no published model comes near (126 layers, 512 experts)."""
+    for key, value in fields.items():
+        if isinstance(value, Mapping):
+            _refuse_too_many(value)
+        elif ("layer" in key or "expert" in key) and isinstance(value, int) and value > MAX_LAYERS:
+            raise SpecInvalid(f"config.json field {echoed(key)!r} is {value:,}: more than the {MAX_LAYERS:,} a "
+                              "model is read with")
 
 
 def _refuse_unread_fields(fields: Mapping[str, Any], built: Any, model_type: str) -> None:
