@@ -207,12 +207,13 @@ def _mlp(model_layers: list[Any], kinds: list[LayerKind], moe: MixtureOfExperts 
 
 
 def _model_notes(model: Any, config: Any, model_type: str, unclassified: list[str], *, has_head: bool) -> list[str]:
-    """What the architecture cannot hold of the model as a whole: tensors in no role, an encoder-decoder's
-    cross-attention, a missing LM head, a sparse-attention indexer's cached keys."""
+    """What the architecture cannot hold of the model as a whole: tensors in no role, an encoder-decoder's or a
+    decoder's cross-attention, a missing LM head (refused for a decoder), a sparse-attention indexer's keys."""
     notes = []
     if unclassified:
         notes.append(f"{len(unclassified)} tensor kinds fit no role and are counted as 'other': "
                      + ", ".join(unclassified[:6]) + (" …" if len(unclassified) > 6 else ""))
+    classes = {type(m).__name__.lower() for m in model.modules()}
     if getattr(config, "is_encoder_decoder", False):
         notes.append("an encoder-decoder: the KV cache is the decoder's self-attention; the cross-attention K/V of "
                      "the encoder's tokens and the encoder's own run are not counted")
@@ -222,6 +223,8 @@ def _model_notes(model: Any, config: Any, model_type: str, unclassified: list[st
     elif not has_head:
         notes.append(f"transformers has no LM class for {model_type}: the bare model was built and is read as an "
                      "encoder (no LM head, no KV cache)")
+    elif any("crossattention" in name for name in classes):
+        notes.append("its cross-attention layers' K/V of the encoder's (image) tokens are not counted")
     if any(name.endswith(".indexer") for name, _ in model.named_modules()):
         notes.append("the sparse-attention indexer's cached keys are not in the KV cache")
     return notes

@@ -84,7 +84,7 @@ def _read(config: Mapping[str, Any], model_type: str, version: str, unsupported:
             built = transformers.AutoConfig.for_model(model_type, **fields)
             _refuse_unread_fields(fields, built, model_type)
             with torch.device("meta"):
-                model = _instantiate(transformers, built)
+                model = _instantiate(transformers, built, towers="vision_config" in fields)
     except SpecInvalid:
         raise
     except Exception as error:  # transformers' own refusal of this config, in its words
@@ -127,11 +127,14 @@ def _plain(value: Any) -> Any:
     return [_plain(v) for v in value] if isinstance(value, list | tuple) else value
 
 
-def _instantiate(transformers: Any, config: Any) -> Any:
+def _instantiate(transformers: Any, config: Any, *, towers: bool) -> Any:
     """A causal LM where transformers has one for this config, else an image-text-to-text model (a multimodal
-    wrapper with its towers and LM head), else a sequence-to-sequence LM (an encoder-decoder with its LM head), else
-    the bare model (an encoder)."""
-    for name in _AUTO_CLASSES:
+    wrapper with its towers and LM head; tried first where the config.json has a ``vision_config``), else a
+    sequence-to-sequence LM (an encoder-decoder with its LM head), else the bare model (an encoder)."""
+    names: tuple[str, ...] = _AUTO_CLASSES
+    if towers:  # the whole wrapper: a causal LM class builds its text model alone (Qwen3_5Config, MllamaConfig)
+        names = ("AutoModelForImageTextToText", *names)
+    for name in names:
         auto = getattr(transformers, name, None)
         if auto is not None and type(config) in auto._model_mapping:
             return auto.from_config(config)
