@@ -24,9 +24,10 @@ from estimator.catalog.architecture import (
     Mlp,
 )
 from estimator.catalog.meta_layers import (
+    HELD_CACHE_KINDS,
     LayerKind,
     attention_widths,
-    cache_windows,
+    cache_layers,
     decoder_layers,
     layer_kinds,
     linear_widths,
@@ -35,7 +36,7 @@ from estimator.catalog.meta_tensors import meta_rows
 from estimator.errors import SpecInvalid
 
 _TOP_K = ("num_experts_per_tok", "moe_topk", "moe_k", "top_k", "num_experts_per_token", "moe_top_k",
-          "router_top_k", "num_selected_experts")
+          "router_top_k", "num_selected_experts", "top_k_experts")
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")  # built with the model
 _FFN = ("mlp", "feed_forward", "ffn", "block_sparse_moe", "moe")
 _DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
@@ -239,7 +240,12 @@ def architecture_of(model: Any, config: Any, model_type: str, reader: str) -> Ar
     embedding = model.get_input_embeddings()
     hidden = _attr(text, "hidden_size", "d_model", "n_embd") or int(embedding.weight.shape[1])
     layers = decoder_layers(model, _attr(text, "num_hidden_layers", "num_layers", "n_layer", "n_layers") or None)
-    kinds = layer_kinds(layers, cache_windows(text, len(layers)))
+    cached = cache_layers(text, len(layers))
+    kinds = layer_kinds(layers, None if cached is None else cached[0])
+    for kind in sorted(set(cached[1] if cached else ()) - HELD_CACHE_KINDS):
+        count = cached[1].count(kind) if cached else 0
+        notes.append(f"{count} layers cache as transformers' {kind}, which this reader holds as full attention "
+                     "(an upper bound)")
     mixers, mamba, deltanet, parallel = _mixers(kinds, _state_bytes(text), notes)
     moe = _moe(layers, kinds, text, hidden, notes)
     windows = tuple(k.window if m == "attention" else None for k, m in zip(kinds, mixers, strict=True))

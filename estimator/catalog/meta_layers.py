@@ -85,9 +85,16 @@ def decoder_layers(model: Any, count: int | None) -> list[Any]:
     return list(max(sized or decoders, key=lambda pair: len(pair[1]))[1])
 
 
-def cache_windows(config: Any, layers: int) -> list[int | None] | None:
-    """Each layer's attention window as transformers' cache would keep it (None: the whole context); None when
-    transformers cannot say (an older version, or a config its helper does not read)."""
+# the cache layer kinds of transformers' DynamicCache this reader holds: attention (whole or windowed), recurrent
+# state, and layers that cache nothing
+HELD_CACHE_KINDS = frozenset({"full_attention", "sliding_attention", "chunked_attention", "hybrid", "hybrid_sliding",
+                              "linear_attention", "conv", "dummy"})
+
+
+def cache_layers(config: Any, layers: int) -> tuple[list[int | None], list[str]] | None:
+    """Each layer's attention window as transformers' cache would keep it (None: the whole context) and its cache
+    kind (``full_attention``, ``sliding_attention``, ``compressed_sparse_attention``...); None when transformers
+    cannot say (an older version, or a config its helper does not read)."""
     try:
         from transformers.cache_utils import get_layer_types_and_kwargs
 
@@ -97,7 +104,7 @@ def cache_windows(config: Any, layers: int) -> list[int | None] | None:
     windows = [extra.get("sliding_window") if kind in ("sliding_attention", "chunked_attention", "hybrid_sliding")
                else None for kind, extra in zip(types, kwargs, strict=False)]
     windows = [w if isinstance(w, int) and w > 0 else None for w in windows]
-    return (windows + [None] * layers)[:layers]
+    return (windows + [None] * layers)[:layers], [str(kind) for kind in types][:layers]
 
 
 def layer_kinds(layers: list[Any], windows: list[int | None] | None) -> list[LayerKind]:

@@ -51,7 +51,7 @@ def _role(path: str, local: str, module: Any, embeddings: tuple[Any, Any]) -> st
         (".experts." in words or cls.endswith("experts"), "expert"),
         (any(word in words for word in ("shared_expert_gate", "correction_bias", "moe_statics")), "router"),
         ("shared_expert" in words or "shared_mlp" in words, "shared_expert"),
-        ("router" in cls or parents[-1:] in (["gate"], ["router"]) or parents[-2:-1] == ["gate"], "router"),
+        ("router" in cls or bool({"gate", "router"} & set(parents[-2:])), "router"),
         (local in _SSM_NAMES or "conv" in cls, "ssm"),
         (any(word in words for word in _ATTENTION_WORDS), "attention"),
         (any(word in words for word in _MLP_WORDS), "mlp"),

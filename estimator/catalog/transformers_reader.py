@@ -72,7 +72,10 @@ def _read(config: Mapping[str, Any], model_type: str, version: str, unsupported:
         import transformers
 
     if model_type not in transformers.CONFIG_MAPPING:
-        raise SpecInvalid(f"{unsupported}; transformers {version} does not know it either")
+        inner = _known_text_config(config, transformers.CONFIG_MAPPING)
+        if inner is None:
+            raise SpecInvalid(f"{unsupported}; transformers {version} does not know it either")
+        return _read(inner, str(inner["model_type"]), version, unsupported)  # its towers: said uncounted
     fields = {k: v for k, v in config.items() if k not in _IGNORED}
     _refuse_too_many(fields)
     log = logging.getLogger("transformers")
@@ -102,7 +105,7 @@ def _refuse_too_many(fields: Mapping[str, Any]) -> None:
     for key, value in fields.items():
         if isinstance(value, Mapping):
             _refuse_too_many(value)
-        elif ("layer" in key or "expert" in key) and isinstance(value, int) and value > MAX_LAYERS:
+        elif key.endswith(("layers", "layer", "experts")) and isinstance(value, int) and value > MAX_LAYERS:
             raise SpecInvalid(f"config.json field {echoed(key)!r} is {value:,}: more than the {MAX_LAYERS:,} a "
                               "model is read with")
 
@@ -125,6 +128,15 @@ def _refuse_unread_fields(fields: Mapping[str, Any], built: Any, model_type: str
 
 def _plain(value: Any) -> Any:
     return [_plain(v) for v in value] if isinstance(value, list | tuple) else value
+
+
+def _known_text_config(config: Mapping[str, Any], known: Any) -> Mapping[str, Any] | None:
+    """A wrapper transformers does not know: its nested language model's config, where transformers knows that."""
+    for key in ("text_config", "language_config", "llm_config"):
+        inner = config.get(key)
+        if isinstance(inner, Mapping) and isinstance(inner.get("model_type"), str) and inner["model_type"] in known:
+            return inner
+    return None
 
 
 def _instantiate(transformers: Any, config: Any, *, towers: bool) -> Any:

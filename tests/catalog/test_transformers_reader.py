@@ -18,7 +18,7 @@ import pytest
 
 from estimator.catalog import transformers_reader
 from estimator.catalog.files import read_yaml
-from estimator.catalog.hf_config import architecture_from_config
+from estimator.catalog.hf_config import architecture_from_config, unsupported_message
 from estimator.errors import SpecInvalid
 from estimator.model.inventory import param_count, tensor_inventory
 from estimator.model.memory import kv_elements_per_token
@@ -57,7 +57,7 @@ def test_a_wrapper_neither_it_nor_its_text_model_read_here_is_refused_by_its_own
         architecture_from_config(_config("meta-models--Muse-Glimmer-30B"))
 
 
-@pytest.mark.parametrize("name", sorted(n for n in SOURCES if not SOURCES[n].get("refused")))
+@pytest.mark.parametrize("name", sorted(n for n, s in SOURCES.items() if not (s.get("refused") or s.get("direct"))))
 @pytest.mark.hf
 @hf_only
 def test_real_configs_count_exactly_as_transformers_builds_them(name: str) -> None:
@@ -74,8 +74,8 @@ def _transformers_count(config: dict[str, Any]) -> int:
 
     fields = {k: v for k, v in config.items() if k not in ("model_type", "transformers_version", "quantization_config")}
     built = transformers.AutoConfig.for_model(config["model_type"], **fields)
-    auto = next(a for a in (transformers.AutoModelForCausalLM, transformers.AutoModelForImageTextToText)
-                if type(built) in a._model_mapping)
+    autos = (transformers.AutoModelForCausalLM, transformers.AutoModelForImageTextToText)
+    auto = next(a for a in (autos[::-1] if "vision_config" in config else autos) if type(built) in a._model_mapping)
     with torch.device("meta"):
         return sum(p.numel() for p in auto.from_config(built).parameters())  # type: ignore[no-untyped-call]
 
@@ -135,6 +135,36 @@ def test_a_wrappers_text_fields_at_the_top_level_are_refused_not_read_as_default
     with pytest.raises(SpecInvalid, match=r"step3p7 config reads its language model from text_config; this "
                                           r"config.json states layer_types, .*sliding_window"):
         architecture_from_config(_config("stepfun-ai--Step-3.7-Flash"))
+
+
+# What the architecture cannot hold of today's families, as the reader says it (the parameters stay exact):
+# DeepSeek-V4's compressed attention layers and indexer keys, its hyper-connection tensors (hc_head.*), which fit no
+# role; Gemma 4's global layers, whose K/V heads and widths are not the sliding layers'.
+NOT_HELD = {"deepseek-ai--DeepSeek-V4-Flash": ("compressed_sparse_attention", "heavily_compressed_attention",
+                                               "indexer", "hc_head.hc_base"),
+            "google--gemma-4-26B-A4B": ("differ in their K/V widths",)}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_HELD))
+@pytest.mark.hf
+@hf_only
+def test_todays_families_count_exactly_and_say_what_they_do_not_hold(name: str) -> None:
+    config = _config(name)
+    arch = transformers_reader.read_with_transformers(config, unsupported_message(config["model_type"]))
+    assert param_count(arch) == SOURCES[name]["hf_params"] == _transformers_count(config)
+    notes = " ".join(arch.read_notes)
+    assert all(said in notes for said in NOT_HELD[name]), notes
+
+
+@pytest.mark.hf
+@hf_only
+def test_a_wrapper_transformers_does_not_know_falls_back_to_its_text_model_or_one_line() -> None:
+    """Kimi-K3: transformers knows neither kimi_k3 nor, from this config, how to build its kimi_linear text model
+    (an activation it has no function for): one line, never a guess."""
+    config = _config("moonshotai--Kimi-K3")
+    with pytest.raises(SpecInvalid) as refused:
+        transformers_reader.read_with_transformers(config, unsupported_message("kimi_k3"))
+    assert "could not build kimi_linear" in str(refused.value) and "\n" not in str(refused.value)
 
 
 @pytest.mark.hf
