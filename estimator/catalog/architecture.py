@@ -263,6 +263,12 @@ class Architecture(_Arch):
     # count) rows, and the config keys they were read from
     towers: tuple[tuple[str, str, Count, Count], ...] = ()
     towers_read: tuple[str, ...] = ()
+    # a model read by building it with transformers on the meta device (estimator.catalog.transformers_reader):
+    # its tensors as (name, role, numel, count, in_features) rows, which are the inventory in place of the one the
+    # fields above give; the reader ("transformers 5.25.0"); what it could not hold (said in the report)
+    read_tensors: tuple[tuple[str, str, Count, Count, Count], ...] = ()
+    read_by: str | None = None
+    read_notes: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> Architecture:

@@ -265,6 +265,8 @@ def architecture_from_config(config: Config) -> Architecture:
     model_type = config.get("model_type")
     reader = _reader(model_type)
     inner = _unwrapped(config) if reader is None or model_type in TOWER_READERS else None
+    if inner is not None and reader is None and _reader(inner.get("model_type")) is None:
+        inner = None  # no reader here for the wrapper nor its text model: transformers reads the whole model
     arch = architecture_from_config(inner) if inner is not None else _read(reader, config)
     rows, keys = tower_rows(config)
     tokens = CROSS_ATTENTION_TOKENS.get(str(model_type))
@@ -280,7 +282,9 @@ def _read(reader: Callable[[Config], Architecture] | None, config: Config) -> Ar
     if reader is None:
         if model_type is None:
             raise SpecInvalid("config.json lacks required field 'model_type'")
-        raise SpecInvalid(unsupported_message(model_type))
+        from estimator.catalog.transformers_reader import read_with_transformers  # torch only on this path
+
+        reader = lambda c: read_with_transformers(c, unsupported_message(model_type))  # noqa: E731
     try:
         return reader(config)
     except ValidationError as error:

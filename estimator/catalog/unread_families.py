@@ -7,19 +7,17 @@ Each reason names the mechanism from transformers 5.25's configuration and model
 
 from __future__ import annotations
 
-_GEMMA4 = ("Gemma 4 gives its full-attention layers their own head width and K/V heads (global_head_dim, "
-           "num_global_key_value_heads, keys reused as values) and lets its last layers reuse earlier layers' K/V "
-           "(num_kv_shared_layers), beside per-layer input embeddings and a MoE block next to the MLP; the "
-           "estimator's attention layers share one shape")
+_GEMMA4 = ("Gemma 4's full-attention layers have their own head width and K/V heads (global_head_dim), its last "
+           "layers reuse earlier layers' K/V (num_kv_shared_layers); the estimator's attention layers share one "
+           "shape")
 _MINIMAX_M3 = ("MiniMax-M3 attends through a block-sparse indexer (index_n_heads, index_block_size, "
                "index_topk_blocks) beside dense and MoE layer schedules that no reader here takes")
 NOT_READ: dict[str, str] = {
     "gemma4_text": _GEMMA4,
     "gemma4": _GEMMA4,
-    "deepseek_v4": ("DeepSeek-V4 compresses each layer's K/V at its own rate (compress_rates: compressed sparse and "
-                    "heavily compressed attention beside a sliding window), widens the residual stream into hc_mult "
-                    "hyper-connections and projects its output through grouped low-rank weights (o_groups, "
-                    "o_lora_rank); none of these is an attention layout the estimator holds"),
+    "deepseek_v4": ("DeepSeek-V4 compresses each layer's K/V at its own rate (compress_rates) and adds "
+                    "hyper-connections (hc_mult) and grouped low-rank outputs (o_groups): no attention layout the "
+                    "estimator holds"),
     "minimax_m3": _MINIMAX_M3,
     "minimax_m3_vl": _MINIMAX_M3,
     "minimax_m3_vl_text": _MINIMAX_M3,

@@ -155,6 +155,7 @@ def _warnings(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, dtype: str, 
         warnings.append(note(NoteCode.ENCODER, model=model.name))
     if model.uncounted_towers:
         warnings.append(note(NoteCode.UNCOUNTED_TOWERS, model=model.name, towers=", ".join(model.uncounted_towers)))
+    warnings += [note(NoteCode.READ_NOT_HELD, model=model.name, what=what) for what in arch.read_notes]
     if arch.max_position_embeddings and w.context_tokens > arch.max_position_embeddings:
         warnings.append(note(NoteCode.CONTEXT_TOO_LONG, tokens=w.context_tokens, limit=arch.max_position_embeddings))
     return warnings
@@ -212,6 +213,8 @@ def _assumptions(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload) -> list[N
         *([note(NoteCode.MODEL_SOURCE, source=model.origin)] if model.origin is not None else []),
         *_checkpoint_note(model, w),
         *_towers_note(model),
+        *([note(NoteCode.READ_BY_TRANSFORMERS, model=model.name, reader=arch.read_by)] if arch and arch.read_by
+          else []),
         *([note(NoteCode.MLA_CACHE, layout=w.mla_layout)] if mla else []),
         note(NoteCode.PROFILE, profile=w.profile.name, description=w.profile.description),
         _capacity_note(gpu),

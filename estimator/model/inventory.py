@@ -157,7 +157,11 @@ def _moe_tensors(arch: Architecture) -> list[TensorGroup]:
 
 @cache
 def tensor_inventory(arch: Architecture) -> tuple[TensorGroup, ...]:
-    """Every parameter tensor of ``arch``, grouped; tied embeddings appear once."""
+    """Every parameter tensor of ``arch``, grouped; tied embeddings appear once. A model read from the modules
+    transformers built (`Architecture.read_tensors`) has exactly those tensors."""
+    if arch.read_tensors:
+        return tuple(TensorGroup(name, Role(role), numel, count, width)
+                     for name, role, numel, count, width in arch.read_tensors)
     h = arch.hidden_size
     out = [TensorGroup("embed_tokens.weight", Role.EMBEDDING, (arch.vocab_size + arch.extra_embedding_rows) * h, 1)]
     if arch.position_embeddings:

@@ -23,7 +23,7 @@ from estimator.notes.arithmetic import EXPECTED as _EXPECTED
 from estimator.notes.arithmetic import PHASE_SPECS as _PHASE_SPECS
 from estimator.notes.arithmetic import TIERS, Bytes, divided, expected, gpu_buffers, kv_split, span, weights_split
 from estimator.notes.expert_notes import SPECS as _EXPERT_SPECS
-from estimator.notes.model_notes import HEADERS, TOWERS, headers, state_per_sequence, towers_counted, uncounted_towers
+from estimator.notes.model_notes import SPECS as _MODEL_SPECS
 from estimator.notes.training_notes import OVERLAP, amp, deepspeed, fp8_training, no_overlap, overlap
 from estimator.report import Frozen
 from estimator.units import format_bytes, format_rate_bytes, format_seconds
@@ -47,6 +47,7 @@ class NoteCode(str, Enum):
     SIZE_ONLY_TIME = "size-only-time"
     ENCODER = "encoder"
     UNCOUNTED_TOWERS = "uncounted-towers"
+    READ_NOT_HELD = "read-not-held"
     CONTEXT_TOO_LONG = "context-too-long"
     SEQ_LEN_TOO_LONG = "seq-len-too-long"
     CONTEXT_LIMIT = "context-limit"
@@ -105,6 +106,7 @@ class NoteCode(str, Enum):
     CHECKPOINT_HEADERS = "checkpoint-headers"
     MODEL_SOURCE = "model-source"
     TOWERS_COUNTED = "towers-counted"
+    READ_BY_TRANSFORMERS = "read-by-transformers"
     STATE_PER_SEQUENCE = "state-per-sequence"
     OWNED_COST = "owned-cost"
     PRICE_SOURCE = "price-source"
@@ -216,10 +218,6 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         "--dtype overrides")),
     _C.CHECKPOINT_OVERRIDDEN: ({"method": str, "format": str}, lambda v, b: (
         f"--dtype {v['format']} overrides the checkpoint's own format ({v['method']})")),
-    _C.CHECKPOINT_HEADERS: (HEADERS, headers),
-    _C.MODEL_SOURCE: ({"source": str}, lambda v, b: f"model read from {v['source']}"),
-    _C.UNCOUNTED_TOWERS: (TOWERS, uncounted_towers), _C.TOWERS_COUNTED: (TOWERS, towers_counted),
-    _C.STATE_PER_SEQUENCE: ({"layers": int, "kind": str, "bytes_per_sequence": int}, state_per_sequence),
     _C.LOGITS: ({"positions": str}, lambda v, b: (
         f"logits computed for {'every prompt position' if v['positions'] == 'all' else 'the last position only'}")),
     _C.TENSOR_PARALLEL: ({"gpus": int}, lambda v, b: (
@@ -333,7 +331,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.MOE_DECODE: ({"experts": int, "per_token": int, "sequences": int, "experts_read": float}, lambda v, b: (
         f"MoE decode: {v['experts']} × (1 − (1 − {v['per_token']}/{v['experts']})^{v['sequences']}) = "
         f"{v['experts_read']:.2f} of {v['experts']} experts read per layer per step")),
-    **{_C(code): spec for code, spec in {**_EXPERT_SPECS, **_PHASE_SPECS}.items()},
+    **{_C(code): spec for code, spec in {**_EXPERT_SPECS, **_PHASE_SPECS, **_MODEL_SPECS}.items()},
     _C.MODEL_STATES: ({"trainable_params": int, "weights_bytes": int, "gradient_bytes": int, "master_bytes": int,
                       "optimizer_bytes": int, "zero_stage": int, "dp": int, "model_parallel": int}, lambda v, b: (
         f"model states: {v['trainable_params']:,} trainable params → weights {b(v['weights_bytes'])} + grads "

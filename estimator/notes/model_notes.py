@@ -1,5 +1,5 @@
 """The wording of the notes that say how a model was read: a checkpoint's file headers, a multimodal wrapper's
-towers counted or not, the fixed state its layers hold per sequence."""
+towers counted or not, the fixed state its layers hold per sequence, a family read by building it with transformers."""
 
 from __future__ import annotations
 
@@ -31,3 +31,25 @@ def state_per_sequence(v: Mapping[str, Any], b: Bytes) -> str:
             else "conv + recurrent state, whatever the context")
     return (f"{v['layers']} {v['kind']} layers hold a fixed state of {b(v['bytes_per_sequence'])} per sequence "
             f"({what}), beside the KV cache of the attention layers")
+
+
+def read_by(v: Mapping[str, Any], b: Bytes) -> str:
+    return (f"{v['model']} has no family file here: it was read by building it with {v['reader']} on the meta "
+            "device (no weights): parameters and tensors are the model's own; layer kinds, KV heads, windows, experts "
+            "and recurrent mixers as its modules are")
+
+
+def not_held(v: Mapping[str, Any], b: Bytes) -> str:
+    return f"{v['model']} (read by transformers): {v['what']}"
+
+
+# the notes' table entries of these wordings, by code (read-by-transformers is an assumption, read-not-held a warning)
+SPECS: dict[str, tuple[dict[str, type | tuple[type, ...]], Callable[[Mapping[str, Any], Bytes], str]]] = {
+    "checkpoint-headers": (HEADERS, headers),
+    "model-source": ({"source": str}, lambda v, b: f"model read from {v['source']}"),
+    "uncounted-towers": (TOWERS, uncounted_towers),
+    "towers-counted": (TOWERS, towers_counted),
+    "state-per-sequence": ({"layers": int, "kind": str, "bytes_per_sequence": int}, state_per_sequence),
+    "read-by-transformers": ({"model": str, "reader": str}, read_by),
+    "read-not-held": ({"model": str, "what": str}, not_held),
+}

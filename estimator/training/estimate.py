@@ -373,8 +373,11 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
             model_flops_per_step=time.model_flops_step, executed_flops_per_gpu=time.executed_gpu,
             hypothetical=peak.per_gpu > gpu.memory_bytes),
         assumptions=(*([note(NoteCode.MODEL_SOURCE, source=model.origin)] if model.origin is not None else []),
-                     *_assumptions(w, states, act), *experts[0]),
-        warnings=tuple(_warnings(arch, w, gpu, dtype, time, peak)),
+                     *_assumptions(w, states, act), *experts[0],
+                     *([note(NoteCode.READ_BY_TRANSFORMERS, model=model.name, reader=arch.read_by)] if arch.read_by
+                       else [])),
+        warnings=(*_warnings(arch, w, gpu, dtype, time, peak),
+                  *(note(NoteCode.READ_NOT_HELD, model=model.name, what=what) for what in arch.read_notes)),
         explain=(*_explain(w, states, act, peak, time, peak_flop_per_s), *experts[1],
                  *dispatch_notes(arch, w, time.eager, act.stage_layers)),
     )

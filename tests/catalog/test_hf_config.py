@@ -59,6 +59,15 @@ def test_missing_field_without_a_family_default_is_named() -> None:
         architecture_from_config(config | family_defaults)
 
 
+@pytest.fixture
+def _no_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As without the transformers extra: a model_type no family file reads is refused here, not built."""
+    from estimator.catalog import transformers_reader
+
+    monkeypatch.setattr(transformers_reader, "transformers_installed", lambda: False)
+
+
+@pytest.mark.usefixtures("_no_transformers")
 def test_unsupported_model_type_lists_the_closest_supported() -> None:
     # jamba, one letter away from mamba, comes first; llama next
     with pytest.raises(SpecInvalid, match=r"unsupported model_type 'mamba'; supported: jamba, llama, .* and \d+ more "
@@ -66,6 +75,7 @@ def test_unsupported_model_type_lists_the_closest_supported() -> None:
         architecture_from_config({"model_type": "mamba"})
 
 
+@pytest.mark.usefixtures("_no_transformers")
 def test_unsupported_model_type_line_is_cut_to_400_characters_and_its_echo_to_80() -> None:
     """Every supported model_type in one line was over 500 characters; a hostile model_type could be any length."""
     supported = supported_model_types()
@@ -81,6 +91,7 @@ def test_unsupported_model_type_line_is_cut_to_400_characters_and_its_echo_to_80
     assert "'" + "q" * 79 + "…'" in str(refused.value)
 
 
+@pytest.mark.usefixtures("_no_transformers")
 def test_a_model_type_that_is_a_path_reads_no_file() -> None:
     for model_type in ("../../../etc/passwd", "/etc/passwd", ".hidden", "x" * 300):
         with pytest.raises(SpecInvalid, match="unsupported model_type"):

@@ -177,7 +177,12 @@ def test_small_configs_count_as_transformers_does(name: str) -> None:
     ({"model_type": "rwkv"}, "no attention"),
     ({"model_type": "t5"}, "encoder-decoder"),
 ])
-def test_a_family_not_read_yet_is_refused_with_why(config: dict[str, Any], words: str) -> None:
+def test_a_family_not_read_yet_is_refused_with_why(config: dict[str, Any], words: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without transformers (with it, the meta-device reader reads what it can: test_transformers_reader.py)."""
+    from estimator.catalog import transformers_reader
+
+    monkeypatch.setattr(transformers_reader, "transformers_installed", lambda: False)
     with pytest.raises(SpecInvalid, match=f"is not read yet: .*{words}") as refused:
         architecture_from_config(config)
     assert "\n" not in str(refused.value) and len(str(refused.value)) <= 400  # one line, as every refusal

@@ -140,9 +140,9 @@ def test_malformed_config_json(cli: Cli, tmp_path: Path) -> None:
 
 def test_unsupported_model_type(cli: Cli, tmp_path: Path) -> None:
     cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({"model_type": "mamba"}))
+    cfg.write_text(json.dumps({"model_type": "baichuan"}))  # no family file, and no transformers class either
     result = cli("--model", str(cfg), "--gpu", "h100", entry="estimate")
-    assert "unsupported model_type 'mamba'; supported:" in result.stderr
+    assert "unsupported model_type 'baichuan'; supported:" in result.stderr
 
 
 @pytest.mark.parametrize(
