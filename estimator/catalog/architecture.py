@@ -214,6 +214,10 @@ class Architecture(_Arch):
     # count) rows, and the config keys they were read from
     towers: tuple[tuple[str, str, Count, Count], ...] = ()
     towers_read: tuple[str, ...] = ()
+    # config fields no reader read whose names say they could shape tensors or caches (catalog/config_fields.py),
+    # and the defaults filled in for fields the config leaves out ("name = value"): the report warns of both
+    unread_fields: tuple[str, ...] = ()
+    defaulted_fields: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> Architecture:

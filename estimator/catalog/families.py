@@ -136,6 +136,15 @@ class Family(_Spec):
     sources: tuple[str, ...] = Field(min_length=1)
     notes: str | None = None
     defaults: dict[str, Any] = {}
+    # size-setting fields beyond config_fields.SIZE_FIELDS that a config must give (its default is one reference
+    # model's shape); every other default is one a config may rely on, and the report names it when filled in
+    required: tuple[str, ...] = ()
+    # size-setting fields whose transformers default the family's published configs rely on (Gemma 3's text_config
+    # leaves vocab_size out): filled in, and named in the report, instead of refused
+    real_defaults: tuple[str, ...] = ()
+    # config fields this family's reader may leave unread: they shape no tensor or cache (config_fields.IGNORED
+    # holds the ones every family shares)
+    ignores: tuple[str, ...] = ()
     fields: dict[str, tuple[str, ...]] = {}
     tie_word_embeddings: Switch = "tie_word_embeddings"
     attention: AttentionSpec = AttentionSpec()

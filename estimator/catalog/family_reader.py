@@ -23,6 +23,7 @@ from estimator.catalog.architecture import (
     Mlp,
 )
 from estimator.catalog.block_configs import read_blocks
+from estimator.catalog.config_fields import SIZE_FIELDS, Seen
 from estimator.catalog.families import Family, MambaSpec, Switch, Width
 from estimator.errors import SpecInvalid
 
@@ -51,31 +52,51 @@ DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 @dataclass
 class _Config:
+    """The config over the family's defaults, read through `Seen` (what the reader looked up is recorded). A
+    size-setting field the config leaves out is collected in ``missing`` (the read is refused naming them all); any
+    other family default filled in is collected in ``defaulted`` for the report."""
+
     family: Family
     raw: Mapping[str, Any]
-    data: dict[str, Any] = field(init=False)
+    data: Seen = field(init=False)
+    missing: list[str] = field(default_factory=list)
+    defaulted: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.data = {**self.family.defaults, **self.raw}
+        raw = self.raw if isinstance(self.raw, Seen) else Seen(self.raw)
+        self.data = raw.merged(self.family.defaults)
 
     def get(self, name: str, default: Any = None) -> Any:
         value = self.data.get(name)
         return default if value is None else value
 
+    def _names(self, canonical: str) -> tuple[str, ...]:
+        return self.family.fields.get(canonical) or DEFAULT_FIELDS.get(canonical) or (canonical,)
+
     def optional(self, canonical: str) -> int | None:
         """The integer a config gives for ``canonical`` (or its aliases), None when it gives none."""
-        names = self.family.fields.get(canonical) or DEFAULT_FIELDS.get(canonical) or (canonical,)
-        return None if all(self.data.get(n) is None for n in names) else self.integer(canonical)
+        return None if all(self.data.get(n) is None for n in self._names(canonical)) else self.integer(canonical)
 
     def integer(self, canonical: str, default: int | None = None) -> int:
-        names = self.family.fields.get(canonical) or DEFAULT_FIELDS.get(canonical) or (canonical,)
+        names = self._names(canonical)
         value = next((self.data[n] for n in names if self.data.get(n) is not None), default)
         if value is None:
             raise SpecInvalid(f"config.json lacks required field {names[0]!r} for model_type "
                               f"{self.family.model_type!r}")
         if isinstance(value, bool) or not isinstance(value, int):
             raise SpecInvalid(f"config.json field {names[0]!r} must be an integer, got {value!r}")
+        if not any(self.raw.get(n) is not None for n in names) and any(n in self.family.defaults for n in names):
+            self._filled(canonical, names[0], value)
         return value
+
+    def _filled(self, canonical: str, name: str, value: int) -> None:
+        """Record a family default used for a field the config leaves out: refused where it sets the size."""
+        size = canonical in SIZE_FIELDS and name not in self.family.real_defaults
+        if size or canonical in self.family.required or name in self.family.required:
+            if name not in self.missing:
+                self.missing.append(name)
+        elif f"{name} = {value}" not in self.defaulted:
+            self.defaulted.append(f"{name} = {value}")
 
     def switch(self, value: Switch) -> bool:
         if isinstance(value, bool):
@@ -135,9 +156,12 @@ def _layout(c: _Config, layers: int) -> _Layout:
     every = spec.every_layer_window
     window = c.get(spec.window_field)
     windows: list[int | None] = [None] * layers
-    if every is not None and window is not None and (every.enabled_by is None or c.get(every.enabled_by) is not False):
-        start = c.integer(every.from_layer) if every.from_layer else 0
-        windows = [int(window) if i >= start else None for i in range(layers)]
+    if every is not None:  # the switch and the first windowed layer are read even where no window is set
+        enabled = every.enabled_by is None or c.get(every.enabled_by) is not False
+        start = c.get(every.from_layer, 0) if every.from_layer else 0
+        if window is not None and enabled:
+            start = c.integer(every.from_layer) if every.from_layer else 0
+            windows = [int(window) if i >= start else None for i in range(layers)]
     return _Layout(["attention"] * layers, windows, ["dense"] * layers)
 
 
@@ -187,6 +211,8 @@ def _attention(c: _Config, kv_heads: int | None) -> Attention:
     if kv_heads is None:
         grouped = spec.grouped_kv_by is None or c.switch(spec.grouped_kv_by)
         kv_heads = c.integer("num_kv_heads", heads) if grouped else heads
+        if grouped and c.optional("num_kv_heads") is None:  # transformers: None means one KV head per query head
+            c.defaulted.append(f"num_key_value_heads = num_attention_heads ({heads})")
     return Attention(
         num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, v_head_dim=head_dim,
         q_bias=c.switch(spec.q_bias), kv_bias=c.switch(spec.kv_bias), o_bias=c.switch(spec.o_bias),
@@ -232,8 +258,27 @@ def _mixers(c: _Config) -> dict[str, Any]:
 
 
 def read_family(family: Family, config: Mapping[str, Any]) -> Architecture:
-    """The architecture ``config`` describes, read the way ``family`` says."""
+    """The architecture ``config`` describes, read the way ``family`` says. A config that leaves out a field that
+    sets the model's size is refused, naming every such field; the other defaults filled in are listed in the
+    architecture's ``defaulted_fields``."""
     c = _Config(family, config)
+    try:
+        arch = _build(c, family, config)
+    except (SpecInvalid, ValueError, TypeError):
+        if c.missing:
+            raise SpecInvalid(_missing_message(c)) from None
+        raise
+    if c.missing:
+        raise SpecInvalid(_missing_message(c))
+    return arch.model_copy(update={"defaulted_fields": tuple(c.defaulted)}) if c.defaulted else arch
+
+
+def _missing_message(c: _Config) -> str:
+    return (f"config.json lacks {', '.join(sorted(c.missing))}, which set the model's size (model_type "
+            f"{c.family.model_type!r}); refused rather than filled in with transformers' defaults")
+
+
+def _build(c: _Config, family: Family, config: Mapping[str, Any]) -> Architecture:
     layers = c.integer("num_layers")
     layout = _layout(c, layers)
     cross = _cross_layers(c, layout, layers)

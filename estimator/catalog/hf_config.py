@@ -21,6 +21,7 @@ from estimator.catalog.architecture import (
     Mlp,
     SparseIndexer,
 )
+from estimator.catalog.config_fields import Seen, unread
 from estimator.catalog.families import family, family_names
 from estimator.catalog.family_reader import read_family
 from estimator.catalog.suggest import closest_names
@@ -193,6 +194,17 @@ READERS: dict[str, Callable[[Config], Architecture]] = {
     "kimi_k2": _deepseek,  # Kimi-K2 ships DeepSeek-V3's architecture under its own model_type
     "glm_moe_dsa": _deepseek,  # GLM-5: DeepSeek-V3.2's layout (transformers GlmMoeDsa), indexer and all
 }
+# Fields each code reader may leave unread beyond the shared ones (config_fields.IGNORED): they shape no tensor or
+# cache in the family's transformers modeling code.
+_MLA_IGNORES = ("num_key_value_heads",)  # latent attention rebuilds K and V for every head: no KV-head count
+CODE_IGNORES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2"), _MLA_IGNORES),
+    # GlmMoeDsaConfig derives head_dim and qk_head_dim from the latent widths; the indexer's RoPE layout is values
+    "glm_moe_dsa": (*_MLA_IGNORES, "head_dim", "qk_head_dim", "indexer_rope_interleave"),
+    "falcon": ("apply_residual_connection_post_layernorm",),  # where the residual joins: values, not shapes
+}
+for _alias in ("RefinedWeb", "RefinedWebModel"):
+    CODE_IGNORES[_alias] = CODE_IGNORES["falcon"]
 
 # Multimodal wrappers whose language model sits in a nested config.
 _NESTED_TEXT = ("text_config", "language_config", "llm_config")
@@ -270,8 +282,9 @@ def _read(reader: Callable[[Config], Architecture] | None, config: Config) -> Ar
         if model_type is None:
             raise SpecInvalid("config.json lacks required field 'model_type'")
         raise SpecInvalid(unsupported_message(model_type))
+    seen = Seen(config)
     try:
-        return reader(config)
+        arch = reader(seen)
     except ValidationError as error:
         detail = validation_message(error)
         raise SpecInvalid(f"config.json for {model_type} is inconsistent: {detail}") from None
@@ -279,3 +292,11 @@ def _read(reader: Callable[[Config], Architecture] | None, config: Config) -> Ar
         if isinstance(error, SpecInvalid):
             raise
         raise SpecInvalid(f"config.json for {model_type} has a malformed field: {error}") from None
+    fields = unread(config, seen.seen, _ignores(model_type))
+    return arch.model_copy(update={"unread_fields": fields}) if fields else arch
+
+
+def _ignores(model_type: object) -> tuple[str, ...]:
+    """The fields the reader of ``model_type`` may leave unread beyond the shared ones (`config_fields.IGNORED`)."""
+    spec = family(model_type) if isinstance(model_type, str) and model_type not in READERS else None
+    return spec.ignores if spec is not None else CODE_IGNORES.get(str(model_type), ())

@@ -41,7 +41,7 @@ from estimator.model.parallel import valid_tensor_parallel
 from estimator.model.phases import job_costs
 from estimator.model.state import state_layers
 from estimator.model.timing import Hardware, PhaseCost, PhaseTime, peak_for, phase_time
-from estimator.notes import Note, NoteCode, note
+from estimator.notes import Note, NoteCode, config_notes, note
 from estimator.report import GpuInfo, ModelInfo
 
 
@@ -155,6 +155,7 @@ def _warnings(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, dtype: str, 
         warnings.append(note(NoteCode.ENCODER, model=model.name))
     if model.uncounted_towers:
         warnings.append(note(NoteCode.UNCOUNTED_TOWERS, model=model.name, towers=", ".join(model.uncounted_towers)))
+    warnings += config_notes(model.name, arch.unread_fields, arch.defaulted_fields)
     if arch.max_position_embeddings and w.context_tokens > arch.max_position_embeddings:
         warnings.append(note(NoteCode.CONTEXT_TOO_LONG, tokens=w.context_tokens, limit=arch.max_position_embeddings))
     return warnings

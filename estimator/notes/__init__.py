@@ -12,7 +12,7 @@ decimal units) and `report.flatten` joins them into a CSV column, so the report 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from functools import partial
 from typing import Any
@@ -23,7 +23,17 @@ from estimator.notes.arithmetic import EXPECTED as _EXPECTED
 from estimator.notes.arithmetic import PHASE_SPECS as _PHASE_SPECS
 from estimator.notes.arithmetic import TIERS, Bytes, divided, expected, gpu_buffers, kv_split, span, weights_split
 from estimator.notes.expert_notes import SPECS as _EXPERT_SPECS
-from estimator.notes.model_notes import HEADERS, TOWERS, headers, state_per_sequence, towers_counted, uncounted_towers
+from estimator.notes.model_notes import (
+    FIELDS,
+    HEADERS,
+    TOWERS,
+    defaulted_fields,
+    headers,
+    state_per_sequence,
+    towers_counted,
+    uncounted_towers,
+    unread_fields,
+)
 from estimator.notes.training_notes import OVERLAP, amp, deepspeed, fp8_training, no_overlap, overlap
 from estimator.report import Frozen
 from estimator.units import format_bytes, format_rate_bytes, format_seconds
@@ -47,6 +57,8 @@ class NoteCode(str, Enum):
     SIZE_ONLY_TIME = "size-only-time"
     ENCODER = "encoder"
     UNCOUNTED_TOWERS = "uncounted-towers"
+    UNREAD_FIELDS = "unread-fields"
+    DEFAULTED_FIELDS = "defaulted-fields"
     CONTEXT_TOO_LONG = "context-too-long"
     SEQ_LEN_TOO_LONG = "seq-len-too-long"
     CONTEXT_LIMIT = "context-limit"
@@ -217,6 +229,8 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         f"--dtype {v['format']} overrides the checkpoint's own format ({v['method']})")),
     _C.CHECKPOINT_HEADERS: (HEADERS, headers),
     _C.UNCOUNTED_TOWERS: (TOWERS, uncounted_towers),
+    _C.UNREAD_FIELDS: (FIELDS, unread_fields),
+    _C.DEFAULTED_FIELDS: (FIELDS, defaulted_fields),
     _C.TOWERS_COUNTED: (TOWERS, towers_counted),
     _C.STATE_PER_SEQUENCE: ({"layers": int, "kind": str, "bytes_per_sequence": int}, state_per_sequence),
     _C.LOGITS: ({"positions": str}, lambda v, b: (
@@ -387,6 +401,13 @@ class Note(Frozen):
 def note(code: NoteCode, **values: NoteValue) -> Note:
     """``note(NoteCode.NEEDS_MORE_GPUS, gpus=1, gpu="NVIDIA A100", required=2)``."""
     return Note(code=code, values=values)
+
+
+def config_notes(model: str, unread: Sequence[str], defaulted: Sequence[str]) -> list[Note]:
+    """The warnings of how a config.json was read: fields that may shape the model and that no reader read, and the
+    defaults filled in for fields it leaves out (estimator/catalog/config_fields.py)."""
+    out = [note(NoteCode.UNREAD_FIELDS, model=model, fields=", ".join(unread))] if unread else []
+    return out + ([note(NoteCode.DEFAULTED_FIELDS, model=model, fields=", ".join(defaulted))] if defaulted else [])
 
 
 def word_values(code: NoteCode, values: Mapping[str, NoteValue], *, binary: bool) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 Bytes = Callable[[float], str]  # a byte count → "140.0 GB" or "130.4 GiB"
 HEADERS: dict[str, type | tuple[type, ...]] = {"source": str, "files": int, "tensors": int, "bytes": int}
 TOWERS: dict[str, type | tuple[type, ...]] = {"model": str, "towers": str}
+FIELDS: dict[str, type | tuple[type, ...]] = {"model": str, "fields": str}
 
 
 def headers(v: Mapping[str, Any], b: Bytes) -> str:
@@ -19,6 +20,17 @@ def headers(v: Mapping[str, Any], b: Bytes) -> str:
 def uncounted_towers(v: Mapping[str, Any], b: Bytes) -> str:
     return (f"{v['model']} is a multimodal wrapper: its {v['towers']} are not counted (parameters, weights and time "
             "are the language model's alone)")
+
+
+def unread_fields(v: Mapping[str, Any], b: Bytes) -> str:
+    return (f"{v['model']}'s config.json sets {v['fields']}, which the reader of its model_type does not read and "
+            "which may change the architecture: the counts ignore them and may be wrong (specs/families/README.md "
+            "says how a family declares a field)")
+
+
+def defaulted_fields(v: Mapping[str, Any], b: Bytes) -> str:
+    return (f"{v['model']}'s config.json leaves out fields transformers' configuration class fills in; the same "
+            f"defaults are used: {v['fields']}")
 
 
 def towers_counted(v: Mapping[str, Any], b: Bytes) -> str:

@@ -27,7 +27,7 @@ from estimator.model.capacity import largest_true, within_position_limit
 from estimator.model.inventory import active_param_count, param_count, tensor_inventory
 from estimator.model.memory import runtime_overhead_bytes
 from estimator.model.timing import peak_for
-from estimator.notes import Note, NoteCode, note
+from estimator.notes import Note, NoteCode, config_notes, note
 from estimator.report import MAX_BATCH, MAX_TOKENS, GpuInfo, ModelInfo
 from estimator.training.activations import (
     SavedTensor,
@@ -373,7 +373,8 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
             model_flops_per_step=time.model_flops_step, executed_flops_per_gpu=time.executed_gpu,
             hypothetical=peak.per_gpu > gpu.memory_bytes),
         assumptions=(*_assumptions(w, states, act), *experts[0]),
-        warnings=tuple(_warnings(arch, w, gpu, dtype, time, peak)),
+        warnings=(*_warnings(arch, w, gpu, dtype, time, peak),
+                  *config_notes(model.name, arch.unread_fields, arch.defaulted_fields)),
         explain=(*_explain(w, states, act, peak, time, peak_flop_per_s), *experts[1],
                  *dispatch_notes(arch, w, time.eager, act.stage_layers)),
     )

@@ -1,0 +1,87 @@
+"""A config.json that leaves out a field is never completed in silence: a field that sets the model's size is
+refused, naming every one missing; a default transformers' configuration class really applies (one KV head per query
+head, a family's literal default) is filled in and named in the report's warnings. A field no reader reads that
+could shape the model is named too (estimator/catalog/config_fields.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from estimator.catalog.config_fields import IGNORED, unread
+from estimator.catalog.hf_config import architecture_from_config
+from estimator.errors import SpecInvalid
+from estimator.model.inventory import param_count
+from tests.catalog.test_families import CONFIGS
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+QWEN3_32B = json.loads((CONFIGS / "Qwen--Qwen3-32B.json").read_text())
+
+
+def _write(tmp_path: Path, config: dict[str, Any]) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_partial_llama_config_names_missing_fields(cli: Cli, tmp_path: Path) -> None:
+    # {"model_type": "llama"} alone was read as LlamaConfig's 6.74 B defaults, rc 0, no warning
+    result = cli("estimate", "--model", str(_write(tmp_path, {"model_type": "llama"})), "--gpu", "h100")
+    assert result.exit_code == 2 and result.stdout == "" and result.stderr.count("\n") == 1
+    for name in ("hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers", "vocab_size"):
+        assert name in result.stderr
+    assert "set the model's size" in result.stderr
+
+
+@pytest.mark.parametrize("dropped", ["intermediate_size", "vocab_size", "hidden_size", "num_hidden_layers",
+                                     "num_attention_heads"])
+def test_config_without_a_size_field_is_refused_naming_it(dropped: str) -> None:
+    # removing intermediate_size from a real config moved the count -16 %, vocab_size -10 %, silently
+    config = {k: v for k, v in QWEN3_32B.items() if k != dropped}
+    with pytest.raises(SpecInvalid, match=f"lacks {dropped}, which set the model's size"):
+        architecture_from_config(config)
+
+
+def test_config_without_kv_heads_warns_of_the_default(cli: Cli, tmp_path: Path) -> None:
+    # LlamaConfig: num_key_value_heads None → num_attention_heads (multi-head attention, 4 × Llama-3's KV cache)
+    config = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "vocab_size": 128256}
+    arch = architecture_from_config(config)
+    assert arch.attention.num_kv_heads == 32
+    assert arch.defaulted_fields == ("num_key_value_heads = num_attention_heads (32)", "max_position_embeddings = 2048")
+    result = cli("estimate", "--model", str(_write(tmp_path, config)), "--gpu", "h100", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    warnings = {w["code"]: w["text"] for w in json.loads(result.stdout)["warnings"]}
+    assert "num_key_value_heads = num_attention_heads (32)" in warnings["defaulted-fields"]
+    table = cli("estimate", "--model", str(_write(tmp_path, config)), "--gpu", "h100")
+    assert "num_key_value_heads = num_attention_heads (32)" in " ".join(table.stdout.split())
+
+
+def test_family_literal_default_is_named() -> None:
+    # Gemma 3's published 4B text_config leaves the heads and vocabulary to Gemma3TextConfig; they are real defaults
+    arch = architecture_from_config({"model_type": "gemma3_text", "hidden_size": 2560, "intermediate_size": 10240,
+                                     "num_hidden_layers": 34})
+    assert {"vocab_size = 262208", "num_attention_heads = 8", "num_key_value_heads = 4"} <= set(arch.defaulted_fields)
+
+
+def test_an_unknown_architectural_field_is_named_in_every_output(cli: Cli, tmp_path: Path) -> None:
+    config = {**QWEN3_32B, "moe_latent_size": 1024, "experimental_layer_kinds": ["a"], "my_note": "x"}
+    arch = architecture_from_config(config)
+    assert arch.unread_fields == ("experimental_layer_kinds", "moe_latent_size")  # my_note shapes nothing
+    assert param_count(arch) == param_count(architecture_from_config(QWEN3_32B))
+    result = cli("estimate", "--model", str(_write(tmp_path, config)), "--gpu", "h200", "--format", "json")
+    texts = {w["code"]: w["text"] for w in json.loads(result.stdout)["warnings"]}
+    assert "experimental_layer_kinds, moe_latent_size" in texts["unread-fields"]
+    train = cli("estimate", "--model", str(_write(tmp_path, config)), "--gpu", "h200", "--mode", "train",
+                "--format", "json")
+    assert "unread-fields" in {w["code"] for w in json.loads(train.stdout)["warnings"]}
+
+
+def test_generic_fields_are_never_named() -> None:
+    config = dict.fromkeys(IGNORED, 1)
+    assert unread(config, seen=()) == ()
