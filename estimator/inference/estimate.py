@@ -41,7 +41,8 @@ from estimator.model.parallel import valid_tensor_parallel
 from estimator.model.phases import job_costs
 from estimator.model.state import state_layers
 from estimator.model.timing import Hardware, PhaseCost, PhaseTime, peak_for, phase_time
-from estimator.notes import Note, NoteCode, config_notes, note
+from estimator.notes import Note, NoteCode, note
+from estimator.notes.config_notes import config_notes
 from estimator.report import GpuInfo, ModelInfo
 
 

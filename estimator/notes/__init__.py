@@ -12,7 +12,7 @@ decimal units) and `report.flatten` joins them into a CSV column, so the report 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from enum import Enum
 from functools import partial
 from typing import Any
@@ -23,17 +23,7 @@ from estimator.notes.arithmetic import EXPECTED as _EXPECTED
 from estimator.notes.arithmetic import PHASE_SPECS as _PHASE_SPECS
 from estimator.notes.arithmetic import TIERS, Bytes, divided, expected, gpu_buffers, kv_split, span, weights_split
 from estimator.notes.expert_notes import SPECS as _EXPERT_SPECS
-from estimator.notes.model_notes import (
-    FIELDS,
-    HEADERS,
-    TOWERS,
-    defaulted_fields,
-    headers,
-    state_per_sequence,
-    towers_counted,
-    uncounted_towers,
-    unread_fields,
-)
+from estimator.notes.model_notes import SPECS as _MODEL_SPECS
 from estimator.notes.training_notes import OVERLAP, amp, deepspeed, fp8_training, no_overlap, overlap
 from estimator.report import Frozen
 from estimator.units import format_bytes, format_rate_bytes, format_seconds
@@ -227,12 +217,6 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         "--dtype overrides")),
     _C.CHECKPOINT_OVERRIDDEN: ({"method": str, "format": str}, lambda v, b: (
         f"--dtype {v['format']} overrides the checkpoint's own format ({v['method']})")),
-    _C.CHECKPOINT_HEADERS: (HEADERS, headers),
-    _C.UNCOUNTED_TOWERS: (TOWERS, uncounted_towers),
-    _C.UNREAD_FIELDS: (FIELDS, unread_fields),
-    _C.DEFAULTED_FIELDS: (FIELDS, defaulted_fields),
-    _C.TOWERS_COUNTED: (TOWERS, towers_counted),
-    _C.STATE_PER_SEQUENCE: ({"layers": int, "kind": str, "bytes_per_sequence": int}, state_per_sequence),
     _C.LOGITS: ({"positions": str}, lambda v, b: (
         f"logits computed for {'every prompt position' if v['positions'] == 'all' else 'the last position only'}")),
     _C.TENSOR_PARALLEL: ({"gpus": int}, lambda v, b: (
@@ -345,7 +329,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.MOE_DECODE: ({"experts": int, "per_token": int, "sequences": int, "experts_read": float}, lambda v, b: (
         f"MoE decode: {v['experts']} × (1 − (1 − {v['per_token']}/{v['experts']})^{v['sequences']}) = "
         f"{v['experts_read']:.2f} of {v['experts']} experts read per layer per step")),
-    **{_C(code): spec for code, spec in {**_EXPERT_SPECS, **_PHASE_SPECS}.items()},
+    **{_C(code): spec for code, spec in {**_EXPERT_SPECS, **_PHASE_SPECS, **_MODEL_SPECS}.items()},
     _C.MODEL_STATES: ({"trainable_params": int, "weights_bytes": int, "gradient_bytes": int, "master_bytes": int,
                       "optimizer_bytes": int, "zero_stage": int, "dp": int, "model_parallel": int}, lambda v, b: (
         f"model states: {v['trainable_params']:,} trainable params → weights {b(v['weights_bytes'])} + grads "
@@ -401,13 +385,6 @@ class Note(Frozen):
 def note(code: NoteCode, **values: NoteValue) -> Note:
     """``note(NoteCode.NEEDS_MORE_GPUS, gpus=1, gpu="NVIDIA A100", required=2)``."""
     return Note(code=code, values=values)
-
-
-def config_notes(model: str, unread: Sequence[str], defaulted: Sequence[str]) -> list[Note]:
-    """The warnings of how a config.json was read: fields that may shape the model and that no reader read, and the
-    defaults filled in for fields it leaves out (estimator/catalog/config_fields.py)."""
-    out = [note(NoteCode.UNREAD_FIELDS, model=model, fields=", ".join(unread))] if unread else []
-    return out + ([note(NoteCode.DEFAULTED_FIELDS, model=model, fields=", ".join(defaulted))] if defaulted else [])
 
 
 def word_values(code: NoteCode, values: Mapping[str, NoteValue], *, binary: bool) -> str:

@@ -43,3 +43,13 @@ def state_per_sequence(v: Mapping[str, Any], b: Bytes) -> str:
             else "conv + recurrent state, whatever the context")
     return (f"{v['layers']} {v['kind']} layers hold a fixed state of {b(v['bytes_per_sequence'])} per sequence "
             f"({what}), beside the KV cache of the attention layers")
+
+
+Spec = tuple[dict[str, type | tuple[type, ...]], Callable[[Mapping[str, Any], Bytes], str]]
+# the codes' values (NoteCode) → (value types, wording), merged into the notes' table
+SPECS: dict[str, Spec] = {
+    "checkpoint-headers": (HEADERS, headers), "uncounted-towers": (TOWERS, uncounted_towers),
+    "towers-counted": (TOWERS, towers_counted),
+    "state-per-sequence": ({"layers": int, "kind": str, "bytes_per_sequence": int}, state_per_sequence),
+    "unread-fields": (FIELDS, unread_fields), "defaulted-fields": (FIELDS, defaulted_fields),
+}

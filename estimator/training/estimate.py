@@ -27,7 +27,8 @@ from estimator.model.capacity import largest_true, within_position_limit
 from estimator.model.inventory import active_param_count, param_count, tensor_inventory
 from estimator.model.memory import runtime_overhead_bytes
 from estimator.model.timing import peak_for
-from estimator.notes import Note, NoteCode, config_notes, note
+from estimator.notes import Note, NoteCode, note
+from estimator.notes.config_notes import config_notes
 from estimator.report import MAX_BATCH, MAX_TOKENS, GpuInfo, ModelInfo
 from estimator.training.activations import (
     SavedTensor,
