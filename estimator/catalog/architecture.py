@@ -160,6 +160,13 @@ class MixtureOfExperts(_Arch):
     router_bias: bool = False  # gpt-oss: the router linear has a bias
     expert_bias: bool = False  # gpt-oss: every expert's gate_up and down projections have biases
     fp32_routing_weights: bool = False  # the router hands fp32 weights to the experts (DeepSeek's HF code)
+    # latent MoE (Nemotron-3 Super and Ultra, NemotronHMoE): the routed experts work in this width; fc1_latent_proj
+    # (hidden → latent) before them and fc2_latent_proj (latent → hidden) after, run for every token
+    latent_size: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+
+    def expert_width_in(self, hidden: int) -> int:
+        """The width a routed expert reads and writes: the latent width where there is one, else the hidden size."""
+        return self.latent_size or hidden
 
     @model_validator(mode="after")
     def _check(self) -> MixtureOfExperts:
@@ -218,6 +225,10 @@ class Architecture(_Arch):
     # and the defaults filled in for fields the config leaves out ("name = value"): the report warns of both
     unread_fields: tuple[str, ...] = ()
     defaulted_fields: tuple[str, ...] = ()
+    # per layer: whether it runs its own sparse-attention indexer (GLM-5.2's indexer_types "full"; a "shared" layer
+    # reuses the previous one's top-k and holds no indexer weights or key cache); empty: every attention layer does,
+    # where `attention.indexer` is set
+    indexer_layers: tuple[bool, ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> Architecture:
@@ -229,7 +240,7 @@ class Architecture(_Arch):
             raise ValueError("moe_layers marks MoE layers but no experts are described")
         if any(w is not None and w <= 0 for w in self.layer_windows):
             raise ValueError("sliding windows must be positive")
-        for name in ("layer_mixers", "ffn_free_layers", "layer_mlp_widths"):
+        for name in ("layer_mixers", "ffn_free_layers", "layer_mlp_widths", "indexer_layers"):
             if getattr(self, name) and len(getattr(self, name)) != self.num_layers:
                 raise ValueError(f"{name} has {len(getattr(self, name))} entries for {self.num_layers} layers")
         if ("mamba2" in self.layer_mixers or self.parallel_mamba) and self.mamba is None:
@@ -246,6 +257,14 @@ class Architecture(_Arch):
     def mixer(self, layer: int) -> Mixer:
         """The token mixer of ``layer``: attention unless `layer_mixers` says otherwise."""
         return self.layer_mixers[layer] if self.layer_mixers else "attention"
+
+    def has_indexer(self, layer: int) -> bool:
+        """Whether ``layer`` runs its own sparse-attention indexer (weights, and a key per token in the cache)."""
+        return self.attention.indexer is not None and (not self.indexer_layers or self.indexer_layers[layer])
+
+    @property
+    def num_indexer_layers(self) -> int:
+        return sum(self.has_indexer(i) for i in range(self.num_layers) if self.mixer(i) == "attention")
 
     def mixer_count(self, kind: Mixer) -> int:
         return sum(self.mixer(layer) == kind for layer in range(self.num_layers))

@@ -66,6 +66,7 @@ class MoeSpec(_Spec):
     router_bias: bool = False
     expert_bias: bool = False
     fp32_routing_weights: bool = False
+    latent: str | None = None  # the config field of the routed experts' latent width (Nemotron-3 moe_latent_size)
 
 
 class MambaSpec(_Spec):
@@ -122,6 +123,9 @@ class LayersSpec(_Spec):
     period: PeriodSpec | None = None
     every_layer_window: EveryLayerWindowSpec | None = None
     pattern_field: str | None = None  # Nemotron-H: one character per layer (M Mamba-2, * attention, - MLP, E MoE)
+    # Nemotron-3: one block kind per layer (mamba, attention, mlp, moe), read before the pattern; its length is the
+    # layer count (NemotronHConfig.num_hidden_layers is len(layers_block_type))
+    block_types_field: str | None = None
     block_configs_field: str | None = None  # DeciLM: one {attention, ffn} entry per layer (family_reader)
     window_field: str = "sliding_window"
     chunk_field: str = "attention_chunk_size"

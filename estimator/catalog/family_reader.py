@@ -42,6 +42,10 @@ DEFAULT_FIELDS: dict[str, tuple[str, ...]] = {
 PATTERN_CHARS: dict[str, tuple[Mixer, str]] = {
     "M": ("mamba2", "none"), "*": ("attention", "none"), "-": ("none", "dense"), "E": ("none", "moe"),
 }
+# Nemotron-3's layers_block_type entries as hybrid_override_pattern characters (NemotronHConfig: "mamba" and
+# "attention" are the legacy spellings of "linear_attention" and "full_attention", remap_legacy_layer_types)
+BLOCK_CHARS: dict[str, str] = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*",
+                               "mlp": "-", "moe": "E"}
 # layer_types entries and the mixer each one runs
 LAYER_TYPE_MIXERS: dict[str, Mixer] = {
     "full_attention": "attention", "sliding_attention": "attention", "chunked_attention": "attention",
@@ -130,6 +134,32 @@ def _from_types(c: _Config, types: list[str], layers: int) -> _Layout:
     return _Layout([mixers[t] for t in types], windows, ["dense"] * layers)
 
 
+def _block_list(c: _Config) -> list[str] | None:
+    """The config's per-layer block kinds (Nemotron-3 layers_block_type), checked; None where it gives none."""
+    name = c.family.layers.block_types_field
+    blocks = c.get(name) if name else None
+    if blocks is None:
+        return None
+    if not isinstance(blocks, list) or not blocks or any(b not in BLOCK_CHARS for b in blocks):
+        shown = sorted({str(b) for b in blocks} - set(BLOCK_CHARS)) if isinstance(blocks, list) else blocks
+        raise SpecInvalid(f"config.json {name} must list one of {sorted(BLOCK_CHARS)} per layer; got {shown!r}")
+    return blocks
+
+
+def _block_pattern(c: _Config) -> str | None:
+    blocks = _block_list(c)
+    return None if blocks is None else "".join(BLOCK_CHARS[b] for b in blocks)
+
+
+def _layer_count(c: _Config) -> int:
+    """num_hidden_layers, or the length of a per-layer block list, which transformers takes over it."""
+    blocks = _block_list(c)
+    if blocks is None:
+        return c.integer("num_layers")
+    c.get("num_hidden_layers")  # deprecated beside the list: NemotronHConfig keeps the list's length
+    return len(blocks)
+
+
 def _layout(c: _Config, layers: int) -> _Layout:
     spec = c.family.layers
     if spec.block_configs_field and c.get(spec.block_configs_field) is not None:
@@ -137,7 +167,7 @@ def _layout(c: _Config, layers: int) -> _Layout:
                              heads=c.integer("num_heads"))
         return _Layout(list(blocks.mixers), [None] * layers, list(blocks.ffn), widths=list(blocks.widths),
                        kv_heads=blocks.kv_heads)
-    pattern = c.get(spec.pattern_field) if spec.pattern_field else None
+    pattern = _block_pattern(c) or (c.get(spec.pattern_field) if spec.pattern_field else None)
     if pattern:
         if len(pattern) != layers or set(pattern) - set(PATTERN_CHARS):
             raise SpecInvalid(f"config.json {spec.pattern_field} {pattern!r} must have one of "
@@ -201,6 +231,7 @@ def _moe(c: _Config, layout: _Layout, layers: int) -> MixtureOfExperts | None:
         expert_intermediate_size=width,
         shared_intermediate_size=shared, shared_expert_gate=spec.shared_gate, router_bias=spec.router_bias,
         expert_bias=spec.expert_bias, fp32_routing_weights=spec.fp32_routing_weights,
+        latent_size=c.optional(spec.latent) if spec.latent else None,
     )
 
 
@@ -279,7 +310,7 @@ def _missing_message(c: _Config) -> str:
 
 
 def _build(c: _Config, family: Family, config: Mapping[str, Any]) -> Architecture:
-    layers = c.integer("num_layers")
+    layers = _layer_count(c)
     layout = _layout(c, layers)
     cross = _cross_layers(c, layout, layers)
     moe = _moe(c, layout, layers)

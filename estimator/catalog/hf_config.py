@@ -61,6 +61,44 @@ def _indexer(config: Config) -> SparseIndexer | None:
                          topk=_int(config, "index_topk"))
 
 
+def _listed(config: Config, name: str, layers: int, kinds: tuple[str, ...]) -> list[str] | None:
+    """A per-layer list of ``kinds`` the config gives under ``name``, checked; None where it gives none."""
+    value = config.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != layers or any(v not in kinds for v in value):
+        raise SpecInvalid(f"config.json {name} must list one of {', '.join(kinds)} for each of the {layers} layers")
+    return value
+
+
+def _indexer_layers(config: Config, layers: int) -> tuple[bool, ...]:
+    """Which layers run their own DSA indexer (GlmMoeDsaConfig indexer_types: "full" runs one, "shared" reuses the
+    previous one's top-k); when the list is absent, as GlmMoeDsaConfig derives it from index_topk_pattern, or from
+    index_topk_freq and index_skip_topk_offset. Empty: every layer (DeepSeek-V3.2, GLM-5)."""
+    if config.get("model_type") != "glm_moe_dsa":
+        return ()
+    types = _listed(config, "indexer_types", layers, ("full", "shared"))
+    pattern = config.get("index_topk_pattern")
+    if types is None and isinstance(pattern, str):
+        types = _listed({"p": [{"F": "full", "S": "shared"}.get(c, c) for c in pattern]}, "p", layers,
+                        ("full", "shared"))
+    if types is None:
+        freq = max(_int(config, "index_topk_freq", default=1), 1)
+        offset = _int(config, "index_skip_topk_offset", default=2)
+        types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)]
+    return () if all(t == "full" for t in types) else tuple(t == "full" for t in types)
+
+
+def _deepseek_moe_layers(config: Config, layers: int) -> tuple[bool, ...]:
+    """The MoE layers: the config's mlp_layer_types ("sparse" MoE, "dense" MLP) where it lists them (DeepSeek-V3.2,
+    GLM-5), else the first first_k_dense_replace layers dense and every moe_layer_freq-th after them MoE."""
+    first, step = _int(config, "first_k_dense_replace", default=0), _int(config, "moe_layer_freq", default=1)
+    listed = _listed(config, "mlp_layer_types", layers, ("dense", "sparse"))
+    if listed is not None:  # the list wins over the rule (GlmMoeDsaConfig derives it from the rule only when absent)
+        return tuple(t == "sparse" for t in listed)
+    return _moe_layers(config, layers, first_dense=first, step=step)
+
+
 def _deepseek(config: Config) -> Architecture:
     layers = _int(config, "num_hidden_layers")
     heads = _int(config, "num_attention_heads")
@@ -83,7 +121,10 @@ def _deepseek(config: Config) -> Architecture:
         latent=latent,
         indexer=_indexer(config),
     )
-    experts = _int(config, "n_routed_experts")
+    # GlmMoeDsaConfig re-routes num_experts to n_routed_experts (NVIDIA's GLM-5.2 export writes both)
+    glm = config.get("model_type") == "glm_moe_dsa"
+    experts = _int(config, *(("num_experts", "n_routed_experts") if glm else ("n_routed_experts",)))
+    config.get("n_routed_experts")  # read beside num_experts, which wins
     expert_width = _int(config, "moe_intermediate_size")
     return Architecture(
         model_type=str(config["model_type"]),
@@ -100,10 +141,8 @@ def _deepseek(config: Config) -> Architecture:
             shared_intermediate_size=expert_width * _int(config, "n_shared_experts", default=0),
             fp32_routing_weights=True,  # transformers DeepseekV2/V3 MoE: topk_weight stays fp32
         ),
-        moe_layers=_moe_layers(
-            config, layers, first_dense=_int(config, "first_k_dense_replace", default=0),
-            step=_int(config, "moe_layer_freq", default=1),
-        ),
+        moe_layers=_deepseek_moe_layers(config, layers),
+        indexer_layers=_indexer_layers(config, layers) if attention.indexer is not None else (),
         max_position_embeddings=config.get("max_position_embeddings"),
     )
 
@@ -198,9 +237,12 @@ READERS: dict[str, Callable[[Config], Architecture]] = {
 # cache in the family's transformers modeling code.
 _MLA_IGNORES = ("num_key_value_heads",)  # latent attention rebuilds K and V for every head: no KV-head count
 CODE_IGNORES: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2"), _MLA_IGNORES),
+    **dict.fromkeys(("deepseek_v2", "deepseek_v3", "kimi_k2"), _MLA_IGNORES),
+    "deepseek_v32": (*_MLA_IGNORES, "layer_types"),  # every layer is DSA: the list picks the cache class
     # GlmMoeDsaConfig derives head_dim and qk_head_dim from the latent widths; the indexer's RoPE layout is values
-    "glm_moe_dsa": (*_MLA_IGNORES, "head_dim", "qk_head_dim", "indexer_rope_interleave"),
+    # layer_types: every layer is DSA, the list picks the cache class; moe_router_dtype: the router's precision
+    "glm_moe_dsa": (*_MLA_IGNORES, "head_dim", "qk_head_dim", "indexer_rope_interleave", "layer_types",
+                    "moe_router_dtype"),
     "falcon": ("apply_residual_connection_post_layernorm",),  # where the residual joins: values, not shapes
 }
 for _alias in ("RefinedWeb", "RefinedWebModel"):
