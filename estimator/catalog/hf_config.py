@@ -25,7 +25,7 @@ from estimator.catalog.config_fields import Seen, unread
 from estimator.catalog.families import family, family_names
 from estimator.catalog.family_reader import read_family
 from estimator.catalog.suggest import closest_names
-from estimator.catalog.towers import CROSS_ATTENTION_TOKENS, TOWER_READERS, WRAPPER_TIES, tower_rows
+from estimator.catalog.towers import CROSS_ATTENTION_TOKENS, TOWER_READERS, WRAPPER_TIES, tower_rows, tower_unread
 from estimator.catalog.validation_words import validation_message
 from estimator.errors import SpecInvalid, echoed
 
@@ -310,6 +310,9 @@ def architecture_from_config(config: Config) -> Architecture:
     inner = _unwrapped(config) if reader is None or model_type in TOWER_READERS else None
     arch = architecture_from_config(inner) if inner is not None else _read(reader, config)
     rows, keys = tower_rows(config)
+    towers_unread = tower_unread(config)
+    if towers_unread:
+        arch = arch.model_copy(update={"unread_fields": (*arch.unread_fields, *towers_unread)})
     tokens = CROSS_ATTENTION_TOKENS.get(str(model_type))
     if tokens is not None and arch.cross_attention is not None:  # the wrapper's vision config sizes the cross K/V
         source = f"{model_type} vision_config"

@@ -85,3 +85,11 @@ def test_an_unknown_architectural_field_is_named_in_every_output(cli: Cli, tmp_p
 def test_generic_fields_are_never_named() -> None:
     config = dict.fromkeys(IGNORED, 1)
     assert unread(config, seen=()) == ()
+
+
+def test_an_unknown_tower_field_is_named() -> None:
+    # a counted tower's section is accounted for as the text config is: a field its reader does not know is named
+    config = json.loads((CONFIGS / "Qwen--Qwen3-VL-8B-Instruct.json").read_text())
+    assert architecture_from_config(config).unread_fields == ()
+    config["vision_config"] = {**config["vision_config"], "num_register_tokens": 4}
+    assert architecture_from_config(config).unread_fields == ("vision_config.num_register_tokens",)
