@@ -99,7 +99,20 @@ def _deepseek_moe_layers(config: Config, layers: int) -> tuple[bool, ...]:
     return _moe_layers(config, layers, first_dense=first, step=step)
 
 
+# What sets a latent-attention MoE model's size: a config must give each (q_lora_rank may be null: no query
+# compression). DeepseekV3Config's defaults for the last three (1,536, 1 shared expert, 3 dense layers) are the
+# reference model's, not what a config that leaves them out means, so such a config is refused, naming them all.
+_MLA_SIZE = ("hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads", "intermediate_size",
+             "moe_intermediate_size", "num_experts_per_tok", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+             "v_head_dim", "q_lora_rank", "n_shared_experts", "first_k_dense_replace")
+
+
 def _deepseek(config: Config) -> Architecture:
+    experts_given = "n_routed_experts" in config or "num_experts" in config
+    missing = [n for n in _MLA_SIZE if n not in config] + ([] if experts_given else ["n_routed_experts"])
+    if missing:
+        raise SpecInvalid(f"config.json lacks {', '.join(sorted(missing))}, which set the model's size (model_type "
+                          f"{config.get('model_type')!r}); refused rather than filled in with transformers' defaults")
     layers = _int(config, "num_hidden_layers")
     heads = _int(config, "num_attention_heads")
     latent = LatentAttention(

@@ -93,3 +93,15 @@ def test_an_unknown_tower_field_is_named() -> None:
     assert architecture_from_config(config).unread_fields == ()
     config["vision_config"] = {**config["vision_config"], "num_register_tokens": 4}
     assert architecture_from_config(config).unread_fields == ("vision_config.num_register_tokens",)
+
+
+def test_partial_latent_attention_config_names_missing_fields() -> None:
+    # DeepseekV3Config would fill in q_lora_rank 1,536, one shared expert and three dense layers: not what a config
+    # that leaves them out means; every size-setting field missing is named at once
+    config = json.loads((CONFIGS / "deepseek-ai--DeepSeek-R1.json").read_text())
+    for dropped in ("q_lora_rank", "n_shared_experts", "first_k_dense_replace", "n_routed_experts"):
+        partial = {k: v for k, v in config.items() if k != dropped}
+        with pytest.raises(SpecInvalid, match=f"lacks {dropped}, which set the model's size"):
+            architecture_from_config(partial)
+    with pytest.raises(SpecInvalid, match="lacks first_k_dense_replace, hidden_size, intermediate_size"):
+        architecture_from_config({"model_type": "deepseek_v3"})
