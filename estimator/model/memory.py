@@ -211,10 +211,11 @@ def moe_live_bytes(arch: Architecture, element_bytes: int, tensor_parallel: int 
     the largest. Measured on transformers 5.17's grouped_mm experts by CUDA memory history of the peak
     (lab/measure/peak_trace.py, H200): qwen3-30b-a3b 148,560 B, mixtral-8x7b 279,138 B and deepseek-v2-lite
     164,630 B per token, each within 0.2%. Fused engines (vLLM fused_moe) hold k × (3·ffn + h); this bounds it.
+    A latent MoE (Nemotron-3 Super) routes its rows in the latent width: h is that width here.
     """
     assert arch.moe is not None
     moe = arch.moe
-    k, h, e = moe.experts_per_token, arch.hidden_size, element_bytes
+    k, h, e = moe.experts_per_token, moe.expert_width_in(arch.hidden_size), element_bytes
     weighted = 4 if moe.fp32_routing_weights else e
     expert = math.ceil(moe.expert_intermediate_size / tensor_parallel)
     up = k * (h + 4 * expert) * e
