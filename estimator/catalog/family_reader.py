@@ -63,12 +63,14 @@ class _Config:
     family: Family
     raw: Mapping[str, Any]
     data: Seen = field(init=False)
+    sizes: set[str] = field(init=False)  # config fields that set the size: a config must give them
     missing: list[str] = field(default_factory=list)
     defaulted: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         raw = self.raw if isinstance(self.raw, Seen) else Seen(self.raw)
         self.data = raw.merged(self.family.defaults)
+        self.sizes = _size_fields(self.family)
 
     def get(self, name: str, default: Any = None) -> Any:
         value = self.data.get(name)
@@ -95,8 +97,7 @@ class _Config:
 
     def _filled(self, canonical: str, name: str, value: int) -> None:
         """Record a family default used for a field the config leaves out: refused where it sets the size."""
-        size = canonical in SIZE_FIELDS and name not in self.family.real_defaults
-        if size or canonical in self.family.required or name in self.family.required:
+        if (canonical in SIZE_FIELDS or name in self.sizes) and name not in self.family.real_defaults:
             if name not in self.missing:
                 self.missing.append(name)
         elif f"{name} = {value}" not in self.defaulted:
@@ -109,6 +110,22 @@ class _Config:
 
     def width(self, value: Width) -> int:
         return value if isinstance(value, int) else self.integer(value)
+
+
+def _size_fields(family: Family) -> set[str]:
+    """The config fields that set a model of ``family``'s size beyond `SIZE_FIELDS`: the family's ``required``, the
+    expert counts and widths, the Mamba-2 and DeltaNet head counts and widths (a config that leaves one out is
+    refused: the family default is one reference model's)."""
+    out = set(family.required)
+    if family.moe is not None:
+        m = family.moe
+        out |= {m.experts, m.per_token, m.width} | {f for f in (m.shared_width, m.shared_count) if f}
+    if family.mamba is not None:
+        out |= {family.mamba.num_heads, family.mamba.head_dim, family.mamba.state_size}  # n_groups: named when filled
+    if family.linear_attention is not None:
+        g = family.linear_attention
+        out |= {g.num_k_heads, g.num_v_heads, g.head_k_dim, g.head_v_dim}
+    return out
 
 
 @dataclass
