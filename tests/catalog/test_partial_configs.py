@@ -105,3 +105,12 @@ def test_partial_latent_attention_config_names_missing_fields() -> None:
             architecture_from_config(partial)
     with pytest.raises(SpecInvalid, match="lacks first_k_dense_replace, hidden_size, intermediate_size"):
         architecture_from_config({"model_type": "deepseek_v3"})
+
+
+@pytest.mark.parametrize("dropped", ["n_routed_experts", "moe_intermediate_size", "mamba_num_heads",
+                                     "ssm_state_size"])
+def test_config_without_an_expert_or_mamba_width_is_refused_naming_it(dropped: str) -> None:
+    # NemotronHConfig's defaults (8 experts of 7,688, 128 Mamba heads) are the reference model's, not Nemotron-3's
+    config = json.loads((CONFIGS / "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json").read_text())
+    with pytest.raises(SpecInvalid, match=f"lacks {dropped}, which set the model's size"):
+        architecture_from_config({k: v for k, v in config.items() if k != dropped})
