@@ -114,3 +114,17 @@ def test_config_without_an_expert_or_mamba_width_is_refused_naming_it(dropped: s
     config = json.loads((CONFIGS / "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json").read_text())
     with pytest.raises(SpecInvalid, match=f"lacks {dropped}, which set the model's size"):
         architecture_from_config({k: v for k, v in config.items() if k != dropped})
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.json")), ids=lambda p: p.stem)
+def test_every_published_config_is_read_without_an_unknown_field(path: Path) -> None:
+    # a family file declares every field of its published configs, by reading it or ignoring it with a reason
+    assert architecture_from_config(json.loads(path.read_text())).unread_fields == ()
+
+
+def test_every_catalog_model_is_read_without_an_unknown_field() -> None:
+    from estimator.catalog.registry import default_catalog
+
+    models = list(default_catalog().models)
+    assert len(models) > 50
+    assert {m.name: m.arch.unread_fields for m in models if m.arch is not None and m.arch.unread_fields} == {}
