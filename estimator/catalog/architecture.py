@@ -13,22 +13,15 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from estimator.catalog.arch_base import MAX_LAYERS, MAX_PARAMS, MAX_WIDTH, Count, Width
+from estimator.catalog.arch_base import ArchPart as _Arch
 from estimator.catalog.checkpoint_files import StoredWeights
 from estimator.catalog.checkpoint_quant import CheckpointQuant
+from estimator.catalog.mixers import GatedDeltaNet, KimiDeltaAttention, Mamba1, Mamba2, ShortConv
 
-# Ceilings on what a config may say, far beyond any published model so that only a typo or hostile input meets them,
-# and low enough that the terms stay fast and exact (a 10,000,000-layer config took 22 s): the deepest published
-# decoders have ~130 layers (Llama 3.1 405B: 126), the widest dimensions are vocabularies of ~260k and contexts of
-# ~10M tokens (Llama 4 Scout: 10,485,760).
-MAX_LAYERS = 4096
-MAX_WIDTH = 2**24  # 16,777,216: any width, head count, vocabulary, expert count or context length
-MAX_PARAMS = 10**15
-Count = Annotated[int, Field(ge=0, le=MAX_PARAMS)]  # a tower's parameters, or how many of it
-Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]  # a width, head count or other size that cannot be zero
-
-
-class _Arch(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
+__all__ = ["MAX_LAYERS", "MAX_PARAMS", "MAX_WIDTH", "Architecture", "Attention", "Count", "CrossAttention",
+           "GatedDeltaNet", "KimiDeltaAttention", "LatentAttention", "Mamba1", "Mamba2", "MixtureOfExperts", "Mlp",
+           "ModelSpec", "ShortConv", "SparseIndexer", "Width"]
 
 
 class LatentAttention(_Arch):
@@ -47,91 +40,6 @@ class SparseIndexer(_Arch):
     num_heads: Width
     head_dim: Width
     topk: Width
-
-
-class Mamba2(_Arch):
-    """A Mamba-2 mixer (transformers Mamba2Mixer / NemotronHMamba2Mixer): per-sequence conv and SSM state."""
-
-    num_heads: Width
-    head_dim: Width
-    state_size: Width
-    n_groups: Width
-    conv_kernel: Width
-    proj_bias: bool = False
-    out_bias: bool | None = None  # out_proj's bias when the config sets it apart from in_proj's (Falcon-H1)
-    conv_bias: bool = True
-    gated_norm: bool = True
-    # the config's mamba_ssm_cache_dtype, when it says (at most 8 bytes: fp64)
-    state_dtype_bytes: int | None = Field(default=None, gt=0, le=8)
-
-    @property
-    def inner(self) -> int:
-        return self.num_heads * self.head_dim
-
-    @property
-    def conv_dim(self) -> int:
-        """Channels the causal conv runs over: x, B and C (intermediate + 2 × groups × state)."""
-        return self.inner + 2 * self.n_groups * self.state_size
-
-
-class GatedDeltaNet(_Arch):
-    """A gated DeltaNet linear-attention mixer (Qwen3-Next, Qwen3.5): per-sequence conv and delta-rule state."""
-
-    num_k_heads: Width
-    num_v_heads: Width
-    head_k_dim: Width
-    head_v_dim: Width
-    conv_kernel: Width
-    state_dtype_bytes: int | None = Field(default=None, gt=0, le=8)  # the config's mamba_ssm_dtype, when it says
-
-    @property
-    def key_dim(self) -> int:
-        return self.num_k_heads * self.head_k_dim
-
-    @property
-    def value_dim(self) -> int:
-        return self.num_v_heads * self.head_v_dim
-
-    @property
-    def conv_dim(self) -> int:
-        """Channels the causal conv runs over: q, k and v."""
-        return 2 * self.key_dim + self.value_dim
-
-
-class Mamba1(_Arch):
-    """A Mamba-1 selective-scan mixer (transformers JambaMambaMixer): one SSM state of ``state_size`` per inner
-    channel, a depthwise causal conv over the inner channels, and dt/B/C made input-dependent by ``x_proj``."""
-
-    inner: Width  # mamba_expand × hidden
-    state_size: Width
-    dt_rank: Width
-    conv_kernel: Width
-    proj_bias: bool = False  # in_proj and out_proj
-    conv_bias: bool = True
-    dt_norms: bool = False  # Jamba: RMSNorms on dt (dt_rank wide), B and C (state_size wide)
-
-
-class ShortConv(_Arch):
-    """LFM2's gated short convolution (transformers Lfm2ShortConv): in_proj to B, C and x (3 × hidden), a depthwise
-    causal conv of ``conv_kernel`` over hidden channels, out_proj back to hidden. Its state is the conv window alone."""
-
-    conv_kernel: Width
-    bias: bool = False  # in_proj, conv and out_proj (the config's conv_bias)
-
-
-class KimiDeltaAttention(_Arch):
-    """Kimi Delta Attention (transformers KimiLinearDeltaAttention): gated DeltaNet with a per-channel decay. q, k
-    and v of num_heads × head_dim each pass a short depthwise conv; the state is one head_dim × head_dim matrix per
-    head, kept in fp32 whatever the model's dtype (vLLM mamba_utils.py MambaStateDtypeCalculator.kda_state_dtype:
-    the conv in the model dtype, the recurrent state torch.float32; transformers' torch path computes it in float32)."""
-
-    num_heads: Width
-    head_dim: Width
-    conv_kernel: Width
-
-    @property
-    def qkv_dim(self) -> int:
-        return self.num_heads * self.head_dim
 
 
 class CrossAttention(_Arch):
@@ -198,6 +106,13 @@ class MixtureOfExperts(_Arch):
     router_bias: bool = False  # gpt-oss: the router linear has a bias
     expert_bias: bool = False  # gpt-oss: every expert's gate_up and down projections have biases
     fp32_routing_weights: bool = False  # the router hands fp32 weights to the experts (DeepSeek's HF code)
+    # latent MoE (Nemotron-3 Super and Ultra, NemotronHMoE): the routed experts work in this width; fc1_latent_proj
+    # (hidden → latent) before them and fc2_latent_proj (latent → hidden) after, run for every token
+    latent_size: int | None = Field(default=None, gt=0, le=MAX_WIDTH)
+
+    def expert_width_in(self, hidden: int) -> int:
+        """The width a routed expert reads and writes: the latent width where there is one, else the hidden size."""
+        return self.latent_size or hidden
 
     @model_validator(mode="after")
     def _check(self) -> MixtureOfExperts:
@@ -269,6 +184,14 @@ class Architecture(_Arch):
     read_tensors: tuple[tuple[str, str, Count, Count, Count], ...] = ()
     read_by: str | None = None
     read_notes: tuple[str, ...] = ()
+    # config fields no reader read whose names say they could shape tensors or caches (catalog/config_fields.py),
+    # and the defaults filled in for fields the config leaves out ("name = value"): the report warns of both
+    unread_fields: tuple[str, ...] = ()
+    defaulted_fields: tuple[str, ...] = ()
+    # per layer: whether it runs its own sparse-attention indexer (GLM-5.2's indexer_types "full"; a "shared" layer
+    # reuses the previous one's top-k and holds no indexer weights or key cache); empty: every attention layer does,
+    # where `attention.indexer` is set
+    indexer_layers: tuple[bool, ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> Architecture:
@@ -280,7 +203,7 @@ class Architecture(_Arch):
             raise ValueError("moe_layers marks MoE layers but no experts are described")
         if any(w is not None and w <= 0 for w in self.layer_windows):
             raise ValueError("sliding windows must be positive")
-        for name in ("layer_mixers", "ffn_free_layers", "layer_mlp_widths"):
+        for name in ("layer_mixers", "ffn_free_layers", "layer_mlp_widths", "indexer_layers"):
             if getattr(self, name) and len(getattr(self, name)) != self.num_layers:
                 raise ValueError(f"{name} has {len(getattr(self, name))} entries for {self.num_layers} layers")
         if ("mamba2" in self.layer_mixers or self.parallel_mamba) and self.mamba is None:
@@ -296,6 +219,14 @@ class Architecture(_Arch):
     def mixer(self, layer: int) -> Mixer:
         """The token mixer of ``layer``: attention unless `layer_mixers` says otherwise."""
         return self.layer_mixers[layer] if self.layer_mixers else "attention"
+
+    def has_indexer(self, layer: int) -> bool:
+        """Whether ``layer`` runs its own sparse-attention indexer (weights, and a key per token in the cache)."""
+        return self.attention.indexer is not None and (not self.indexer_layers or self.indexer_layers[layer])
+
+    @property
+    def num_indexer_layers(self) -> int:
+        return sum(self.has_indexer(i) for i in range(self.num_layers) if self.mixer(i) == "attention")
 
     def mixer_count(self, kind: Mixer) -> int:
         return sum(self.mixer(layer) == kind for layer in range(self.num_layers))

@@ -66,6 +66,7 @@ class MoeSpec(_Spec):
     router_bias: bool = False
     expert_bias: bool = False
     fp32_routing_weights: bool = False
+    latent: str | None = None  # the config field of the routed experts' latent width (Nemotron-3 moe_latent_size)
 
 
 class MambaSpec(_Spec):
@@ -122,6 +123,9 @@ class LayersSpec(_Spec):
     period: PeriodSpec | None = None
     every_layer_window: EveryLayerWindowSpec | None = None
     pattern_field: str | None = None  # Nemotron-H: one character per layer (M Mamba-2, * attention, - MLP, E MoE)
+    # Nemotron-3: one block kind per layer (mamba, attention, mlp, moe), read before the pattern; its length is the
+    # layer count (NemotronHConfig.num_hidden_layers is len(layers_block_type))
+    block_types_field: str | None = None
     block_configs_field: str | None = None  # DeciLM: one {attention, ffn} entry per layer (family_reader)
     window_field: str = "sliding_window"
     chunk_field: str = "attention_chunk_size"
@@ -136,6 +140,15 @@ class Family(_Spec):
     sources: tuple[str, ...] = Field(min_length=1)
     notes: str | None = None
     defaults: dict[str, Any] = {}
+    # size-setting fields beyond config_fields.SIZE_FIELDS that a config must give (its default is one reference
+    # model's shape); every other default is one a config may rely on, and the report names it when filled in
+    required: tuple[str, ...] = ()
+    # size-setting fields whose transformers default the family's published configs rely on (Gemma 3's text_config
+    # leaves vocab_size out): filled in, and named in the report, instead of refused
+    real_defaults: tuple[str, ...] = ()
+    # config fields this family's reader may leave unread: they shape no tensor or cache (config_fields.IGNORED
+    # holds the ones every family shares)
+    ignores: tuple[str, ...] = ()
     fields: dict[str, tuple[str, ...]] = {}
     tie_word_embeddings: Switch = "tie_word_embeddings"
     attention: AttentionSpec = AttentionSpec()

@@ -23,6 +23,7 @@ from estimator.catalog.architecture import (
     Mlp,
 )
 from estimator.catalog.block_configs import read_blocks
+from estimator.catalog.config_fields import SIZE_FIELDS, Seen
 from estimator.catalog.families import Family, MambaSpec, Switch, Width
 from estimator.errors import SpecInvalid
 
@@ -41,6 +42,10 @@ DEFAULT_FIELDS: dict[str, tuple[str, ...]] = {
 PATTERN_CHARS: dict[str, tuple[Mixer, str]] = {
     "M": ("mamba2", "none"), "*": ("attention", "none"), "-": ("none", "dense"), "E": ("none", "moe"),
 }
+# Nemotron-3's layers_block_type entries as hybrid_override_pattern characters (NemotronHConfig: "mamba" and
+# "attention" are the legacy spellings of "linear_attention" and "full_attention", remap_legacy_layer_types)
+BLOCK_CHARS: dict[str, str] = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*",
+                               "mlp": "-", "moe": "E"}
 # layer_types entries and the mixer each one runs
 LAYER_TYPE_MIXERS: dict[str, Mixer] = {
     "full_attention": "attention", "sliding_attention": "attention", "chunked_attention": "attention",
@@ -51,31 +56,52 @@ DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 @dataclass
 class _Config:
+    """The config over the family's defaults, read through `Seen` (what the reader looked up is recorded). A
+    size-setting field the config leaves out is collected in ``missing`` (the read is refused naming them all); any
+    other family default filled in is collected in ``defaulted`` for the report."""
+
     family: Family
     raw: Mapping[str, Any]
-    data: dict[str, Any] = field(init=False)
+    data: Seen = field(init=False)
+    sizes: set[str] = field(init=False)  # config fields that set the size: a config must give them
+    missing: list[str] = field(default_factory=list)
+    defaulted: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.data = {**self.family.defaults, **self.raw}
+        raw = self.raw if isinstance(self.raw, Seen) else Seen(self.raw)
+        self.data = raw.merged(self.family.defaults)
+        self.sizes = _size_fields(self.family)
 
     def get(self, name: str, default: Any = None) -> Any:
         value = self.data.get(name)
         return default if value is None else value
 
+    def _names(self, canonical: str) -> tuple[str, ...]:
+        return self.family.fields.get(canonical) or DEFAULT_FIELDS.get(canonical) or (canonical,)
+
     def optional(self, canonical: str) -> int | None:
         """The integer a config gives for ``canonical`` (or its aliases), None when it gives none."""
-        names = self.family.fields.get(canonical) or DEFAULT_FIELDS.get(canonical) or (canonical,)
-        return None if all(self.data.get(n) is None for n in names) else self.integer(canonical)
+        return None if all(self.data.get(n) is None for n in self._names(canonical)) else self.integer(canonical)
 
     def integer(self, canonical: str, default: int | None = None) -> int:
-        names = self.family.fields.get(canonical) or DEFAULT_FIELDS.get(canonical) or (canonical,)
+        names = self._names(canonical)
         value = next((self.data[n] for n in names if self.data.get(n) is not None), default)
         if value is None:
             raise SpecInvalid(f"config.json lacks required field {names[0]!r} for model_type "
                               f"{self.family.model_type!r}")
         if isinstance(value, bool) or not isinstance(value, int):
             raise SpecInvalid(f"config.json field {names[0]!r} must be an integer, got {value!r}")
+        if not any(self.raw.get(n) is not None for n in names) and any(n in self.family.defaults for n in names):
+            self._filled(canonical, names[0], value)
         return value
+
+    def _filled(self, canonical: str, name: str, value: int) -> None:
+        """Record a family default used for a field the config leaves out: refused where it sets the size."""
+        if (canonical in SIZE_FIELDS or name in self.sizes) and name not in self.family.real_defaults:
+            if name not in self.missing:
+                self.missing.append(name)
+        elif f"{name} = {value}" not in self.defaulted:
+            self.defaulted.append(f"{name} = {value}")
 
     def switch(self, value: Switch) -> bool:
         if isinstance(value, bool):
@@ -84,6 +110,22 @@ class _Config:
 
     def width(self, value: Width) -> int:
         return value if isinstance(value, int) else self.integer(value)
+
+
+def _size_fields(family: Family) -> set[str]:
+    """The config fields that set a model of ``family``'s size beyond `SIZE_FIELDS`: the family's ``required``, the
+    expert counts and widths, the Mamba-2 and DeltaNet head counts and widths (a config that leaves one out is
+    refused: the family default is one reference model's)."""
+    out = set(family.required)
+    if family.moe is not None:
+        m = family.moe
+        out |= {m.experts, m.per_token, m.width} | {f for f in (m.shared_width, m.shared_count) if f}
+    if family.mamba is not None:
+        out |= {family.mamba.num_heads, family.mamba.head_dim, family.mamba.state_size}  # n_groups: named when filled
+    if family.linear_attention is not None:
+        g = family.linear_attention
+        out |= {g.num_k_heads, g.num_v_heads, g.head_k_dim, g.head_v_dim}
+    return out
 
 
 @dataclass
@@ -109,6 +151,32 @@ def _from_types(c: _Config, types: list[str], layers: int) -> _Layout:
     return _Layout([mixers[t] for t in types], windows, ["dense"] * layers)
 
 
+def _block_list(c: _Config) -> list[str] | None:
+    """The config's per-layer block kinds (Nemotron-3 layers_block_type), checked; None where it gives none."""
+    name = c.family.layers.block_types_field
+    blocks = c.get(name) if name else None
+    if blocks is None:
+        return None
+    if not isinstance(blocks, list) or not blocks or any(b not in BLOCK_CHARS for b in blocks):
+        shown = sorted({str(b) for b in blocks} - set(BLOCK_CHARS)) if isinstance(blocks, list) else blocks
+        raise SpecInvalid(f"config.json {name} must list one of {sorted(BLOCK_CHARS)} per layer; got {shown!r}")
+    return blocks
+
+
+def _block_pattern(c: _Config) -> str | None:
+    blocks = _block_list(c)
+    return None if blocks is None else "".join(BLOCK_CHARS[b] for b in blocks)
+
+
+def _layer_count(c: _Config) -> int:
+    """num_hidden_layers, or the length of a per-layer block list, which transformers takes over it."""
+    blocks = _block_list(c)
+    if blocks is None:
+        return c.integer("num_layers")
+    c.get("num_hidden_layers")  # deprecated beside the list: NemotronHConfig keeps the list's length
+    return len(blocks)
+
+
 def _layout(c: _Config, layers: int) -> _Layout:
     spec = c.family.layers
     if spec.block_configs_field and c.get(spec.block_configs_field) is not None:
@@ -116,7 +184,7 @@ def _layout(c: _Config, layers: int) -> _Layout:
                              heads=c.integer("num_heads"))
         return _Layout(list(blocks.mixers), [None] * layers, list(blocks.ffn), widths=list(blocks.widths),
                        kv_heads=blocks.kv_heads)
-    pattern = c.get(spec.pattern_field) if spec.pattern_field else None
+    pattern = _block_pattern(c) or (c.get(spec.pattern_field) if spec.pattern_field else None)
     if pattern:
         if len(pattern) != layers or set(pattern) - set(PATTERN_CHARS):
             raise SpecInvalid(f"config.json {spec.pattern_field} {pattern!r} must have one of "
@@ -135,9 +203,12 @@ def _layout(c: _Config, layers: int) -> _Layout:
     every = spec.every_layer_window
     window = c.get(spec.window_field)
     windows: list[int | None] = [None] * layers
-    if every is not None and window is not None and (every.enabled_by is None or c.get(every.enabled_by) is not False):
-        start = c.integer(every.from_layer) if every.from_layer else 0
-        windows = [int(window) if i >= start else None for i in range(layers)]
+    if every is not None:  # the switch and the first windowed layer are read even where no window is set
+        enabled = every.enabled_by is None or c.get(every.enabled_by) is not False
+        start = c.get(every.from_layer, 0) if every.from_layer else 0
+        if window is not None and enabled:
+            start = c.integer(every.from_layer) if every.from_layer else 0
+            windows = [int(window) if i >= start else None for i in range(layers)]
     return _Layout(["attention"] * layers, windows, ["dense"] * layers)
 
 
@@ -177,6 +248,7 @@ def _moe(c: _Config, layout: _Layout, layers: int) -> MixtureOfExperts | None:
         expert_intermediate_size=width,
         shared_intermediate_size=shared, shared_expert_gate=spec.shared_gate, router_bias=spec.router_bias,
         expert_bias=spec.expert_bias, fp32_routing_weights=spec.fp32_routing_weights,
+        latent_size=c.optional(spec.latent) if spec.latent else None,
     )
 
 
@@ -187,6 +259,8 @@ def _attention(c: _Config, kv_heads: int | None) -> Attention:
     if kv_heads is None:
         grouped = spec.grouped_kv_by is None or c.switch(spec.grouped_kv_by)
         kv_heads = c.integer("num_kv_heads", heads) if grouped else heads
+        if grouped and c.optional("num_kv_heads") is None:  # transformers: None means one KV head per query head
+            c.defaulted.append(f"num_key_value_heads = num_attention_heads ({heads})")
     return Attention(
         num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, v_head_dim=head_dim,
         q_bias=c.switch(spec.q_bias), kv_bias=c.switch(spec.kv_bias), o_bias=c.switch(spec.o_bias),
@@ -232,9 +306,28 @@ def _mixers(c: _Config) -> dict[str, Any]:
 
 
 def read_family(family: Family, config: Mapping[str, Any]) -> Architecture:
-    """The architecture ``config`` describes, read the way ``family`` says."""
+    """The architecture ``config`` describes, read the way ``family`` says. A config that leaves out a field that
+    sets the model's size is refused, naming every such field; the other defaults filled in are listed in the
+    architecture's ``defaulted_fields``."""
     c = _Config(family, config)
-    layers = c.integer("num_layers")
+    try:
+        arch = _build(c, family, config)
+    except (SpecInvalid, ValueError, TypeError):
+        if c.missing:
+            raise SpecInvalid(_missing_message(c)) from None
+        raise
+    if c.missing:
+        raise SpecInvalid(_missing_message(c))
+    return arch.model_copy(update={"defaulted_fields": tuple(c.defaulted)}) if c.defaulted else arch
+
+
+def _missing_message(c: _Config) -> str:
+    return (f"config.json lacks {', '.join(sorted(c.missing))}, which set the model's size (model_type "
+            f"{c.family.model_type!r}); refused rather than filled in with transformers' defaults")
+
+
+def _build(c: _Config, family: Family, config: Mapping[str, Any]) -> Architecture:
+    layers = _layer_count(c)
     layout = _layout(c, layers)
     cross = _cross_layers(c, layout, layers)
     moe = _moe(c, layout, layers)

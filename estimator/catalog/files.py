@@ -18,8 +18,9 @@ from estimator.errors import SpecInvalid
 # memory and minutes of parsing it). Each is far past any real file of its kind:
 MAX_SPEC_FILE_BYTES = 1 << 20  # 1 MiB for a YAML spec, calibration or prices file: the largest shipped is under
 #                                6 KB (specs/profiles/hf.yaml), a calibration file holds about 1 KB per card
-MAX_CONFIG_BYTES = 1 << 20  # 1 MiB for a config.json, as `estimator serve` takes in a body: the largest in
-#                             tests/data/configs is 5.4 KB (Kimi-K2.5)
+MAX_CONFIG_BYTES = 16 << 20  # 16 MiB for a config.json (a file or a body sent to `estimator serve`): published
+#                              configs carry per-layer lists and per-module quantization tables; MiniMax-M3's is
+#                              3.1 MB, so 16 MiB leaves five times that (JSON has no aliases: its weight is its bytes')
 MAX_INDEX_BYTES = 64 << 20  # 64 MiB for a model.safetensors.index.json: about 100 B per tensor, so 600,000
 #                             tensors (DeepSeek-V3 has about 91,000)
 MAX_EXPANDED = 1 << 20  # weight of a parsed value with every alias followed (`check_shape`): a container or a

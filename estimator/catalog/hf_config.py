@@ -22,12 +22,15 @@ from estimator.catalog.architecture import (
     Mlp,
     SparseIndexer,
 )
+from estimator.catalog.config_fields import Seen, unread
 from estimator.catalog.families import family, family_names
 from estimator.catalog.family_reader import read_family
+from estimator.catalog.hybrid_readers import FIELDS_IGNORED as HYBRID_IGNORES
 from estimator.catalog.hybrid_readers import read_jamba, read_lfm2, read_lfm2_moe
+from estimator.catalog.kimi_linear import FIELDS_IGNORED as KIMI_LINEAR_IGNORES
 from estimator.catalog.kimi_linear import read_kimi_linear
 from estimator.catalog.suggest import closest_names
-from estimator.catalog.towers import CROSS_ATTENTION_TOKENS, TOWER_READERS, WRAPPER_TIES, tower_rows
+from estimator.catalog.towers import CROSS_ATTENTION_TOKENS, TOWER_READERS, WRAPPER_TIES, tower_rows, tower_unread
 from estimator.catalog.unread_families import unread_reason
 from estimator.catalog.validation_words import validation_message
 from estimator.errors import SpecInvalid, echoed
@@ -64,7 +67,58 @@ def _indexer(config: Config) -> SparseIndexer | None:
                          topk=_int(config, "index_topk"))
 
 
+def _listed(config: Config, name: str, layers: int, kinds: tuple[str, ...]) -> list[str] | None:
+    """A per-layer list of ``kinds`` the config gives under ``name``, checked; None where it gives none."""
+    value = config.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != layers or any(v not in kinds for v in value):
+        raise SpecInvalid(f"config.json {name} must list one of {', '.join(kinds)} for each of the {layers} layers")
+    return value
+
+
+def _indexer_layers(config: Config, layers: int) -> tuple[bool, ...]:
+    """Which layers run their own DSA indexer (GlmMoeDsaConfig indexer_types: "full" runs one, "shared" reuses the
+    previous one's top-k); when the list is absent, as GlmMoeDsaConfig derives it from index_topk_pattern, or from
+    index_topk_freq and index_skip_topk_offset. Empty: every layer (DeepSeek-V3.2, GLM-5)."""
+    if config.get("model_type") != "glm_moe_dsa":
+        return ()
+    types = _listed(config, "indexer_types", layers, ("full", "shared"))
+    pattern = config.get("index_topk_pattern")
+    if types is None and isinstance(pattern, str):
+        types = _listed({"p": [{"F": "full", "S": "shared"}.get(c, c) for c in pattern]}, "p", layers,
+                        ("full", "shared"))
+    if types is None:
+        freq = max(_int(config, "index_topk_freq", default=1), 1)
+        offset = _int(config, "index_skip_topk_offset", default=2)
+        types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)]
+    return () if all(t == "full" for t in types) else tuple(t == "full" for t in types)
+
+
+def _deepseek_moe_layers(config: Config, layers: int) -> tuple[bool, ...]:
+    """The MoE layers: the config's mlp_layer_types ("sparse" MoE, "dense" MLP) where it lists them (DeepSeek-V3.2,
+    GLM-5), else the first first_k_dense_replace layers dense and every moe_layer_freq-th after them MoE."""
+    first, step = _int(config, "first_k_dense_replace", default=0), _int(config, "moe_layer_freq", default=1)
+    listed = _listed(config, "mlp_layer_types", layers, ("dense", "sparse"))
+    if listed is not None:  # the list wins over the rule (GlmMoeDsaConfig derives it from the rule only when absent)
+        return tuple(t == "sparse" for t in listed)
+    return _moe_layers(config, layers, first_dense=first, step=step)
+
+
+# What sets a latent-attention MoE model's size: a config must give each (q_lora_rank may be null: no query
+# compression). DeepseekV3Config's defaults for the last three (1,536, 1 shared expert, 3 dense layers) are the
+# reference model's, not what a config that leaves them out means, so such a config is refused, naming them all.
+_MLA_SIZE = ("hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads", "intermediate_size",
+             "moe_intermediate_size", "num_experts_per_tok", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+             "v_head_dim", "q_lora_rank", "n_shared_experts", "first_k_dense_replace")
+
+
 def _deepseek(config: Config) -> Architecture:
+    experts_given = "n_routed_experts" in config or "num_experts" in config
+    missing = [n for n in _MLA_SIZE if n not in config] + ([] if experts_given else ["n_routed_experts"])
+    if missing:
+        raise SpecInvalid(f"config.json lacks {', '.join(sorted(missing))}, which set the model's size (model_type "
+                          f"{config.get('model_type')!r}); refused rather than filled in with transformers' defaults")
     layers = _int(config, "num_hidden_layers")
     heads = _int(config, "num_attention_heads")
     latent = LatentAttention(
@@ -86,7 +140,10 @@ def _deepseek(config: Config) -> Architecture:
         latent=latent,
         indexer=_indexer(config),
     )
-    experts = _int(config, "n_routed_experts")
+    # GlmMoeDsaConfig re-routes num_experts to n_routed_experts (NVIDIA's GLM-5.2 export writes both)
+    glm = config.get("model_type") == "glm_moe_dsa"
+    experts = _int(config, *(("num_experts", "n_routed_experts") if glm else ("n_routed_experts",)))
+    config.get("n_routed_experts")  # read beside num_experts, which wins
     expert_width = _int(config, "moe_intermediate_size")
     return Architecture(
         model_type=str(config["model_type"]),
@@ -103,10 +160,8 @@ def _deepseek(config: Config) -> Architecture:
             shared_intermediate_size=expert_width * _int(config, "n_shared_experts", default=0),
             fp32_routing_weights=True,  # transformers DeepseekV2/V3 MoE: topk_weight stays fp32
         ),
-        moe_layers=_moe_layers(
-            config, layers, first_dense=_int(config, "first_k_dense_replace", default=0),
-            step=_int(config, "moe_layer_freq", default=1),
-        ),
+        moe_layers=_deepseek_moe_layers(config, layers),
+        indexer_layers=_indexer_layers(config, layers) if attention.indexer is not None else (),
         max_position_embeddings=config.get("max_position_embeddings"),
     )
 
@@ -201,6 +256,21 @@ READERS: dict[str, Callable[[Config], Architecture]] = {
     "lfm2_moe": read_lfm2_moe,
     "kimi_linear": read_kimi_linear,  # Kimi Delta Attention + latent attention (estimator.catalog.kimi_linear)
 }
+# Fields each code reader may leave unread beyond the shared ones (config_fields.IGNORED): they shape no tensor or
+# cache in the family's transformers modeling code.
+_MLA_IGNORES = ("num_key_value_heads",)  # latent attention rebuilds K and V for every head: no KV-head count
+CODE_IGNORES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("deepseek_v2", "deepseek_v3", "kimi_k2"), _MLA_IGNORES),
+    "deepseek_v32": (*_MLA_IGNORES, "layer_types"),  # every layer is DSA: the list picks the cache class
+    # GlmMoeDsaConfig derives head_dim and qk_head_dim from the latent widths; the indexer's RoPE layout is values
+    # layer_types: every layer is DSA, the list picks the cache class; moe_router_dtype: the router's precision
+    "glm_moe_dsa": (*_MLA_IGNORES, "head_dim", "qk_head_dim", "indexer_rope_interleave", "layer_types",
+                    "moe_router_dtype"),
+    "falcon": ("apply_residual_connection_post_layernorm",),  # where the residual joins: values, not shapes
+    **HYBRID_IGNORES, "kimi_linear": KIMI_LINEAR_IGNORES,  # each with its reasons beside it, in its reader's module
+}
+for _alias in ("RefinedWeb", "RefinedWebModel"):
+    CODE_IGNORES[_alias] = CODE_IGNORES["falcon"]
 
 # Multimodal wrappers whose language model sits in a nested config.
 _NESTED_TEXT = ("text_config", "language_config", "llm_config")
@@ -269,6 +339,9 @@ def architecture_from_config(config: Config) -> Architecture:
         inner = None  # no reader here for the wrapper nor its text model: transformers reads the whole model
     arch = architecture_from_config(inner) if inner is not None else _read(reader, config)
     rows, keys = tower_rows(config)
+    towers_unread = tower_unread(config)
+    if towers_unread:
+        arch = arch.model_copy(update={"unread_fields": (*arch.unread_fields, *towers_unread)})
     tokens = CROSS_ATTENTION_TOKENS.get(str(model_type))
     if tokens is not None and arch.cross_attention is not None:  # the wrapper's vision config sizes the cross K/V
         source = f"{model_type} vision_config"
@@ -284,9 +357,18 @@ def _read(reader: Callable[[Config], Architecture] | None, config: Config) -> Ar
             raise SpecInvalid("config.json lacks required field 'model_type'")
         from estimator.catalog.transformers_reader import read_with_transformers  # torch only on this path
 
-        reader = lambda c: read_with_transformers(c, unsupported_message(model_type))  # noqa: E731
+        # transformers reads every field its config class knows: no field accounting on this path
+        return _guarded(model_type, lambda: read_with_transformers(config, unsupported_message(model_type)))
+    seen = Seen(config)
+    arch = _guarded(model_type, lambda: reader(seen))
+    fields = unread(config, seen.seen, _ignores(model_type))
+    return arch.model_copy(update={"unread_fields": fields}) if fields else arch
+
+
+def _guarded(model_type: object, read: Callable[[], Architecture]) -> Architecture:
+    """``read()``, its errors made one line naming ``model_type``."""
     try:
-        return reader(config)
+        return read()
     except ValidationError as error:
         detail = validation_message(error)
         raise SpecInvalid(f"config.json for {model_type} is inconsistent: {detail}") from None
@@ -294,3 +376,9 @@ def _read(reader: Callable[[Config], Architecture] | None, config: Config) -> Ar
         if isinstance(error, SpecInvalid):
             raise
         raise SpecInvalid(f"config.json for {model_type} has a malformed field: {error}") from None
+
+
+def _ignores(model_type: object) -> tuple[str, ...]:
+    """The fields the reader of ``model_type`` may leave unread beyond the shared ones (`config_fields.IGNORED`)."""
+    spec = family(model_type) if isinstance(model_type, str) and model_type not in READERS else None
+    return spec.ignores if spec is not None else CODE_IGNORES.get(str(model_type), ())

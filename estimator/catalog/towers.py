@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from estimator.catalog.config_fields import Seen, unread
 from estimator.errors import SpecInvalid
 
 # (name, role, numel, count): the rows `estimator.model.inventory` turns into tensor groups (as model.state does)
@@ -220,6 +221,18 @@ _VISION_READERS: dict[str, Callable[[Config], list[TowerRow]]] = {
     "gemma3": _gemma3,
     "mllama": _mllama,
 }
+# Tower fields a tower reader may leave unread: head counts split a width the reader takes whole (fused or square
+# projections), and per wrapper, fields its transformers modules build no tensor from
+_HEADS = ("num_heads", "num_attention_heads", "attention_heads")
+TOWER_IGNORES: dict[str, tuple[str, ...]] = {
+    # Qwen2.5-VL: which blocks attend in full and the window of the others; spatial_patch_size repeats patch_size
+    "qwen2_5_vl": ("fullatt_block_indexes", "window_size", "spatial_patch_size"),
+    "mistral3": ("image_size",),  # Pixtral's 2-D RoPE: no position table sized by the image
+    # VoxtralEncoder is Whisper's: heads of d_model / heads, no KV heads and no vocabulary (the decoder's), layerdrop
+    "voxtral": ("num_key_value_heads", "head_dim", "vocab_size", "layerdrop"),
+    # which local layers' outputs the projector reads: vision_output_dim, which the reader takes, is their width
+    "mllama": ("intermediate_layers_indices",),
+}
 # wrapper model_type → (the config key of its tower, the reader)
 TOWER_READERS: dict[str, tuple[str, Callable[[Config], list[TowerRow]]]] = {
     **{model_type: ("vision_config", reader) for model_type, reader in _VISION_READERS.items()},
@@ -236,6 +249,19 @@ WRAPPER_TIES: dict[str, bool] = {"qwen3_vl": False, "qwen3_vl_moe": False, "qwen
                                  "exaone4_5": False}  # transformers 5.25 Exaone4_5_Config: false
 # wrapper model_type → the encoder tokens each sequence's cross-attention layers hold K/V for, from its config
 CROSS_ATTENTION_TOKENS: dict[str, Callable[[Config], int]] = {"mllama": mllama_image_tokens}
+
+
+def tower_unread(config: Config) -> tuple[str, ...]:
+    """The fields of a counted tower's section (``vision_config.…``) its reader does not read that could shape the
+    tower (`config_fields.unread`), beside the generic ones and `TOWER_IGNORES`."""
+    found = TOWER_READERS.get(str(config.get("model_type")))
+    section = config.get(found[0]) if found is not None else None
+    if found is None or not isinstance(section, Mapping):
+        return ()
+    seen = Seen(section)
+    found[1]({**config, found[0]: seen})
+    ignores = (*_HEADS, *TOWER_IGNORES.get(str(config.get("model_type")), ()))
+    return tuple(f"{found[0]}.{name}" for name in unread(section, seen.seen, ignores))
 
 
 def tower_rows(config: Config) -> tuple[tuple[TowerRow, ...], tuple[str, ...]]:

@@ -168,7 +168,8 @@ def models_show(name: str, specs_dir: SpecsDir = None) -> None:
     if a.moe:
         out.print(f"  MoE: {a.moe.num_experts} experts, top-{a.moe.experts_per_token}, expert width "
                       f"{a.moe.expert_intermediate_size}, shared width {a.moe.shared_intermediate_size}, "
-                      f"{a.num_moe_layers} MoE layers")
+                      f"{a.num_moe_layers} MoE layers" + (f", latent width {a.moe.latent_size}" if a.moe.latent_size
+                                                           else ""))
     if m.hf_params:
         out.print(f"  Hugging Face transformers count: {m.hf_params:,}")
     for source in m.sources:

@@ -42,6 +42,7 @@ from estimator.model.phases import job_costs
 from estimator.model.state import state_layers
 from estimator.model.timing import Hardware, PhaseCost, PhaseTime, peak_for, phase_time
 from estimator.notes import Note, NoteCode, note
+from estimator.notes.config_notes import config_notes
 from estimator.report import GpuInfo, ModelInfo
 
 
@@ -156,6 +157,7 @@ def _warnings(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, dtype: str, 
     if model.uncounted_towers:
         warnings.append(note(NoteCode.UNCOUNTED_TOWERS, model=model.name, towers=", ".join(model.uncounted_towers)))
     warnings += [note(NoteCode.READ_NOT_HELD, model=model.name, what=what) for what in arch.read_notes]
+    warnings += config_notes(model.name, arch.unread_fields, arch.defaulted_fields)
     if arch.max_position_embeddings and w.context_tokens > arch.max_position_embeddings:
         warnings.append(note(NoteCode.CONTEXT_TOO_LONG, tokens=w.context_tokens, limit=arch.max_position_embeddings))
     return warnings

@@ -12,15 +12,15 @@ from estimator.catalog.specs import GpuSpec
 from estimator.inference.report import MemoryReport
 from estimator.inference.workload import InferenceWorkload
 from estimator.model.footprint import rank_kv_bytes
-from estimator.model.memory import kv_elements_per_token, kv_heads_divisor, replicated_weights_bytes
+from estimator.model.memory import kv_elements_per_token, kv_groups, kv_heads_divisor, replicated_weights_bytes
 from estimator.model.timing import Hardware, PhaseCost, PhaseTime, counts_gpu_ops
 from estimator.notes import Note, NoteCode, note
 
 
-def kv_elements_words(arch: Architecture, *, decompressed_mla: bool) -> str:
-    """What one token's cache in one layer holds, as the factors of `kv_elements_per_token`."""
+def kv_elements_words(arch: Architecture, *, decompressed_mla: bool, layer: int = 0) -> str:
+    """What one token's cache in ``layer`` holds, as the factors of `kv_elements_per_token`."""
     attn = arch.attention
-    indexer = f" + {attn.indexer.head_dim} indexer key" if attn.indexer is not None else ""
+    indexer = f" + {attn.indexer.head_dim} indexer key" if attn.indexer and arch.has_indexer(layer) else ""
     if attn.latent is not None and not decompressed_mla:
         return f"latent {attn.latent.kv_lora_rank} + RoPE key {attn.latent.qk_rope_head_dim}{indexer}"
     return f"{attn.num_kv_heads} KV heads × (K {attn.head_dim} + V {attn.v_head_dim}){indexer}"
@@ -31,13 +31,19 @@ def _kv_lines(arch: Architecture | None, memory: MemoryReport, w: InferenceWorkl
         return []
     tp, decompressed = w.tensor_parallel, w.mla_layout == "decompressed"
     per_element = round(w.kv_format.bits_per_weight) // 8  # KV formats are whole bytes (fp32 … fp8, int8)
+    # one layer of each part, in kv_cache_layers' order (a part's layers cache alike)
+    groups = [layer for _, _, layer in kv_groups(arch)]
+    layers = groups if len(groups) == len(memory.kv_by_window) else [0] * len(memory.kv_by_window)
     per_token_layer = kv_elements_per_token(arch, 0, decompressed_mla=decompressed) * per_element
-    words = kv_elements_words(arch, decompressed_mla=decompressed)
     split = kv_heads_divisor(arch, tp)
-    lines = [note(NoteCode.KV_PART, window=kv.window, layers=kv.layers, tokens=kv.tokens, sequences=w.batch,
-                  bytes_per_token_layer=per_token_layer, elements=words, kv_dtype=w.kv_format.name,
-                  total_bytes=kv.layers * kv.tokens * w.batch * per_token_layer, gpus=tp, split=split,
-                  bytes=kv.bytes) for kv in memory.kv_by_window]
+    lines = []
+    for kv, layer in zip(memory.kv_by_window, layers, strict=True):
+        per_token = kv_elements_per_token(arch, layer, decompressed_mla=decompressed) * per_element
+        lines.append(note(NoteCode.KV_PART, window=kv.window, layers=kv.layers, tokens=kv.tokens, sequences=w.batch,
+                          bytes_per_token_layer=per_token,
+                          elements=kv_elements_words(arch, decompressed_mla=decompressed, layer=layer),
+                          kv_dtype=w.kv_format.name, total_bytes=kv.layers * kv.tokens * w.batch * per_token,
+                          gpus=tp, split=split, bytes=kv.bytes))
     windowed = rank_kv_bytes(arch, w, tp, w.batch, w.context_tokens)
     if memory.kv_cache_per_gpu_bytes is not None and memory.kv_cache_per_gpu_bytes != windowed:
         # the profile's sliding_window_prefill_full: footprint.peak_kv_layers takes the larger of the two

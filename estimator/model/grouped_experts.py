@@ -49,7 +49,8 @@ def expert_work(arch: Architecture, fmt: NumberFormat, tp: int, tokens: int) -> 
     pairs = tokens * moe.experts_per_token * arch.num_moe_layers
     return ExpertWork(flops=2 * params * moe.experts_per_token / moe.num_experts * tokens / tp,
                       weight_bytes=bytes_of(params, tensor_bits(Role.EXPERT, fmt)) * hit / tp,
-                      pair_hidden=pairs * arch.hidden_size, pair_ffn=pairs * moe.expert_intermediate_size / tp,
+                      pair_hidden=pairs * moe.expert_width_in(arch.hidden_size),
+                      pair_ffn=pairs * moe.expert_intermediate_size / tp,
                       token_hidden=tokens * arch.hidden_size * arch.num_moe_layers, layers=arch.num_moe_layers)
 
 

@@ -114,7 +114,6 @@ def _attention_tensors(attn: Attention, hidden: int, layers: int, prefix: str) -
         out.append(TensorGroup(f"{prefix}.k_norm.weight", Role.NORM, k_width, layers))
     if attn.sinks:
         out.append(TensorGroup(f"{prefix}.sinks", Role.NORM, attn.num_heads, layers))
-    out += [TensorGroup(n, Role(r), numel, c) for n, r, numel, c in indexer_tensors(attn, hidden, layers, prefix)]
     return out
 
 
@@ -146,7 +145,14 @@ def _moe_tensors(arch: Architecture) -> list[TensorGroup]:
     if moe.router_bias:
         out.append(TensorGroup("layers.*.mlp.gate.bias", Role.BIAS, moe.num_experts, moe_layers))
     expert = expert.model_copy(update={"bias": moe.expert_bias})
-    out += _mlp_tensors(expert, h, moe_layers * moe.num_experts, "layers.*.mlp.experts.*", Role.EXPERT)
+    out += _mlp_tensors(expert, moe.expert_width_in(h), moe_layers * moe.num_experts, "layers.*.mlp.experts.*",
+                        Role.EXPERT)
+    if moe.latent_size:  # NemotronHMoE: fc1_latent_proj and fc2_latent_proj around the routed experts, every token
+        latent = moe.latent_size
+        out.append(TensorGroup("layers.*.mlp.fc1_latent_proj.weight", Role.MLP, h * latent, moe_layers, h))
+        out.append(TensorGroup("layers.*.mlp.fc2_latent_proj.weight", Role.MLP, latent * h, moe_layers, latent))
+        if arch.mlp.bias:
+            out.append(TensorGroup("layers.*.mlp.latent_proj.bias", Role.BIAS, latent + h, moe_layers))
     if moe.shared_intermediate_size:
         shared = Mlp(intermediate_size=moe.shared_intermediate_size, gated=arch.mlp.gated)
         out += _mlp_tensors(shared, h, moe_layers, "layers.*.mlp.shared_experts", Role.SHARED_EXPERT)
@@ -172,6 +178,8 @@ def tensor_inventory(arch: Architecture) -> tuple[TensorGroup, ...]:
         out.append(TensorGroup("embeddings.norm", Role.NORM, _norm_numel(arch), 1))
 
     out += _attention_tensors(arch.attention, h, arch.mixer_count("attention"), "layers.*.self_attn")
+    out += [TensorGroup(n, Role(r), numel, c)
+            for n, r, numel, c in indexer_tensors(arch.attention, h, arch.num_indexer_layers, "layers.*.self_attn")]
     if arch.mixer_count("linear"):  # DeciLM's replace_with_linear: a bias-free hidden × hidden projection
         out.append(TensorGroup("layers.*.self_attn.linear_attn.weight", Role.ATTENTION, h * h,
                                arch.mixer_count("linear"), h))

@@ -90,12 +90,12 @@ def kv_elements_per_token(arch: Architecture, layer: int, *, decompressed_mla: b
     that cache the latent: kv_lora_rank + qk_rope_head_dim (DeepSeek-V3: 512 + 64 = 576); Hugging Face
     transformers' code caches decompressed K and V instead: n_heads × (d_qk + d_v).
     """
-    del layer  # every supported family has the same cache width on every layer
     attn = arch.attention
     if arch.kv_cache_kind == "none":
         return 0
-    # DeepSeek-V3.2's indexer caches one key of index_head_dim per token beside the attention cache
-    indexer = attn.indexer.head_dim if attn.indexer is not None else 0
+    # DeepSeek-V3.2's indexer caches one key of index_head_dim per token beside the attention cache, in the layers
+    # that run one (GLM-5.2: 21 of 78; the others reuse the previous indexer's top-k)
+    indexer = attn.indexer.head_dim if attn.indexer is not None and arch.has_indexer(layer) else 0
     if attn.latent is not None and not decompressed_mla:
         return attn.latent.kv_lora_rank + attn.latent.qk_rope_head_dim + indexer
     return attn.num_kv_heads * (attn.head_dim + attn.v_head_dim) + indexer
@@ -123,12 +123,30 @@ def kv_cache_layers(arch: Architecture, tokens: int, batch: int, fmt: NumberForm
     """
     bits = Fraction(str(fmt.bits_per_weight))
     out = []
-    for window, count in window_groups(arch, ignore_windows=ignore_windows):
+    for window, count, layer in kv_groups(arch, ignore_windows=ignore_windows):
         held = tokens if window is None or hold_all else minimum(tokens, window)
-        elements = kv_elements_per_token(arch, 0, decompressed_mla=decompressed_mla)
+        elements = kv_elements_per_token(arch, layer, decompressed_mla=decompressed_mla)
         per_rank = math.ceil(elements / kv_heads_divisor)
         out.append(KvLayers(window, count, held, bytes_of(count * per_rank * held * batch, bits)))
     return out
+
+
+@cache
+def kv_groups(arch: Architecture, *, ignore_windows: bool = False) -> tuple[tuple[int | None, int, int], ...]:
+    """(window, layers, one of those layers) for every group of attention layers whose tokens cache alike: one per
+    window (`window_groups`), split where only some layers run an indexer (GLM-5.2), those with one first."""
+    out: list[tuple[int | None, int, int]] = []
+    for window, count in window_groups(arch, ignore_windows=ignore_windows):
+        if not arch.indexer_layers:
+            out.append((window, count, 0))
+            continue
+        members = [i for i in range(arch.num_layers)
+                   if arch.mixer(i) == "attention" and (ignore_windows or arch.window(i) == window)]
+        for indexed in (True, False):
+            chosen = [i for i in members if arch.has_indexer(i) == indexed]
+            if chosen:
+                out.append((window, len(chosen), chosen[0]))
+    return tuple(out)
 
 
 @cache  # pure, of a frozen spec, asked at every step of a capacity search
@@ -193,10 +211,11 @@ def moe_live_bytes(arch: Architecture, element_bytes: int, tensor_parallel: int 
     the largest. Measured on transformers 5.17's grouped_mm experts by CUDA memory history of the peak
     (lab/measure/peak_trace.py, H200): qwen3-30b-a3b 148,560 B, mixtral-8x7b 279,138 B and deepseek-v2-lite
     164,630 B per token, each within 0.2%. Fused engines (vLLM fused_moe) hold k × (3·ffn + h); this bounds it.
+    A latent MoE (Nemotron-3 Super) routes its rows in the latent width: h is that width here.
     """
     assert arch.moe is not None
     moe = arch.moe
-    k, h, e = moe.experts_per_token, arch.hidden_size, element_bytes
+    k, h, e = moe.experts_per_token, moe.expert_width_in(arch.hidden_size), element_bytes
     weighted = 4 if moe.fp32_routing_weights else e
     expert = math.ceil(moe.expert_intermediate_size / tensor_parallel)
     up = k * (h + 4 * expert) * e

@@ -1,10 +1,9 @@
 """Notes: the warnings, assumptions and arithmetic lines of every report, as typed records worded late.
 
-A `Note` is a `NoteCode` and the values the sentence needs — bytes as ints (a float where the byte count is a mean,
-such as the decode step's bytes), seconds and rates as floats, names as strings. The calculation builds notes;
-nothing downstream reads their text (code selects, as ``sweep`` does for its per-row warnings). `word` turns a note
-into a sentence with byte counts in decimal GB (``binary=False``, the default output) or binary GiB
-(``binary=True``, ``--units gib``); rates stay decimal, as datasheets state them.
+A `Note` is a `NoteCode` and the values the sentence needs — bytes as ints (a float where a byte count is a mean),
+seconds and rates as floats, names as strings. The calculation builds notes; nothing downstream reads their text
+(code selects, as ``sweep`` does for its per-row warnings). `word` turns a note into a sentence with byte counts in
+decimal GB (``binary=False``, the default) or binary GiB (``--units gib``); rates stay decimal, as datasheets say.
 
 The wording lives here, not in ``render/``: JSON keeps a sentence beside each record (``{"code", "values", "text"}``,
 decimal units) and `report.flatten` joins them into a CSV column, so the report models need it; renderers call `word`.
@@ -48,6 +47,8 @@ class NoteCode(str, Enum):
     ENCODER = "encoder"
     UNCOUNTED_TOWERS = "uncounted-towers"
     READ_NOT_HELD = "read-not-held"
+    UNREAD_FIELDS = "unread-fields"
+    DEFAULTED_FIELDS = "defaulted-fields"
     CONTEXT_TOO_LONG = "context-too-long"
     SEQ_LEN_TOO_LONG = "seq-len-too-long"
     CONTEXT_LIMIT = "context-limit"

@@ -9,6 +9,7 @@ from typing import Any
 Bytes = Callable[[float], str]  # a byte count → "140.0 GB" or "130.4 GiB"
 HEADERS: dict[str, type | tuple[type, ...]] = {"source": str, "files": int, "tensors": int, "bytes": int}
 TOWERS: dict[str, type | tuple[type, ...]] = {"model": str, "towers": str}
+FIELDS: dict[str, type | tuple[type, ...]] = {"model": str, "fields": str}
 
 
 def headers(v: Mapping[str, Any], b: Bytes) -> str:
@@ -19,6 +20,17 @@ def headers(v: Mapping[str, Any], b: Bytes) -> str:
 def uncounted_towers(v: Mapping[str, Any], b: Bytes) -> str:
     return (f"{v['model']} is a multimodal wrapper: its {v['towers']} are not counted (parameters, weights and time "
             "are the language model's alone)")
+
+
+def unread_fields(v: Mapping[str, Any], b: Bytes) -> str:
+    return (f"{v['model']}'s config.json sets {v['fields']}, which the reader of its model_type does not read and "
+            "which may change the architecture: the counts ignore them and may be wrong (specs/families/README.md "
+            "says how a family declares a field)")
+
+
+def defaulted_fields(v: Mapping[str, Any], b: Bytes) -> str:
+    return (f"{v['model']}'s config.json leaves out fields transformers' configuration class fills in; the same "
+            f"defaults are used: {v['fields']}")
 
 
 def towers_counted(v: Mapping[str, Any], b: Bytes) -> str:
@@ -43,13 +55,14 @@ def not_held(v: Mapping[str, Any], b: Bytes) -> str:
     return f"{v['model']} (read by transformers): {v['what']}"
 
 
-# the notes' table entries of these wordings, by code (read-by-transformers is an assumption, read-not-held a warning)
-SPECS: dict[str, tuple[dict[str, type | tuple[type, ...]], Callable[[Mapping[str, Any], Bytes], str]]] = {
-    "checkpoint-headers": (HEADERS, headers),
-    "model-source": ({"source": str}, lambda v, b: f"model read from {v['source']}"),
-    "uncounted-towers": (TOWERS, uncounted_towers),
+Spec = tuple[dict[str, type | tuple[type, ...]], Callable[[Mapping[str, Any], Bytes], str]]
+# the codes' values (NoteCode) → (value types, wording), merged into the notes' table
+SPECS: dict[str, Spec] = {
+    "checkpoint-headers": (HEADERS, headers), "uncounted-towers": (TOWERS, uncounted_towers),
     "towers-counted": (TOWERS, towers_counted),
     "state-per-sequence": ({"layers": int, "kind": str, "bytes_per_sequence": int}, state_per_sequence),
+    "unread-fields": (FIELDS, unread_fields), "defaulted-fields": (FIELDS, defaulted_fields),
+    "model-source": ({"source": str}, lambda v, b: f"model read from {v['source']}"),
     "read-by-transformers": ({"model": str, "reader": str}, read_by),
     "read-not-held": ({"model": str, "what": str}, not_held),
 }

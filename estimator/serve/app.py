@@ -175,7 +175,7 @@ def _report_routes(app: FastAPI, catalog: Catalog) -> None:
 
 
 _BODY = {"requestBody": {"required": True, "description": "A Hugging Face config.json, as `--model config.json` "
-                         "reads it (at most 1 MiB).", "content": {"application/json": {"schema": {"type": "object"}}}}}
+                         "reads it (at most 16 MiB).", "content": {"application/json": {"schema": {"type": "object"}}}}}
 
 
 def _route(make: Callable[[Request, bytes | None], Callable[[], tuple[Any, Table | None, str]]],

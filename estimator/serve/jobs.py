@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from estimator.catalog.files import MAX_CONFIG_BYTES
 from estimator.catalog.registry import model_from_config
 from estimator.errors import SpecInvalid, SpecNotFound
 from estimator.request.convert import estimate_request_of
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 Query = Iterable[tuple[str, str]]
 UPLOADED = "uploaded-config"  # the model name a config.json body stands for, when it names none
-MAX_BODY_BYTES = 1 << 20  # a config.json is a few KiB; the largest in specs/ is under 20 KiB
+MAX_BODY_BYTES = MAX_CONFIG_BYTES  # a config.json body: as much as a config.json file may hold
 MAX_SWEEP_POINTS = 20_000  # a grid past this is for `estimator sweep -o grid.csv`, not a request
 
 

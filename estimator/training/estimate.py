@@ -28,6 +28,7 @@ from estimator.model.inventory import active_param_count, param_count, tensor_in
 from estimator.model.memory import runtime_overhead_bytes
 from estimator.model.timing import peak_for
 from estimator.notes import Note, NoteCode, note
+from estimator.notes.config_notes import config_notes
 from estimator.report import MAX_BATCH, MAX_TOKENS, GpuInfo, ModelInfo
 from estimator.training.activations import (
     SavedTensor,
@@ -377,7 +378,8 @@ def estimate_training(model: ModelSpec, gpu: GpuSpec, workload: TrainingWorkload
                      *([note(NoteCode.READ_BY_TRANSFORMERS, model=model.name, reader=arch.read_by)] if arch.read_by
                        else [])),
         warnings=(*_warnings(arch, w, gpu, dtype, time, peak),
-                  *(note(NoteCode.READ_NOT_HELD, model=model.name, what=what) for what in arch.read_notes)),
+                  *(note(NoteCode.READ_NOT_HELD, model=model.name, what=what) for what in arch.read_notes),
+                  *config_notes(model.name, arch.unread_fields, arch.defaulted_fields)),
         explain=(*_explain(w, states, act, peak, time, peak_flop_per_s), *experts[1],
                  *dispatch_notes(arch, w, time.eager, act.stage_layers)),
     )

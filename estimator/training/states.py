@@ -115,10 +115,12 @@ def lora_params(arch: Architecture, rank: int, targets: tuple[LoraTarget, ...]) 
     total = sum(rank * (widths[t][0] + widths[t][1]) * widths[t][2] for t in targets)
     moe = arch.moe
     if moe is not None and arch.num_moe_layers:
-        experts = moe.num_experts + (1 if moe.shared_intermediate_size else 0)
+        # a routed expert reads its latent width where the MoE has one; the shared expert the hidden size
+        routed = rank * (moe.expert_width_in(arch.hidden_size) + moe.expert_intermediate_size) * moe.num_experts
+        shared = rank * (arch.hidden_size + moe.expert_intermediate_size) if moe.shared_intermediate_size else 0
         for t in targets:
             if t in ("gate", "up", "down") and (t != "gate" or arch.mlp.gated):
-                total += rank * (arch.hidden_size + moe.expert_intermediate_size) * experts * arch.num_moe_layers
+                total += (routed + shared) * arch.num_moe_layers
     return total
 
 

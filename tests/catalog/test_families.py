@@ -31,25 +31,37 @@ needs_hf = [pytest.mark.hf, pytest.mark.skipif(not HAS_HF, reason="torch and tra
 # Families built by a checkpoint's remote code, which transformers has no class for: test_remote_code_families.py
 # counts them by hand.
 REMOTE_CODE = {"chatglm", "nemotron-nas"}
-SMALL: dict[str, dict[str, Any]] = {name: {"model_type": name, "num_hidden_layers": 4}
+# The family's defaults are written into each small config: a config that leaves out a size-setting field is refused
+# (test_partial_configs.py), and transformers builds the same model from the defaults given as from the defaults left
+# out.
+
+
+def _given(name: str, **fields: Any) -> dict[str, Any]:
+    spec = family(name)
+    assert spec is not None
+    return {**spec.defaults, "model_type": name, **fields}
+
+
+SMALL: dict[str, dict[str, Any]] = {name: _given(name, num_hidden_layers=4)
                                     for name in family_names() if name not in REMOTE_CODE}
 SMALL["cohere"] |= {"use_qk_norm": True}
 SMALL["glm4_moe"] |= {"use_qk_norm": True, "attention_bias": True, "first_k_dense_replace": 1}
-SMALL["nemotron_h"] = {"model_type": "nemotron_h", "hybrid_override_pattern": "M-*E", "num_hidden_layers": 4}
+SMALL["nemotron_h"] = _given("nemotron_h", hybrid_override_pattern="M-*E", num_hidden_layers=4)
 SMALL["starcoder2"] |= {"sliding_window": 4096}
 SMALL["qwen2_moe"] |= {"mlp_only_layers": [0], "decoder_sparse_step": 1}
 SMALL["llama4_text"] |= {"interleave_moe_layer_step": 2}
-SMALL["granitemoehybrid-hybrid"] = {"model_type": "granitemoehybrid", "num_hidden_layers": 4, "num_key_value_heads": 8,
-                                   "layer_types": ["mamba", "mamba", "attention", "mamba"], "mamba_proj_bias": True}
-SMALL["falcon_h1-biased-auto-head"] = {"model_type": "falcon_h1", "num_hidden_layers": 2, "hidden_size": 512,
-                                      "mamba_d_ssm": None, "mamba_n_heads": 16, "mamba_rms_norm": True,
-                                      "projectors_bias": True, "mamba_proj_bias": True, "attention_bias": True,
-                                      "mlp_bias": True, "num_key_value_heads": None, "tie_word_embeddings": True}
-SMALL["mllama-small-vision"] = {"model_type": "mllama", "text_config": {"num_hidden_layers": 4,
-                                 "cross_attention_layers": [1]}, "vision_config": {"image_size": 560,
+SMALL["granitemoehybrid-hybrid"] = _given("granitemoehybrid", num_hidden_layers=4, num_key_value_heads=8,
+                                          layer_types=["mamba", "mamba", "attention", "mamba"], mamba_proj_bias=True)
+SMALL["falcon_h1-biased-auto-head"] = _given("falcon_h1", num_hidden_layers=2, hidden_size=512, mamba_d_ssm=None,
+                                             mamba_n_heads=16, mamba_rms_norm=True, projectors_bias=True,
+                                             mamba_proj_bias=True, attention_bias=True, mlp_bias=True,
+                                             num_key_value_heads=None, tie_word_embeddings=True)
+SMALL["mllama-small-vision"] = {"model_type": "mllama", "text_config": {
+                                 **_given("mllama_text_model", num_hidden_layers=4, cross_attention_layers=[1]),
+                                 "model_type": None}, "vision_config": {"image_size": 560,
                                  "num_hidden_layers": 2, "num_global_layers": 1, "max_num_tiles": 2,
                                  "supported_aspect_ratios": [[1, 1], [1, 2], [2, 1]]}}
-SMALL["mistral3-text"] = {"model_type": "mistral3", "text_config": {"model_type": "ministral3", "num_hidden_layers": 2}}
+SMALL["mistral3-text"] = {"model_type": "mistral3", "text_config": _given("ministral3", num_hidden_layers=2)}
 SMALL["refinedweb-40b-layout"] = {"model_type": "RefinedWeb", "hidden_size": 512, "n_head": 8, "n_head_kv": 2,
                                   "n_layer": 2, "vocab_size": 1000, "parallel_attn": True, "bias": False}
 SMALL["refinedweb-7b-layout"] = {"model_type": "RefinedWebModel", "hidden_size": 512, "n_head": 8, "n_layer": 2,
@@ -149,7 +161,7 @@ def test_bad_pattern_is_named() -> None:
 
 
 def test_a_wrappers_uncounted_tower_is_said(cli: Any, tmp_path: Path) -> None:
-    config = {"model_type": "llama4", "text_config": {"model_type": "llama4_text", "num_hidden_layers": 2},
+    config = {"model_type": "llama4", "text_config": _given("llama4_text", num_hidden_layers=2),
               "vision_config": {"num_hidden_layers": 2}}
     (tmp_path / "config.json").write_text(json.dumps(config))
     result = cli("estimate", "--model", str(tmp_path), "--gpu", "h100", "--format", "json")
@@ -185,8 +197,8 @@ def test_a_hugging_face_id_the_catalog_knows_is_accepted(cli: Any) -> None:
 
 
 def test_granite_hybrid_layers_hold_mamba_state_beside_kv() -> None:
-    config = {"model_type": "granitemoehybrid", "num_hidden_layers": 4, "layer_types": ["mamba", "mamba", "attention",
-              "mamba"], "num_key_value_heads": 8}
+    config = _given("granitemoehybrid", num_hidden_layers=4, layer_types=["mamba", "mamba", "attention", "mamba"],
+                    num_key_value_heads=8)
     arch = architecture_from_config(config)
     assert (arch.mixer_count("mamba2"), arch.mixer_count("attention"), arch.num_moe_layers) == (3, 1, 4)
     assert arch.mamba is not None and arch.mamba.inner == 128 * 64  # mamba_n_heads × mamba_d_head
@@ -195,5 +207,5 @@ def test_granite_hybrid_layers_hold_mamba_state_beside_kv() -> None:
     same = architecture_from_config({**config, "layer_types": ["linear_attention", "linear_attention",
                                                                 "full_attention", "linear_attention"]})
     assert same.layer_mixers == arch.layer_mixers
-    assert architecture_from_config({"model_type": "granitemoehybrid", "num_hidden_layers": 2}).layer_mixers == (
+    assert architecture_from_config({**config, "num_hidden_layers": 2, "layer_types": None}).layer_mixers == (
         "mamba2", "mamba2")

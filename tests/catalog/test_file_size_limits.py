@@ -54,12 +54,23 @@ def test_a_yaml_spec_or_calibration_file_over_1_mib_is_refused(tmp_path: Path) -
     assert load_calibration(path).gpus == {}
 
 
-def test_a_config_json_over_1_mib_is_refused(catalog: Catalog, tmp_path: Path) -> None:
+def test_a_config_json_over_16_mib_is_refused(catalog: Catalog, tmp_path: Path) -> None:
     config = {"model_type": "llama", "hidden_size": 64, "padding": "x" * MAX_CONFIG_BYTES}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     with pytest.raises(SpecInvalid, match=r"the most a config\.json may hold"):
         catalog.model(str(path))
+
+
+def test_a_config_json_of_per_layer_lists_past_1_mib_is_read(catalog: Catalog, tmp_path: Path) -> None:
+    # published configs carry per-layer lists and per-module tables (MiniMax-M3's config.json is 3.1 MB): a
+    # 3 MB config is read, its unknown keys ignored, its architecture the same as without them
+    config = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "vocab_size": 256, "padding_table": ["x" * 100] * 30_000}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert path.stat().st_size > 3_000_000
+    assert catalog.model(str(path)).arch is not None
 
 
 def test_a_safetensors_index_over_64_mib_is_refused(tmp_path: Path) -> None:
