@@ -51,7 +51,7 @@ def _numpy() -> Any:
     try:
         import numpy
     except ImportError:
-        raise MissingDependency("sweep needs numpy: pip install 'estimator[sweep]'") from None
+        raise MissingDependency("sweep needs numpy: pip install 'llm-estimator[sweep]'") from None
     return numpy
 
 

@@ -27,7 +27,7 @@ def _pyplot(path: Path) -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise MissingDependency("--plot needs matplotlib: pip install 'estimator[plot]'") from None
+        raise MissingDependency("--plot needs matplotlib: pip install 'llm-estimator[plot]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -113,7 +113,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _opt("output", "path", None, "Write to this file instead of stdout (required for xlsx).", "output",
          ("--output", "-o"), checked=True),
     _opt("plot", "path", None, "Also draw charts to FILE.png or FILE.svg (needs matplotlib: pip install "
-         "'estimator[plot]').", "output", checked=True),
+         "'llm-estimator[plot]').", "output", checked=True),
     _opt("force", "flag", False, "Replace what exists: an -o or --plot file, calibrate's entry for this card, a "
          "--save file of validate.", "output", eager=True),
     _opt("calibration", "path", None, "Calibration file from `estimator calibrate` (default: the user config dir's, "
