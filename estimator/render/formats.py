@@ -37,18 +37,20 @@ def to_json(report: BaseModel) -> str:
     return json.dumps(report.model_dump(mode="json"), indent=2)
 
 
-def write_json(document: BaseModel | Iterable[Row], handle: TextIO) -> None:
+def write_json(document: BaseModel | Iterable[Row], handle: TextIO) -> int | None:
     """The JSON writer: a report as its model_dump; rows (a sweep) as a list, streamed one row at a time and
-    indented by one space (a sweep may hold millions of rows), as ``json.dumps(rows, indent=1)`` writes them."""
+    indented by one space (a sweep may hold millions of rows), as ``json.dumps(rows, indent=1)`` writes them.
+    Returns the rows written (None for a report, one document)."""
     if isinstance(document, BaseModel):
         handle.write(to_json(document) + "\n")
-        return
+        return None
     handle.write("[")
-    empty = True
+    count = 0
     for row in document:
-        handle.write(("\n " if empty else ",\n ") + json.dumps(row, indent=1).replace("\n", "\n "))
-        empty = False
-    handle.write("]\n" if empty else "\n]\n")
+        handle.write(("\n " if count == 0 else ",\n ") + json.dumps(row, indent=1).replace("\n", "\n "))
+        count += 1
+    handle.write("]\n" if count == 0 else "\n]\n")
+    return count
 
 
 def report_rows(reports: Iterable[BaseModel]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -79,17 +81,22 @@ class BlockRows(Protocol):
     def first_error(self) -> tuple[str, str] | None: ...
 
 
-def write_csv(keys: Sequence[str], rows: Iterable[Row], handle: TextIO) -> None:
+def write_csv(keys: Sequence[str], rows: Iterable[Row], handle: TextIO) -> int:
     """The CSV writer: one header row, then one line per row, fields in ``keys`` order. A sweep's rows
-    (`BlockRows`) are written a column at a time, to the same bytes (`estimator.render.sweep_csv`)."""
+    (`BlockRows`) are written a column at a time, to the same bytes (`estimator.render.sweep_csv`). Returns the
+    rows written, the header aside."""
     if isinstance(rows, BlockRows):
         from estimator.render.sweep_csv import write_sweep_csv
 
         write_sweep_csv(cast("SweepResult", rows), handle)
-        return
+        return sum(int(block.size) for block in rows.blocks)
     writer = csv.DictWriter(handle, fieldnames=list(keys), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    count = 0
+    for row in rows:
+        writer.writerow(row)
+        count += 1
+    return count
 
 
 def to_csv(reports: Iterable[BaseModel]) -> str:
@@ -112,11 +119,11 @@ def write_report(output_format: str, document: BaseModel | Iterable[Row], output
     if output_format not in ("json", "csv", "xlsx"):
         raise ValueError(f"write_report writes json, csv or xlsx, not {output_format!r}")  # a caller's bug
     if output_format == "json":
-        _to_file(output, lambda handle: write_json(document, handle))
+        _to_file(output, lambda handle: write_json(document, handle), "JSON")
         return
     keys, rows = table_of(document, table)
     if output_format == "csv":
-        _to_file(output, lambda handle: write_csv(keys, rows, handle))
+        _to_file(output, lambda handle: write_csv(keys, rows, handle), "CSV")
     elif output is None:
         raise FieldInvalid("output_format", "{output_format} xlsx needs {output} FILE.xlsx")
     else:
@@ -125,11 +132,11 @@ def write_report(output_format: str, document: BaseModel | Iterable[Row], output
         write_xlsx(keys, rows, output, sheet=sheet, notes=notes)
 
 
-def _to_file(output: Path | None, write: Callable[[TextIO], None]) -> None:
+def _to_file(output: Path | None, write: Callable[[TextIO], int | None], kind: str) -> None:
     if output is None:
         write(sys.stdout)
         return
-    write_text_atomically(output, write)
+    write_text_atomically(output, write, kind)
 
 
 def _bytes(n: int | None, binary: bool) -> str:

@@ -119,7 +119,7 @@ def write_xlsx(keys: Sequence[str], rows: Iterable[Mapping[str, Any]], path: Pat
         ws.append(cells)
     ws.auto_filter.ref = f"A1:{_column_letter(max(len(keys), 1) - 1)}{count}"
     _assumptions_sheet(book, entries)
-    with atomic_path(path) as temporary:
+    with atomic_path(path, "Excel workbook", lambda: count - 1) as temporary:
         book.save(temporary)
 
 

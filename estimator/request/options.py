@@ -83,7 +83,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
          "profile's default) or decompressed K/V (transformers; the hf profile's)."),
     _opt("group_size", "int", help="Quantization group size for grouped formats (gptq-int4, awq-int4, nf4, mxfp4, "
          "nvfp4)."),
-    _opt("output_format", ch.OutputFormat, ch.OutputFormat.table, "table, json or csv.", "output", ("--format", "-f")),
+    _opt("output_format", ch.OutputFormat, None, "table, json or csv (default: what the -o file's extension says, "
+         ".json .csv .txt; else table).", "output", ("--format", "-f")),
     _opt("units", ch.Units, ch.Units.gb, "Table units: gb (10⁹ B) or gib (2³⁰ B).", "output"),
     _opt("explain", "flag", False, "Print the arithmetic and assumptions.", "output"),
     _opt("specs_dir", "path", help="Read specs from this folder instead of the packaged catalog (same layout as "
@@ -110,7 +111,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _opt("lora_rank", help="Train: LoRA rank (frozen base, adapters trained).", topic=_TRAIN),
     _opt("lora_targets", help="Train: 'all' or e.g. q,k,v,o,gate,up,down (all).", topic=_TRAIN),
     _opt("qlora", "flag", False, "Train: 4-bit NF4 base (needs --lora-rank).", _TRAIN),
-    _opt("output", "path", None, "Write to this file instead of stdout (required for xlsx).", "output",
+    _opt("output", "path", None, "Write to this file instead of stdout (required for xlsx); its extension sets the "
+         "format.", "output",
          ("--output", "-o"), checked=True),
     _opt("plot", "path", None, "Also draw charts to FILE.png or FILE.svg (needs matplotlib: pip install "
          "'llm-estimator[plot]').", "output", checked=True),
@@ -175,7 +177,7 @@ VARIANTS: dict[tuple[str, str], dict[str, Any]] = {
     ("plan", "dtype"): {"default": "bf16", "help": "Weight format (bf16, fp8, awq-int4...)."},
     ("plan", "kv_dtype"): {"help": "KV-cache format (default as estimate)."},
     ("plan", "profile"): {"help": _PROFILES},
-    ("plan", "output_format"): {"help": "table, json, csv or xlsx."},
+    ("plan", "output_format"): {"help": "table, json, csv or xlsx (default: the -o file's extension, else table)."},
     ("plan", "explain"): {"help": _NOT_HERE},
     ("plan", "units"): {"default": None, "help": "Not taken here: plan's table is in GB; --format json gives bytes."},
     ("sweep", "model"): {"help": "Models, comma-separated."},
@@ -188,7 +190,8 @@ VARIANTS: dict[tuple[str, str], dict[str, Any]] = {
                                  "256, as plan; estimate defaults to 0, the prompt alone)."},
     ("sweep", "gpus"): {"help": "Tensor-parallel degrees, comma-separated."},
     ("sweep", "profile"): {"help": _PROFILES},
-    ("sweep", "output_format"): {"default": ch.OutputFormat.csv, "help": "csv, json or xlsx (table: csv)."},
+    ("sweep", "output_format"): {"help": "csv, json or xlsx (table: csv; default: the -o file's extension, else "
+                                 "csv)."},
     ("sweep", "explain"): {"help": _NOT_HERE},
     ("sweep", "units"): {"default": None, "help": "Not taken here: sweep writes bytes."},
 }

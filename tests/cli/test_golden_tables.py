@@ -77,12 +77,13 @@ def test_validate_table(cli: Cli, monkeypatch: pytest.MonkeyPatch, golden: Calla
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("command", ["gpus", "models"])
-def test_catalog_tables(cli: Cli, golden: Callable[[str, str], None], command: str, width: int) -> None:
-    """The lists over the test catalog (tests/data/catalog: it changes only with the tests)."""
-    result = cli(command, "--specs-dir", str(TEST_CATALOG), columns=width)
+@pytest.mark.parametrize("command", [("gpus",), ("gpus", "--all"), ("models",)], ids=" ".join)
+def test_catalog_tables(cli: Cli, golden: Callable[[str, str], None], command: tuple[str, ...], width: int) -> None:
+    """The lists over the test catalog (tests/data/catalog: it changes only with the tests): gpus' one-screen
+    list of names by memory, and its full table (--all)."""
+    result = cli(*command, "--specs-dir", str(TEST_CATALOG), columns=width)
     assert result.exit_code == 0, result.stderr
-    golden(f"{command}-{width}", result.stdout)
+    golden("-".join(c.lstrip("-") for c in command) + f"-{width}", result.stdout)
 
 
 NARROW = {  # every command that prints a table, over the shipped catalog (its longest names)
