@@ -26,7 +26,7 @@ from estimator.errors import FieldInvalid
 from estimator.inference.report import MemoryReport, Report, TimeReport
 from estimator.notes import Note, word
 from estimator.render.output import write_text_atomically
-from estimator.report import flatten
+from estimator.report import Fix, GpuInfo, flatten
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
 
 Row = Mapping[str, Any]
@@ -139,6 +139,14 @@ def _to_file(output: Path | None, write: Callable[[TextIO], int | None], kind: s
     write_text_atomically(output, write, kind)
 
 
+def card_memory(gpu: GpuInfo) -> str:
+    """A card's memory as people know it, its marketed size, beside the usable memory as the driver reports it,
+    each with its unit: ``80 GB card, 79.6 GiB usable`` (an H100 SXM5 reports 81,559 MiB). The driver's figure is
+    binary whatever the table's units, as nvidia-smi prints it; a card with no catalog size shows the usable alone."""
+    usable = f"{format_bytes(gpu.memory_bytes, binary=True)} usable"
+    return usable if gpu.memory_gb is None else f"{gpu.memory_gb:g} GB card, {usable}"
+
+
 def _bytes(n: int | None, binary: bool) -> str:
     return "not computed" if n is None else format_bytes(n, binary=binary)
 
@@ -182,7 +190,7 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
     console.print(f"[bold]Model[/]  {escape(m.name)}: {m.params:,} params"
                   + (f" ({m.active_params:,} active)" if m.active_params != m.params else "")
                   + (f", {m.architecture}, {m.layers} layers" if m.architecture else ", generic (size only)"))
-    console.print(f"[bold]GPU[/]    {chosen}: {format_bytes(g.memory_bytes, binary=binary)}, {g.memory_type}, "
+    console.print(f"[bold]GPU[/]    {chosen}: {card_memory(g)}, {g.memory_type}, "
                   f"{format_rate_bytes(g.bandwidth_bytes_per_s)}, {format_flops(g.peak_flop_per_s)} "
                   f"{g.compute_dtype} × {w.gpus}")
     console.print(f"[bold]Job[/]    batch {w.batch}, prompt {w.prompt_tokens:,} + output {w.output_tokens:,} tokens, "
@@ -216,7 +224,7 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
               _bytes(mem.activation_per_gpu_bytes, binary)],
              ["runtime overhead", _bytes(mem.overhead_bytes, binary), _bytes(mem.overhead_per_gpu_bytes, binary)],
              ["[bold]total[/]", _bytes(mem.total_bytes, binary), f"[bold]{_bytes(mem.per_gpu_bytes, binary)}[/]"],
-             ["capacity", "", _bytes(mem.capacity_bytes, binary)],
+             ["usable capacity", "", _bytes(mem.capacity_bytes, binary)],
              ["headroom", "", f"{_bytes(mem.headroom_bytes, binary)}  {verdict}"],
              ["GPUs required", "", "no group fits" if mem.gpus_required is None else str(mem.gpus_required)]]
     _capacity_rows(rows, mem)
@@ -227,10 +235,27 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
     print_table(console, [Column("phase", wrap=True), Column("bound (peak)", "right"),
                           Column(f"expected ({w.profile})", "right"), Column("limited by")], times,
                 title="Time (hypothetical: does not fit)" if t.hypothetical else "Time", title_justify="left")
-
     render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
                                             ("Assumptions", report.assumptions, "  - ")] if explain else [],
                  binary=binary)
+    render_fixes(console, report.fixes, binary=binary)
+
+
+def render_fixes(console: Console, fixes: Sequence[Fix], *, binary: bool) -> None:
+    """A job that does not fit ends with what would make it fit: each change with the memory per GPU it gives,
+    ranked as `estimator oom` ranks them (`estimator.request.fixes`)."""
+    from rich.markup import escape
+
+    if not fixes:
+        return
+    console.print("[bold]What would fit[/], best first (those that fit, then by cost: none < time < quality < "
+                  "hardware)")
+    for i, fix in enumerate(fixes, 1):
+        after = "" if fix.per_gpu_bytes is None else f"{format_bytes(fix.per_gpu_bytes, binary=binary)} per GPU, "
+        verdict = "[green]fits[/]" if fix.fits else "[red]does not fit[/]"
+        time = "" if fix.time_factor is None else f", time ×{fix.time_factor:.2f}"
+        console.print(f"  {i}. {escape(fix.change)}: {after}{verdict}; cost {fix.cost}: {escape(fix.cost_detail)}"
+                      f"{time}", highlight=False)
 
 
 def render_notes(console: Console, warnings: Iterable[Note],

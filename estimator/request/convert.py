@@ -13,20 +13,26 @@ from estimator.request.choices import Logits, MlaCache, Mode, OutputFormat, Unit
 from estimator.request.errors import FieldInvalid, invalid
 from estimator.request.models import EstimateRequest, Hardware, Job, Output, Training
 from estimator.request.options import options_of
-from estimator.units import checked_count, parse_bytes, parse_count, shown
+from estimator.units import checked_count, parse_bytes, parse_count, parse_tokens, shown
 
 E = TypeVar("E", bound=Enum)
 ESTIMATE_FORMATS = (OutputFormat.table, OutputFormat.json, OutputFormat.csv)  # inference and training alike
 
 
+# The options that count tokens: their text follows vLLM's convention (`units.parse_tokens`: 2k = 2,000, 2K = 2,048).
+TOKEN_FIELDS = frozenset({"prompt_tokens", "output_tokens", "seq_len", "step_tokens"})
+
+
 def count(field: str, text: str | int, *, allow_zero: bool = False) -> int:
     """A count (``2048``, ``8k``, ``32Ki``) that must be positive (or, ``allow_zero``, non-negative): every count
     option of every command and endpoint comes through here, so one limit (`units.MAX_COUNT`) and one message
-    hold for all, whether the count came as text or as a number."""
+    hold for all, whether the count came as text or as a number. Token counts (`TOKEN_FIELDS`) read an uppercase
+    K, M or G as binary, as vLLM does."""
     from estimator.errors import WorkloadInvalid
 
+    parse = parse_tokens if field in TOKEN_FIELDS else parse_count
     try:
-        value = checked_count(text, text) if isinstance(text, int) else parse_count(text)
+        value = checked_count(text, text) if isinstance(text, int) else parse(text)
     except WorkloadInvalid as error:  # the field it came with, as every other refusal of a value names it
         raise invalid(field, str(error)) from None
     if value < 0 or (value == 0 and not allow_zero):

@@ -118,3 +118,16 @@ def test_help_lists_the_options_by_topic(cli: Cli, command: str) -> None:
     assert "Workload options" in titles and "Output options" in titles
     if command == "estimate":
         assert {"Hardware options", "Parallelism options", "Training options"} <= set(titles)
+
+
+@pytest.mark.parametrize(("given", "resolved"), [("2k", "2,000"), ("2K", "2,048"), ("8Ki", "8,192")])
+def test_the_report_prints_the_token_count_it_resolved(cli: Cli, given: str, resolved: str) -> None:
+    done = cli(*ESTIMATE, "--prompt-tokens", given, columns=120)
+    assert done.exit_code == 0, done.stderr
+    assert f"prompt {resolved} + output 256 tokens" in done.stdout
+
+
+def test_the_gpu_line_shows_the_card_size_beside_the_usable_memory(cli: Cli) -> None:
+    """An H100 SXM5 is sold as 80 GB and reports 81,559 MiB = 79.6 GiB: both, each with its unit."""
+    done = cli(*ESTIMATE, columns=200)
+    assert "(from 'h100'): 80 GB card, 79.6 GiB usable, HBM3" in done.stdout
