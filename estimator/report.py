@@ -125,7 +125,7 @@ class Fix(Frozen):
     with it ÷ without it."""
 
     change: str
-    frees_bytes: int
+    frees_bytes: int | None  # None: no single figure to compare with (a plan where no server holds the model)
     per_gpu_bytes: int | None
     fits: bool
     cost: Cost

@@ -98,7 +98,7 @@ def suggestions(p: dict[str, Any], report: AnyReport, card: Card, prediction: Pr
 
     found = [fix_of(change, changed, report, fits)
              for change, changed in changes_of(request, report, lambda r: estimate_alone(r, catalog, model), fits)]
-    return [Suggestion(**fix.model_dump(), source="estimate") for fix in found if fix.frees_bytes > 0]
+    return [Suggestion(**fix.model_dump(), source="estimate") for fix in found if (fix.frees_bytes or 0) > 0]
 
 
 def oom_report(inputs: list[tuple[str, bytes]], workload: list[str]) -> OomReport:

@@ -119,7 +119,7 @@ def rank(suggestions: Sequence[F]) -> tuple[F, ...]:
     """Changes that fit first, then by cost, then by time factor, then by memory freed (largest first)."""
     return tuple(sorted(suggestions, key=lambda s: (not s.fits, COST_ORDER[s.cost],
                                                     s.time_factor if s.time_factor is not None else 1.0,
-                                                    -s.frees_bytes)))
+                                                    -(s.frees_bytes or 0))))
 
 
 def findings(card: Card, prediction: Prediction | None, likely: TensorMatch | None) -> list[Note]:

@@ -71,6 +71,7 @@ class Suggestion(Fix):
     estimate re-run with the change applied (``source`` "estimate"), or from the measurement (``source``
     "measured": the allocator setting)."""
 
+    frees_bytes: int
     source: Literal["estimate", "measured"]
 
 

@@ -175,7 +175,7 @@ def ranked(request: EstimateRequest, report: AnyReport, estimate: Estimator,
     from estimator.oom.explain import rank
 
     found = {id(fix): (fix, change, changed) for change, changed in changes_of(request, report, estimate, fits)
-             if (fix := fix_of(change, changed, report, fits)).frees_bytes > 0}
+             if ((fix := fix_of(change, changed, report, fits)).frees_bytes or 0) > 0}
     return [found[id(fix)] for fix in rank([fix for fix, _, _ in found.values()])]
 
 

@@ -77,3 +77,27 @@ def test_the_fits_come_first_then_by_cost(cli: Cli) -> None:
     order = ["none", "time", "quality", "hardware"]
     assert all(fix["fits"] for fix in fixes)
     assert [order.index(f["cost"]) for f in fixes] == sorted(order.index(f["cost"]) for f in fixes)
+
+
+PLAN_405B = ("plan", "--model", "llama-3.1-405b", "--gpu", "h100", "--concurrency", "8", "--max-nodes", "1")
+
+
+def test_a_plan_no_server_holds_lists_what_would_let_one(cli: Cli) -> None:
+    """405B in bf16 (810 GB of weights) is more than one HGX H100 holds (8 × 80 GB): plan lists the changes that
+    let a server hold it, each with the memory per GPU of the best layout it then finds, cheapest first."""
+    report = _json(cli, *PLAN_405B)
+    assert not any(option["feasible"] for option in report["options"])
+    fixes = report["fixes"]
+    assert fixes and all(fix["fits"] for fix in fixes)
+    order = ["none", "time", "quality", "hardware"]
+    assert [order.index(f["cost"]) for f in fixes] == sorted(order.index(f["cost"]) for f in fixes)
+    for fix in fixes:
+        changed = _json(cli, *PLAN_405B, *_flags(fix["change"]))
+        best = next(option for option in changed["options"] if option["feasible"])
+        assert best["memory_per_gpu_bytes"] == fix["per_gpu_bytes"], fix["change"]
+    table = cli(*PLAN_405B, columns=200).stdout
+    assert f"  1. {fixes[0]['change']}: " in table and " GB per GPU, fits;" in table
+
+
+def test_a_plan_a_server_holds_lists_no_fix(cli: Cli) -> None:
+    assert _json(cli, "plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "8")["fixes"] == []

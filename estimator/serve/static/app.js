@@ -205,10 +205,10 @@ function drawMemoryTable(report) {
     return tr;
   }));
 }
-function drawFixes(report) {  // a job that does not fit: what would, best first, each with its memory per GPU
-  const fixes = report.fixes || [];
-  $("fixes-box").hidden = fixes.length === 0;
-  $("fixes").replaceChildren(...fixes.map((f) => {
+function drawFixes(report) { drawFixList("fixes", report.fixes || []); }
+function drawFixList(id, fixes) {  // what would fit, best first, each with its memory per GPU
+  $(`${id}-box`).hidden = fixes.length === 0;
+  $(id).replaceChildren(...fixes.map((f) => {
     const li = document.createElement("li");
     li.append(cell("code", f.change), ": ",
       f.per_gpu_bytes === null ? "—" : formatBytes(f.per_gpu_bytes),
@@ -288,6 +288,7 @@ async function runPlan() {
     planRows = report.options.map((o) => ({ ...o, layout: o.cards === null ? "" :
       `${o.tensor_parallel}×${o.pipeline_parallel}×${o.replicas}` }));
     drawPlan();
+    drawFixList("plan-fixes", report.fixes || []);  // no server holds the model: what would let one
     $("plan-table").hidden = false;
     $("plan-downloads").hidden = false;
     $("plan-csv").href = `/v1/plan?${planQuery({ format: "csv" })}`;
