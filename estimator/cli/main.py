@@ -96,9 +96,9 @@ def command() -> Any:
 
 
 def main() -> None:
-    """`estimator` console script; bare, it prints a short usage (`USAGE`) on stderr and exits 2, as a usage
-    error does, rather than the whole help."""
+    """`estimator` console script; bare, it prints a short usage (`USAGE`), not the whole help, and exits 0, as
+    ``--help`` does (nothing went wrong: the user asked what there is)."""
     if not sys.argv[1:]:
-        sys.stderr.write(USAGE)
-        raise SystemExit(2)
+        sys.stdout.write(USAGE)
+        return
     run(command())
