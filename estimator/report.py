@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
-from typing import Any, Generic, TypeVar, get_origin
+from typing import Any, Generic, Literal, TypeVar, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -104,7 +104,8 @@ class GpuInfo(Frozen):
     name: str
     requested_as: str
     memory_type: str
-    memory_bytes: int
+    memory_bytes: int  # usable, as the driver reports it (or --gpu-memory)
+    memory_gb: float | None = None  # the memory the card is sold with, in the vendor's decimal GB (80 for an H100)
     bandwidth_bytes_per_s: float
     peak_flop_per_s: float
     compute_dtype: str
@@ -112,6 +113,24 @@ class GpuInfo(Frozen):
     nodes: int | None = None
     tdp_w: float | None = None  # one board's power, the datasheet's TDP (None: not published)
     power_w: float | None = None  # every GPU of the job at its TDP: tdp_w × GPUs
+
+
+Cost = Literal["none", "time", "quality", "hardware"]  # ranked in this order among changes that fit
+
+
+class Fix(Frozen):
+    """One change of the job's options and what it gives, from the estimate re-run with the change applied:
+    ``per_gpu_bytes`` the memory per GPU after it, ``frees_bytes`` what it saves, ``fits`` whether the job then
+    fits; ``cost`` what it costs (none < time < quality < hardware) and ``time_factor`` the job's expected time
+    with it ÷ without it."""
+
+    change: str
+    frees_bytes: int | None  # None: no single figure to compare with (a plan where no server holds the model)
+    per_gpu_bytes: int | None
+    fits: bool
+    cost: Cost
+    cost_detail: str
+    time_factor: float | None
 
 
 WorkloadT = TypeVar("WorkloadT", bound=Frozen)
@@ -133,3 +152,6 @@ class EstimateReport(Versioned, Generic[WorkloadT, MemoryT, TimeT, NoteT]):
     assumptions: tuple[NoteT, ...]
     warnings: tuple[NoteT, ...]
     explain: tuple[NoteT, ...]
+    # When the job does not fit: the smallest changes that make it fit, ranked as `estimator oom` ranks them
+    # (those that fit first, then by cost, time, memory freed); empty when it fits.
+    fixes: tuple[Fix, ...] = ()

@@ -10,6 +10,8 @@ takes the system explicitly and its label says which.
 7500000000
 >>> parse_count("32k")
 32000
+>>> parse_tokens("32K")
+32768
 >>> parse_bytes("96GiB")
 103079215104
 >>> parse_bytes("100 GB")
@@ -115,6 +117,37 @@ def parse_count(text: str) -> int:
     if abs(value - rounded) > 1e-6 * max(1.0, value):
         raise WorkloadInvalid(f"not a whole number: {shown(text)}")
     return int(rounded)
+
+
+# Token counts follow vLLM's convention for its token options (max_model_len, max_num_batched_tokens): a lowercase
+# suffix is decimal, an uppercase K, M or G binary, and a binary suffix takes a whole number only. Source: vLLM's
+# `human_readable_int`, vllm/engine/arg_utils.py (github.com/vllm-project/vllm, commit 99d7eb5d6a51): '1k' -> 1,000,
+# '1K' -> 1,024, '25.6k' -> 25,600; "Decimals are not allowed with binary suffixes".
+_TOKEN_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def parse_tokens(text: str) -> int:
+    """Parse a token count as vLLM does: ``2k`` is 2,000, ``2K`` (and ``2Ki``) 2,048, ``1M`` 1,048,576; every other
+    form as `parse_count` (``2048``, ``2.5k``, ``1e4``). A binary suffix takes a whole number (``2.5K`` is refused,
+    pointing to ``2.5k``).
+
+    >>> parse_tokens("2k"), parse_tokens("2K"), parse_tokens("32Ki"), parse_tokens("1M")
+    (2000, 2048, 32768, 1048576)
+    """
+    body = text.strip()
+    multiplier = _TOKEN_BINARY.get(body[-1:])
+    if multiplier is None:
+        return parse_count(text)
+    rest = body[:-1].rstrip()
+    if not _DIGITS.fullmatch(rest):
+        if _SIZE_NUMBER.fullmatch(rest):
+            raise WorkloadInvalid(f"not a count: {shown(text)} (a binary suffix {body[-1]} takes a whole number; "
+                                  f"{rest}{body[-1].lower()} is decimal)")
+        raise WorkloadInvalid(f"not a count: {shown(text)} (expected e.g. 2048, 2k = 2,000, 2K = 2,048)")
+    digits = rest.lstrip("0") or "0"
+    if len(digits) > len(str(MAX_COUNT)):  # past the limit by its length alone: never converted
+        raise count_too_large(text)
+    return checked_count(int(digits) * multiplier, text)
 
 
 def checked_count(value: int, text: str | int) -> int:

@@ -8,7 +8,7 @@ import pytest
 
 from estimator import units
 from estimator.errors import WorkloadInvalid
-from estimator.units import format_bytes, format_seconds, parse_bytes, parse_count
+from estimator.units import format_bytes, format_seconds, parse_bytes, parse_count, parse_tokens
 
 
 def test_doctests() -> None:
@@ -101,3 +101,22 @@ def test_a_long_text_that_is_no_number_is_refused_at_once(parse: Callable[[str],
     with pytest.raises(WorkloadInvalid, match=r"^not a (count|size): '1111"):
         parse(text)
     assert time.process_time() - start < 1.0
+
+
+@pytest.mark.parametrize(("text", "tokens"), [
+    ("2k", 2_000), ("2K", 2_048), ("2Ki", 2_048), ("1M", 1_048_576), ("1m", 1_000_000), ("1G", 2**30),
+    ("25.6k", 25_600), ("2048", 2_048), ("1e4", 10_000), (" 8K ", 8_192),
+])
+def test_token_counts_read_k_and_K_as_vllm_does(text: str, tokens: int) -> None:
+    """vLLM's human_readable_int (vllm/engine/arg_utils.py): '1k' -> 1,000, '1K' -> 1,024, '25.6k' -> 25,600."""
+    assert parse_tokens(text) == tokens
+
+
+def test_a_binary_token_suffix_takes_a_whole_number() -> None:
+    with pytest.raises(WorkloadInvalid, match=r"binary suffix K takes a whole number; 2.5k is decimal"):
+        parse_tokens("2.5K")
+
+
+def test_model_sizes_keep_decimal_suffixes() -> None:
+    """Only token counts read K as 1,024: a size such as 70B or 8K params stays decimal."""
+    assert parse_count("8K") == 8_000 and parse_count("70B") == 70_000_000_000

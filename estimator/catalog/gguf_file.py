@@ -16,7 +16,7 @@ from typing import Any
 from estimator.catalog.checkpoint_files import StoredTensor, StoredWeights, summarize
 from estimator.errors import SpecInvalid, echoed
 
-INSTALL_HINT = "reading a .gguf file needs the gguf package: pip install 'estimator[checkpoints]'"
+INSTALL_HINT = "reading a .gguf file needs the gguf package: pip install 'llm-estimator[checkpoints]'"
 # GGUF general.architecture → the Hugging Face model_type of the same layout (dense, and with experts);
 # llama.cpp's convert_hf_to_gguf.py writes Llama, Mistral and Mixtral as "llama".
 MODEL_TYPES: dict[str, tuple[str, str]] = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -44,30 +45,64 @@ CatalogFormat = Annotated[OutputFormat, typer.Option("--format", "-f", help="tab
 Draw = Callable[[Catalog], None]
 
 
-def _listing(app: typer.Typer, kind: str, what: str, example: str) -> Callable[[Draw], Draw]:
+AllOption = Annotated[bool, typer.Option("--all", help="Every column (memory, bandwidth, TFLOP/s, power), not the "
+                                                      "one-screen list of names and sizes.")]
+
+
+def _listing(app: typer.Typer, kind: str, what: str, example: str,
+             short: Draw | None = None) -> Callable[[Draw], Draw]:
     """Register ``kind``'s listing as ``app``'s callback (its help names ``what`` it lists and shows ``example``):
     JSON or CSV rows written here, a table drawn by the decorated function; nothing when a sub-command runs
-    instead."""
+    instead. With ``short``, the table is drawn by ``short`` unless ``--all`` is given (a catalog too long for one
+    screen)."""
     def register(draw: Draw) -> Draw:
-        def listed(ctx: typer.Context, specs_dir: SpecsDir = None,
-                   output_format: CatalogFormat = OutputFormat.table) -> None:
+        def listing(ctx: typer.Context, specs_dir: Path | None, output_format: OutputFormat, everything: bool) -> None:
             if ctx.invoked_subcommand is not None:
                 return
             check_format(output_format, GPUS_FORMATS)
             catalog = catalog_for(specs_dir)
             if output_format is OutputFormat.table:
-                draw(catalog)
+                (draw if everything or short is None else short)(catalog)
                 return
             rows = catalog_rows(catalog, kind)
             write_report(output_format.value, rows, table=table_rows(rows))
-        listed.__doc__ = (f"List the {what} catalog.\n\n    \b\n    Examples:\n      estimator {kind}\n      estimator "
+
+        def listed(ctx: typer.Context, specs_dir: SpecsDir = None,
+                   output_format: CatalogFormat = OutputFormat.table) -> None:
+            listing(ctx, specs_dir, output_format, everything=True)
+
+        def listed_short(ctx: typer.Context, specs_dir: SpecsDir = None,
+                         output_format: CatalogFormat = OutputFormat.table, everything: AllOption = False) -> None:
+            listing(ctx, specs_dir, output_format, everything)
+
+        chosen = listed if short is None else listed_short
+        chosen.__doc__ = (f"List the {what} catalog.\n\n    \b\n    Examples:\n      estimator {kind}\n      estimator "
                           f"{kind} --format csv > {kind}.csv\n      estimator {kind} show {example}\n    ")
-        app.callback()(listed)
+        app.callback()(chosen)
         return draw
     return register
 
 
-@_listing(gpus_app, "gpus", "GPU", "rtx-4090")
+def gpus_short(catalog: Catalog) -> None:
+    """The gpus catalog on one screen: the cards by the memory they are sold with, each by its alias, wrapped to
+    the terminal's width; ``--all`` gives the full table, ``gpus show NAME`` one card."""
+    import textwrap
+
+    out = console()
+    width = max(40, min(out.width, 120))
+    sizes: dict[float, list[str]] = {}
+    for g in sorted(catalog.gpus, key=lambda g: (g.memory_gb, g.vendor, g.name)):
+        sizes.setdefault(g.memory_gb, []).append(g.aliases[0] if g.aliases else g.name.replace(" ", "\u00a0"))
+    label = max(len(f"{size:g} GB") for size in sizes) + 2 if sizes else 0
+    lines = [f"{len(catalog.gpus)} cards by the memory they are sold with (usable memory: --all):"]
+    for size, cards in sizes.items():
+        lines += textwrap.wrap(" ".join(cards), width=width, initial_indent=f"{size:g} GB".ljust(label),
+                               subsequent_indent=" " * label, break_on_hyphens=False, break_long_words=False)
+    lines.append("estimator gpus --all: every column; estimator gpus show NAME: one card")
+    out.print("\n".join(escape(line) for line in lines), highlight=False, soft_wrap=True)
+
+
+@_listing(gpus_app, "gpus", "GPU", "rtx-4090", short=gpus_short)
 def gpus_list(catalog: Catalog) -> None:
     """The gpus catalog as a table."""
     gpus = sorted(catalog.gpus, key=lambda g: (g.vendor, g.name))

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from estimator.cli.shared import writable
-from estimator.request.options import Option, options_of
+from estimator.request.options import TOPICS, Option, options_of
 
 _TYPES: dict[str, Any] = {"text": str, "int": int, "path": Path, "flag": bool, "switch": bool, "texts": list[str]}
 
@@ -30,8 +31,24 @@ def annotation(option: Option) -> Any:
     if option.default is None and not option.required:
         kind = kind | None
     info = typer.Option(*option.flags, help=option.help, is_eager=option.eager,
-                        callback=_writable if option.checked else None)
+                        callback=_writable if option.checked else None, rich_help_panel=option.topic)
     return Annotated[kind, info]
+
+
+class PanelledCommand(TyperCommand):
+    """A command whose --help lists its options by topic (workload, hardware, parallelism, training, planning,
+    output, catalog: `estimator.request.options.TOPICS`), one titled section each, in plain text as the rest of
+    the help is (typer draws its panels only in rich mode, which this CLI keeps off)."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:  # typer's vendored click's Context, HelpFormatter
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None and param.param_type_name == "option":
+                sections.setdefault(getattr(param, "rich_help_panel", None) or "", []).append(record)
+        for topic in sorted(sections, key=lambda t: TOPICS.index(t) if t in TOPICS else len(TOPICS)):
+            with formatter.section(f"{topic.capitalize()} options" if topic else "Other options"):
+                formatter.write_dl(sections[topic])
 
 
 def command_function(command: str, body: Callable[[dict[str, Any]], Any], doc: str) -> Callable[..., None]:
@@ -53,7 +70,7 @@ def command_function(command: str, body: Callable[[dict[str, Any]], Any], doc: s
 def click_command(name: str, function: Callable[..., Any], **settings: Any) -> Any:
     """The click command typer builds from ``function`` alone (``settings``: the Typer app's)."""
     alone = typer.Typer(add_completion=False, **settings)
-    alone.command(name)(function)
+    alone.command(name, cls=PanelledCommand)(function)
     return typer.main.get_command(alone)
 
 

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from estimator.request.models import Output
     from estimator.training.report import TrainingReport
 
-ESTIMATE_FORMATS = (OutputFormat.table, OutputFormat.json, OutputFormat.csv)  # inference and training alike
 DOC = """Estimate memory and speed of a model on a GPU, or a tensor-parallel group of them.
 
     \b
@@ -41,11 +40,10 @@ DOC = """Estimate memory and speed of a model on a GPU, or a tensor-parallel gro
 def run_estimate(values: dict[str, Any]) -> None:
     """The estimate command for its option values (field → value as parsed): estimate, then print or write.
     The request layer's models load here, inside the script's settings (`process.without_pydantic_plugins`)."""
-    from estimator.request.convert import check_format, choice, estimate_request_of
+    from estimator.request.convert import estimate_request_of
     from estimator.request.estimate import estimate_request
 
-    check_format(choice("output_format", OutputFormat, values["output_format"]), ESTIMATE_FORMATS)
-    request = estimate_request_of(values)
+    request = estimate_request_of(values)  # the format checked first, before any work (`convert.format_for`)
     show(estimate_request(request), request.output)
 
 

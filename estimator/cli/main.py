@@ -7,7 +7,9 @@ Two entry points share one implementation: ``estimate ...`` is ``estimator estim
 from __future__ import annotations
 
 import functools
-from typing import Any
+import re
+import sys
+from typing import Annotated, Any
 
 import typer
 
@@ -16,6 +18,7 @@ from estimator.cli import oom as cli_oom
 from estimator.cli import plan as cli_plan
 from estimator.cli import sweep as cli_sweep
 from estimator.cli.catalogs import gpus_app, models_app, systems_app
+from estimator.cli.command import PanelledCommand
 from estimator.cli.estimate import estimate_command_function
 from estimator.cli.run import run
 from estimator.cli.schema import schema_command
@@ -27,12 +30,54 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+USAGE = """usage: estimator COMMAND [OPTIONS]
+
+  estimate   memory and speed of a model on a GPU, e.g.
+             estimator estimate --model llama-3.1-8b --gpu h100
+  plan       rank servers and layouts for a serving workload
+  sweep      a grid of models, cards and sizes, one row per point
+  oom        explain an out-of-memory error
+  gpus, models, systems   the catalogs
+  serve      the web page and HTTP API
+
+estimator COMMAND --help: its options. estimator --help: every command.
+"""
+
+
+def package_version() -> str:
+    """The installed distribution's version (its metadata), or the source's (pyproject.toml) when run from a
+    checkout."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("llm-estimator")
+    except PackageNotFoundError:  # a checkout: its pyproject.toml says the version
+        from pathlib import Path
+
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        found = re.search(r'^version = "([^"]+)"', pyproject.read_text(encoding="utf-8"), re.MULTILINE) \
+            if pyproject.is_file() else None
+        return found.group(1) if found else "unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"estimator {package_version()}\n")
+        raise typer.Exit
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """Will this model fit on that GPU, how fast will it run? Estimates from datasheets and model configs."""
+
+
 app.add_typer(gpus_app, name="gpus")
 app.add_typer(models_app, name="models")
 app.add_typer(systems_app, name="systems")
 app.add_typer(cli_plan.app)  # plan
 app.add_typer(cli_sweep.app)  # sweep
-app.command("estimate")(estimate_command_function())
+app.command("estimate", cls=PanelledCommand)(estimate_command_function())
 app.command("gpu")(cli_gpu.gpu_command)
 app.command("monitor")(cli_gpu.monitor_command)
 app.command("calibrate")(cli_gpu.calibrate_command)
@@ -51,5 +96,9 @@ def command() -> Any:
 
 
 def main() -> None:
-    """`estimator` console script."""
+    """`estimator` console script; bare, it prints a short usage (`USAGE`), not the whole help, and exits 0, as
+    ``--help`` does (nothing went wrong: the user asked what there is)."""
+    if not sys.argv[1:]:
+        sys.stdout.write(USAGE)
+        return
     run(command())

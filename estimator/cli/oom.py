@@ -7,8 +7,6 @@ with that change applied, through the same `report_for_params` that `estimate` u
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,15 +14,14 @@ import typer
 
 from estimator.cli.estimate import estimate_params, report_for_params
 from estimator.cli.options import OutputFormat, Units, catalog_for, check_format, console
-from estimator.errors import EstimatorError, WorkloadInvalid
+from estimator.errors import WorkloadInvalid
 from estimator.inference.report import Report
 from estimator.oom.evidence import gather
 from estimator.oom.explain import explain, fits_after, reconcile
-from estimator.oom.report import Card, Cost, Evidence, OomReport, Prediction, Suggestion, TermLine
+from estimator.oom.report import Card, Evidence, OomReport, Prediction, Suggestion, TermLine
 from estimator.oom.tensors import Tensor, inference_tensors, training_tensors
 from estimator.render.formats import write_report
 from estimator.render.oom_table import render_oom
-from estimator.request.choices import Attention, Optimizer, Recompute
 from estimator.training.report import TrainingReport
 
 AnyReport = Report | TrainingReport
@@ -85,105 +82,23 @@ def tensors_of(p: dict[str, Any], report: AnyReport) -> list[Tensor]:
                              element_bytes=4 if w.dtype == "fp32" else 2, tensor_parallel=w.gpus)
 
 
-def job_time_s(report: AnyReport, passes: int) -> float:
-    """The job's expected time: a training step, or ``passes`` × (prefill + decode) of an inference batch."""
-    if isinstance(report, TrainingReport):
-        return report.time.step_s
-    t = report.time
-    return passes * (t.prefill_s + report.workload.output_tokens * (t.decode_step_s or 0.0))
-
-
-@dataclass(frozen=True)
-class Change:
-    label: str
-    overrides: dict[str, Any]
-    cost: Cost
-    detail: str
-    passes: int = 1
-
-
-def _first_fitting(build: Callable[[int], Change], values: list[int], fits: Callable[[Change], bool]) -> list[Change]:
-    """The first of ``values`` whose change fits, else the last one tried (to show how far it gets)."""
-    tried = [build(v) for v in values]
-    for change in tried:
-        if fits(change):
-            return [change]
-    return tried[-1:]
-
-
-def inference_changes(p: dict[str, Any], report: Report, fits: Callable[[Change], bool]) -> list[Change]:
-    w = report.workload
-    out = []
-    if w.logits == "all":
-        out.append(Change("--logits last", {"logits": "last"}, "none",
-                          "logits of the last position only, enough to generate (transformers: logits_to_keep=1)"))
-    if w.batch > 1:
-        splits = [k for k in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if k <= w.batch]
-        out += _first_fitting(lambda k: Change(f"--batch {-(-w.batch // k)} ({k} passes)",
-                                               {"batch": str(-(-w.batch // k))}, "time",
-                                               f"{k} passes over the batch", passes=k), splits, fits)
-    if w.kv_dtype not in ("fp8", "int8"):
-        out.append(Change("--kv-dtype fp8", {"kv_dtype": "fp8"}, "quality", "fp8 KV cache, as serving engines offer"))
-    if w.dtype in ("fp32", "fp16", "bf16"):
-        out.append(Change("--dtype fp8", {"dtype": "fp8"}, "quality", "fp8 weights"))
-    out += _first_fitting(lambda n: Change(f"--gpus {n}", {"gpus": str(w.gpus * n)}, "hardware",
-                                           f"{w.gpus * n} GPUs, tensor parallel"), [2, 4, 8], fits)
-    return out
-
-
-def training_changes(p: dict[str, Any], report: TrainingReport, fits: Callable[[Change], bool]) -> list[Change]:
-    w = report.workload
-    out = []
-    if w.attention == "eager":
-        out.append(Change("--attention sdpa", {"attention": Attention.sdpa}, "none",
-                          "PyTorch SDPA's fused kernels keep no score matrix"))
-    if w.optimizer == "adamw":
-        out += [Change("--optimizer adamw-fused", {"optimizer": Optimizer.adamw_fused}, "none",
-                       "torch.optim.AdamW(fused=True) updates in place: no step temporaries"),
-                Change("--optimizer adam-8bit", {"optimizer": Optimizer.adam_8bit}, "quality",
-                       "bitsandbytes 8-bit states")]
-    if w.recompute == "none":
-        out.append(Change("--recompute full", {"recompute": Recompute.full}, "time", "one more forward per step"))
-    if w.batch > 1:
-        splits = [k for k in (2, 4, 8, 16, 32, 64) if k <= w.batch and w.batch % k == 0]
-        out += _first_fitting(lambda k: Change(f"--batch {w.batch // k} --grad-accum {w.grad_accum * k}",
-                                               {"batch": str(w.batch // k), "grad_accum": str(w.grad_accum * k)},
-                                               "time", "same tokens per step in more micro-batches"), splits, fits)
-    if w.zero == 0 and w.fsdp is None:
-        out += _first_fitting(lambda n: Change(f"--dp {w.dp * n} --zero 3", {"dp": str(w.dp * n), "zero": "3"},
-                                               "hardware", f"{w.dp * n} GPUs sharing parameters, gradients and "
-                                               "states (ZeRO-3)"), [2, 4, 8], fits)
-    return out
-
-
 def suggestions(p: dict[str, Any], report: AnyReport, card: Card, prediction: Prediction) -> list[Suggestion]:
-    """Each change re-estimated: what it frees, whether it fits beside what the estimate does not cover."""
-    cache: dict[str, AnyReport] = {}
+    """Each change of `estimate`'s list (`estimator.request.fixes`) re-estimated: what it frees, whether it fits
+    beside what the estimate does not cover. A change that frees nothing is not offered."""
+    from estimator.request.convert import estimate_request_of
+    from estimator.request.estimate import estimate_alone
+    from estimator.request.fixes import changes_of, fix_of
 
-    def estimate_with(change: Change) -> AnyReport:
-        if change.label not in cache:
-            cache[change.label] = report_for_params({**p, **change.overrides})
-        return cache[change.label]
+    request = estimate_request_of(p)
+    catalog = catalog_for(request.specs_dir)
+    model = catalog.model(request.job.model)
 
-    def fits(change: Change) -> bool:
-        return fits_after(card, prediction, estimate_with(change).memory.per_gpu_bytes)
+    def fits(per_gpu: int) -> bool:
+        return fits_after(card, prediction, per_gpu)
 
-    changes = (training_changes(p, report, fits) if isinstance(report, TrainingReport)
-               else inference_changes(p, report, fits))
-    base_s = job_time_s(report, 1)
-    out = []
-    for change in changes:
-        try:
-            changed = estimate_with(change)
-        except EstimatorError:
-            continue  # a change this model or card cannot take (e.g. heads not divisible by the GPUs)
-        per_gpu = changed.memory.per_gpu_bytes
-        out.append(Suggestion(change=change.label, frees_bytes=prediction.per_gpu_bytes - per_gpu,
-                              per_gpu_bytes=per_gpu, fits=fits_after(card, prediction, per_gpu), cost=change.cost,
-                              cost_detail=change.detail, time_factor=round(job_time_s(changed, change.passes) /
-                                                                            base_s, 3) if base_s else None,
-                              source="estimate"))
-    return out
+    found = [fix_of(change, changed, report, fits)
+             for change, changed in changes_of(request, report, lambda r: estimate_alone(r, catalog, model), fits)]
+    return [Suggestion(**fix.model_dump(), source="estimate") for fix in found if (fix.frees_bytes or 0) > 0]
 
 
 def oom_report(inputs: list[tuple[str, bytes]], workload: list[str]) -> OomReport:

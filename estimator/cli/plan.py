@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from estimator.cli.command import command_function
+from estimator.cli.command import PanelledCommand, command_function
 from estimator.cli.shared import print_table
 from estimator.request.choices import OutputFormat
-from estimator.request.convert import check_format
+from estimator.request.convert import format_for
 from estimator.request.estimate import catalog_for
 from estimator.request.plan import plan_notes, plan_report
 
@@ -35,16 +35,16 @@ def plan(p: dict[str, Any]) -> None:
       estimator plan --model llama-3.1-8b --target-tokens-per-s 50000 --gpu l40s --gpu h100
       estimator plan --model qwen3-32b --max-ttft-s 1 --max-tpot-s 0.05 --concurrency 64 -f xlsx -o plan.xlsx
     """
-    check_format(p["output_format"], list(OutputFormat), p["output"])
+    output_format = format_for(p["output_format"], p["output"], OutputFormat.table, list(OutputFormat))
     catalog = catalog_for(p["specs_dir"])
     report = plan_report(catalog, catalog.model(p["model"]), p)
-    _show_plan(report, p["output_format"], p["output"], p["plot"])
+    _show_plan(report, output_format, p["output"], p["plot"])
     if p["gpus"] is not None:  # once all went well: a refused input stays one line, with no warning before it
         sys.stderr.write(f"warning: plan --gpus is deprecated and will be removed: use --gpu {p['gpus']} (--gpus is "
                          "the tensor-parallel degree in estimate and sweep)\n")
 
 
-plan_command = app.command("plan")(command_function("plan", plan, plan.__doc__ or ""))
+plan_command = app.command("plan", cls=PanelledCommand)(command_function("plan", plan, plan.__doc__ or ""))
 
 
 def _show_plan(report: PlanReport, output_format: OutputFormat, output: Path | None, plot: Path | None) -> None:

@@ -45,4 +45,4 @@ def print_table(output: Path | None, draw: Callable[[Console], None]) -> None:
     from estimator.render.output import write_text_atomically
 
     write_text_atomically(output, lambda handle: draw(console(file=handle, width=FILE_TABLE_COLUMNS,
-                                                              color_system=None)))
+                                                              color_system=None)), "table")

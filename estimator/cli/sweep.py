@@ -11,9 +11,9 @@ from typing import Any
 
 import typer
 
-from estimator.cli.command import command_function
+from estimator.cli.command import PanelledCommand, command_function
 from estimator.request.choices import OutputFormat
-from estimator.request.convert import check_format
+from estimator.request.convert import format_for
 from estimator.request.estimate import catalog_for
 from estimator.request.sweep import sweep_grid, sweep_result
 
@@ -31,8 +31,8 @@ def sweep(p: dict[str, Any]) -> None:
     """
     from estimator.render.formats import write_report
 
-    output_format, output = p["output_format"], p["output"]
-    check_format(output_format, list(OutputFormat), output)
+    output = p["output"]
+    output_format = format_for(p["output_format"], output, OutputFormat.csv, list(OutputFormat))
     catalog = catalog_for(p["specs_dir"])
     grid = sweep_grid(catalog, catalog.model, p)
     if p["progress"] and sys.stderr.isatty() and grid.total >= 100_000:
@@ -51,4 +51,4 @@ def sweep(p: dict[str, Any]) -> None:
     write_report(chosen, result.rows(), output, table=(result.keys, result), sheet="sweep")
 
 
-sweep_command = app.command("sweep")(command_function("sweep", sweep, sweep.__doc__ or ""))
+sweep_command = app.command("sweep", cls=PanelledCommand)(command_function("sweep", sweep, sweep.__doc__ or ""))

@@ -350,7 +350,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, workload: InferenceWorkload, *, req
     return Report(
         model=_model_info(model, terms),
         gpu=GpuInfo(name=gpu.name, requested_as=requested_gpu or gpu.name, memory_type=gpu.memory_type,
-                    memory_bytes=gpu.memory_bytes, bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
+                    memory_bytes=gpu.memory_bytes, memory_gb=gpu.memory_gb,
+                    bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
                     peak_flop_per_s=peak, compute_dtype=dtype, system=None if system is None else system.name,
                     nodes=None if system is None else nodes, tdp_w=gpu.tdp_w,
                     power_w=None if gpu.tdp_w is None else gpu.tdp_w * gpus),

@@ -38,7 +38,8 @@ def require_torch() -> Any:
     try:
         import torch as _torch  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
-        raise MissingDependency("this command needs PyTorch and transformers: pip install 'estimator[gpu]'") from None
+        raise MissingDependency("this command needs PyTorch and transformers: "
+                                "pip install 'llm-estimator[gpu]'") from None
     return _torch
 
 
@@ -57,7 +58,7 @@ def require_transformers() -> Any:
     try:
         import transformers  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
-        raise MissingDependency("this command needs transformers: pip install 'estimator[gpu]'") from None
+        raise MissingDependency("this command needs transformers: pip install 'llm-estimator[gpu]'") from None
     return transformers
 
 

@@ -213,7 +213,7 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
     _C.KV_FULL_CONTEXT: ({}, lambda v, b: (
         "KV cache holds prompt + output tokens for every sequence; decode_step_s is the step at that full context "
         "(the longest); tokens/s is at the mean context of generation (prompt + output / 2); output is "
-        "--output-tokens, 0 by default in estimate (the prompt alone), 256 in plan and sweep")),
+        "--output-tokens, 256 by default in estimate, plan and sweep (0: the prompt alone)")),
     _C.CHECKPOINT_WEIGHTS: ({"method": str, "summary": str}, lambda v, b: (
         f"weights as the checkpoint stores them (quantization_config {v['method']}): {v['summary']}; "
         "--dtype overrides")),
@@ -276,8 +276,8 @@ _SPECS: dict[NoteCode, tuple[dict[str, type | tuple[type, ...]], _Wording]] = {
         "time to first token prefills every prompt of a replica's batch together; time per output token is the "
         "mean decode step over the output")),
     _C.PLAN_TOKENS: ({}, lambda v, b: (
-        "tokens/s counts generated tokens (--output-tokens per request: 256 by default in plan and sweep, 0 in "
-        "estimate); replicas are independent data-parallel copies")),
+        "tokens/s counts generated tokens (--output-tokens per request: 256 by default in estimate, plan and "
+        "sweep); replicas are independent data-parallel copies")),
     _C.OWNED_COST: ({"years": float, "usd_per_kwh": float}, lambda v, b: (
         f"owned cost: server price over {v['years']:g} years + server power at ${v['usd_per_kwh']:g}/kWh "
         "(a server without a price: its cards' prices, host not priced); prices from specs are approximate")),

@@ -10,12 +10,14 @@ the job fit come first, then by cost (none < time < quality < hardware), then by
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from estimator.errors import WorkloadInvalid
 from estimator.notes import Note, NoteCode, note
 from estimator.oom.parse import Size
 from estimator.oom.report import Card, Evidence, OomReport, Prediction, Suggestion, TensorMatch, TermLine
 from estimator.oom.tensors import Tensor, allocation_bytes
+from estimator.report import Fix
 
 EXPANDABLE = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
 COST_ORDER = {"none": 0, "time": 1, "quality": 2, "hardware": 3}
@@ -110,11 +112,14 @@ def allocator_suggestion(card: Card, prediction: Prediction | None) -> Suggestio
                       source="measured")
 
 
-def rank(suggestions: Sequence[Suggestion]) -> tuple[Suggestion, ...]:
+F = TypeVar("F", bound=Fix)
+
+
+def rank(suggestions: Sequence[F]) -> tuple[F, ...]:
     """Changes that fit first, then by cost, then by time factor, then by memory freed (largest first)."""
     return tuple(sorted(suggestions, key=lambda s: (not s.fits, COST_ORDER[s.cost],
                                                     s.time_factor if s.time_factor is not None else 1.0,
-                                                    -s.frees_bytes)))
+                                                    -(s.frees_bytes or 0))))
 
 
 def findings(card: Card, prediction: Prediction | None, likely: TensorMatch | None) -> list[Note]:

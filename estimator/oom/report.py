@@ -11,9 +11,7 @@ from typing import Literal
 from estimator.notes import Note
 from estimator.oom.parse import MemorySummary, OomMessage, SmiReading
 from estimator.oom.snapshot import SnapshotFacts
-from estimator.report import Frozen, Versioned
-
-Cost = Literal["none", "time", "quality", "hardware"]  # ranked in this order among changes that fit
+from estimator.report import Fix, Frozen, Versioned
 
 
 class Evidence(Frozen):
@@ -68,17 +66,12 @@ class Prediction(Frozen):
     terms: tuple[TermLine, ...]
 
 
-class Suggestion(Frozen):
-    """One change and what it does: ``frees_bytes`` and ``per_gpu_bytes`` from the estimate re-run with the change
-    applied (``source`` "estimate"), or from the measurement (``source`` "measured": the allocator setting)."""
+class Suggestion(Fix):
+    """One change and what it does (`estimator.report.Fix`): ``frees_bytes`` and ``per_gpu_bytes`` from the
+    estimate re-run with the change applied (``source`` "estimate"), or from the measurement (``source``
+    "measured": the allocator setting)."""
 
-    change: str
     frees_bytes: int
-    per_gpu_bytes: int | None
-    fits: bool
-    cost: Cost
-    cost_detail: str
-    time_factor: float | None  # the job's expected time with the change ÷ without it (estimate)
     source: Literal["estimate", "measured"]
 
 

@@ -44,7 +44,7 @@ from estimator.planning.costs import (
 )
 from estimator.planning.layouts import experts_per_gpu, max_replica_context, servers_for, stage_memory
 from estimator.planning.search import Point, Search, Settings
-from estimator.report import Frozen, Versioned
+from estimator.report import Fix, Frozen, Versioned
 
 __all__ = ["HOURS_PER_YEAR", "CardPrice", "Goal", "PlanOption", "PlanReport", "Prices", "Settings", "load_prices",
            "plan"]
@@ -156,6 +156,8 @@ class PlanReport(Versioned):
     assumptions: tuple[Note, ...]
     warnings: tuple[Note, ...]
     logits: str = "last"  # the positions whose logits the prefill computes (--logits), as estimate's workload.logits
+    # When no server holds the model: the changes of the options that let one, cheapest first (request.plan_fixes)
+    fixes: tuple[Fix, ...] = ()
 
 
 def _empty(system: SystemSpec | None, gpu: GpuSpec, reason: str, settings: Settings) -> PlanOption:

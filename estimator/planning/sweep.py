@@ -4,8 +4,8 @@ One `estimate` call per combination gives the row template (every field that doe
 and validates the combination. Every field that does is the same `estimator.model` function `estimate` calls,
 evaluated once on numpy arrays of the whole grid (the terms work on ints and arrays alike), so a sweep row equals
 ``flatten(estimate(...).model_dump())`` at that point (tests/planning/test_sweep.py checks it; floats agree to
-rounding, integers exactly). ``explain`` is left out of rows. This module holds no formula: it only lays the
-terms' arrays out as estimate's report columns.
+rounding, integers exactly). ``explain`` and ``fixes`` are left out of rows. This module holds no formula: it only
+lays the terms' arrays out as estimate's report columns.
 
 Memory is exact int64 arithmetic. A point the model cannot run is a row with its reason in ``error`` and the
 rest null (`estimator.planning.sweep_row`), and the rest of the grid goes on: a tensor-parallel degree that does not
@@ -35,7 +35,7 @@ from estimator.model.parallel import valid_tensor_parallel
 from estimator.model.phases import job_costs
 from estimator.model.timing import Hardware, peak_for, phase_time
 from estimator.planning.sweep_notes import warnings_column, warnings_groups
-from estimator.planning.sweep_row import IDENTITY, KEYS
+from estimator.planning.sweep_row import IDENTITY, KEYS, LEFT_OUT
 from estimator.report import SCHEMA_VERSION, flatten
 
 TOO_BIG = f"a sweep point needs more than 2^{SIZE_LIMIT_BYTES.bit_length() - 1} bytes per GPU; shrink batch or tokens"
@@ -51,7 +51,7 @@ def _numpy() -> Any:
     try:
         import numpy
     except ImportError:
-        raise MissingDependency("sweep needs numpy: pip install 'estimator[sweep]'") from None
+        raise MissingDependency("sweep needs numpy: pip install 'llm-estimator[sweep]'") from None
     return numpy
 
 
@@ -219,7 +219,8 @@ def sweep_block(model: ModelSpec, gpu: GpuSpec, w: InferenceWorkload, b: Ints, p
     np = _numpy()
     template = estimate(model, gpu, _point(w, b, p, o, 0), requested_gpu=requested_gpu)
     flat = flatten(template.model_dump(mode="json"))
-    flat.pop("explain")
+    for key in LEFT_OUT:  # sweep_row.LEFT_OUT: explain, fixes
+        flat.pop(key)
     flat["error"] = None
     mem = memory_per_gpu(model, gpu, w, w.tensor_parallel, b, p, o)
     memory = _memory_fields(np, model, gpu, w, mem, b, p, o)

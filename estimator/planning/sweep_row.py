@@ -18,7 +18,9 @@ from pydantic import Field, create_model
 from estimator.inference.report import Report
 from estimator.report import Frozen, flat_model
 
-LEFT_OUT = ("explain",)  # per-row arithmetic would dwarf the row; `estimate --explain` prints it for one point
+# per-row arithmetic would dwarf the row (`estimate --explain` prints it for one point); a point's fixes are other
+# points of the grid (`estimate` lists them for one point)
+LEFT_OUT = ("explain", "fixes")
 
 # The fields an error row fills: what names the point, known without estimating it.
 IDENTITY = ("schema_version", "model.name", "gpu.name", "gpu.requested_as", "workload.mode", "workload.batch",

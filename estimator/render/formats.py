@@ -26,7 +26,7 @@ from estimator.errors import FieldInvalid
 from estimator.inference.report import MemoryReport, Report, TimeReport
 from estimator.notes import Note, word
 from estimator.render.output import write_text_atomically
-from estimator.report import flatten
+from estimator.report import Fix, GpuInfo, flatten
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
 
 Row = Mapping[str, Any]
@@ -37,18 +37,20 @@ def to_json(report: BaseModel) -> str:
     return json.dumps(report.model_dump(mode="json"), indent=2)
 
 
-def write_json(document: BaseModel | Iterable[Row], handle: TextIO) -> None:
+def write_json(document: BaseModel | Iterable[Row], handle: TextIO) -> int | None:
     """The JSON writer: a report as its model_dump; rows (a sweep) as a list, streamed one row at a time and
-    indented by one space (a sweep may hold millions of rows), as ``json.dumps(rows, indent=1)`` writes them."""
+    indented by one space (a sweep may hold millions of rows), as ``json.dumps(rows, indent=1)`` writes them.
+    Returns the rows written (None for a report, one document)."""
     if isinstance(document, BaseModel):
         handle.write(to_json(document) + "\n")
-        return
+        return None
     handle.write("[")
-    empty = True
+    count = 0
     for row in document:
-        handle.write(("\n " if empty else ",\n ") + json.dumps(row, indent=1).replace("\n", "\n "))
-        empty = False
-    handle.write("]\n" if empty else "\n]\n")
+        handle.write(("\n " if count == 0 else ",\n ") + json.dumps(row, indent=1).replace("\n", "\n "))
+        count += 1
+    handle.write("]\n" if count == 0 else "\n]\n")
+    return count
 
 
 def report_rows(reports: Iterable[BaseModel]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -79,17 +81,22 @@ class BlockRows(Protocol):
     def first_error(self) -> tuple[str, str] | None: ...
 
 
-def write_csv(keys: Sequence[str], rows: Iterable[Row], handle: TextIO) -> None:
+def write_csv(keys: Sequence[str], rows: Iterable[Row], handle: TextIO) -> int:
     """The CSV writer: one header row, then one line per row, fields in ``keys`` order. A sweep's rows
-    (`BlockRows`) are written a column at a time, to the same bytes (`estimator.render.sweep_csv`)."""
+    (`BlockRows`) are written a column at a time, to the same bytes (`estimator.render.sweep_csv`). Returns the
+    rows written, the header aside."""
     if isinstance(rows, BlockRows):
         from estimator.render.sweep_csv import write_sweep_csv
 
         write_sweep_csv(cast("SweepResult", rows), handle)
-        return
+        return sum(int(block.size) for block in rows.blocks)
     writer = csv.DictWriter(handle, fieldnames=list(keys), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    count = 0
+    for row in rows:
+        writer.writerow(row)
+        count += 1
+    return count
 
 
 def to_csv(reports: Iterable[BaseModel]) -> str:
@@ -112,11 +119,11 @@ def write_report(output_format: str, document: BaseModel | Iterable[Row], output
     if output_format not in ("json", "csv", "xlsx"):
         raise ValueError(f"write_report writes json, csv or xlsx, not {output_format!r}")  # a caller's bug
     if output_format == "json":
-        _to_file(output, lambda handle: write_json(document, handle))
+        _to_file(output, lambda handle: write_json(document, handle), "JSON")
         return
     keys, rows = table_of(document, table)
     if output_format == "csv":
-        _to_file(output, lambda handle: write_csv(keys, rows, handle))
+        _to_file(output, lambda handle: write_csv(keys, rows, handle), "CSV")
     elif output is None:
         raise FieldInvalid("output_format", "{output_format} xlsx needs {output} FILE.xlsx")
     else:
@@ -125,11 +132,19 @@ def write_report(output_format: str, document: BaseModel | Iterable[Row], output
         write_xlsx(keys, rows, output, sheet=sheet, notes=notes)
 
 
-def _to_file(output: Path | None, write: Callable[[TextIO], None]) -> None:
+def _to_file(output: Path | None, write: Callable[[TextIO], int | None], kind: str) -> None:
     if output is None:
         write(sys.stdout)
         return
-    write_text_atomically(output, write)
+    write_text_atomically(output, write, kind)
+
+
+def card_memory(gpu: GpuInfo) -> str:
+    """A card's memory as people know it, its marketed size, beside the usable memory as the driver reports it,
+    each with its unit: ``80 GB card, 79.6 GiB usable`` (an H100 SXM5 reports 81,559 MiB). The driver's figure is
+    binary whatever the table's units, as nvidia-smi prints it; a card with no catalog size shows the usable alone."""
+    usable = f"{format_bytes(gpu.memory_bytes, binary=True)} usable"
+    return usable if gpu.memory_gb is None else f"{gpu.memory_gb:g} GB card, {usable}"
 
 
 def _bytes(n: int | None, binary: bool) -> str:
@@ -175,7 +190,7 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
     console.print(f"[bold]Model[/]  {escape(m.name)}: {m.params:,} params"
                   + (f" ({m.active_params:,} active)" if m.active_params != m.params else "")
                   + (f", {m.architecture}, {m.layers} layers" if m.architecture else ", generic (size only)"))
-    console.print(f"[bold]GPU[/]    {chosen}: {format_bytes(g.memory_bytes, binary=binary)}, {g.memory_type}, "
+    console.print(f"[bold]GPU[/]    {chosen}: {card_memory(g)}, {g.memory_type}, "
                   f"{format_rate_bytes(g.bandwidth_bytes_per_s)}, {format_flops(g.peak_flop_per_s)} "
                   f"{g.compute_dtype} × {w.gpus}")
     console.print(f"[bold]Job[/]    batch {w.batch}, prompt {w.prompt_tokens:,} + output {w.output_tokens:,} tokens, "
@@ -209,7 +224,7 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
               _bytes(mem.activation_per_gpu_bytes, binary)],
              ["runtime overhead", _bytes(mem.overhead_bytes, binary), _bytes(mem.overhead_per_gpu_bytes, binary)],
              ["[bold]total[/]", _bytes(mem.total_bytes, binary), f"[bold]{_bytes(mem.per_gpu_bytes, binary)}[/]"],
-             ["capacity", "", _bytes(mem.capacity_bytes, binary)],
+             ["usable capacity", "", _bytes(mem.capacity_bytes, binary)],
              ["headroom", "", f"{_bytes(mem.headroom_bytes, binary)}  {verdict}"],
              ["GPUs required", "", "no group fits" if mem.gpus_required is None else str(mem.gpus_required)]]
     _capacity_rows(rows, mem)
@@ -220,10 +235,27 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
     print_table(console, [Column("phase", wrap=True), Column("bound (peak)", "right"),
                           Column(f"expected ({w.profile})", "right"), Column("limited by")], times,
                 title="Time (hypothetical: does not fit)" if t.hypothetical else "Time", title_justify="left")
-
     render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
                                             ("Assumptions", report.assumptions, "  - ")] if explain else [],
                  binary=binary)
+    render_fixes(console, report.fixes, binary=binary)
+
+
+def render_fixes(console: Console, fixes: Sequence[Fix], *, binary: bool) -> None:
+    """A job that does not fit ends with what would make it fit: each change with the memory per GPU it gives,
+    ranked as `estimator oom` ranks them (`estimator.request.fixes`)."""
+    from rich.markup import escape
+
+    if not fixes:
+        return
+    console.print("[bold]What would fit[/], best first (those that fit, then by cost: none < time < quality < "
+                  "hardware)")
+    for i, fix in enumerate(fixes, 1):
+        after = "" if fix.per_gpu_bytes is None else f"{format_bytes(fix.per_gpu_bytes, binary=binary)} per GPU, "
+        verdict = "[green]fits[/]" if fix.fits else "[red]does not fit[/]"
+        time = "" if fix.time_factor is None else f", time ×{fix.time_factor:.2f}"
+        console.print(f"  {i}. {escape(fix.change)}: {after}{verdict}; cost {fix.cost}: {escape(fix.cost_detail)}"
+                      f"{time}", highlight=False)
 
 
 def render_notes(console: Console, warnings: Iterable[Note],

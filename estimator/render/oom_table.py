@@ -12,6 +12,11 @@ from estimator.oom.report import OomReport
 from estimator.render.fit import Column, print_table
 from estimator.units import format_bytes
 
+NO_WORKLOAD = ("for what to change, give the job after the input as estimate's options: --model NAME --gpu NAME "
+               "--batch N --prompt-tokens N --output-tokens N (serving), or --mode train --batch N --seq-len N and "
+               "its --lora-rank, --qlora, --zero, --dp (training); e.g. estimator oom --from err.txt --model "
+               "llama-3.1-8b --gpu h100 --mode train --batch 4 --seq-len 4096")
+
 
 def render_oom(report: OomReport, console: Console, *, binary: bool = True) -> None:
     """The card at the failure, the likely tensor, the estimate's terms and the ranked changes."""
@@ -40,6 +45,8 @@ def render_oom(report: OomReport, console: Console, *, binary: bool = True) -> N
     console.print("[bold]Findings[/]")
     for line in report.findings:
         console.print(f"  - {escape(word(line, binary=binary))}", highlight=False)
+    if p is None:  # the error text alone: which options give the changes that would fit
+        console.print(f"  - {NO_WORKLOAD}", highlight=False, markup=False)
     if report.other_matches:
         console.print("  also the request's size: " + "; ".join(m.name for m in report.other_matches[:6]),
                       highlight=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -41,11 +42,22 @@ def check_target(path: Path, *, force: bool = False) -> None:
         raise WorkloadInvalid(f"cannot write {path}: {error.strerror or error}") from None
 
 
+def said_written(path: Path, kind: str, rows: int | None = None) -> None:
+    """One line on stderr saying what a command wrote: ``wrote plan.csv (CSV, 14 rows, 3.2 kB)``; stdout stays
+    the document's alone, so a user who asked for a file is told where it went and how big it is."""
+    from estimator.units import format_bytes
+
+    size = format_bytes(path.stat().st_size, binary=False)
+    count = "" if rows is None else f"{rows:,} row{'' if rows == 1 else 's'}, "
+    sys.stderr.write(f"wrote {path} ({kind}, {count}{size})\n")
+
+
 @contextlib.contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
+def atomic_path(path: Path, kind: str = "", rows: Callable[[], int | None] = lambda: None) -> Iterator[Path]:
     """A temporary path beside ``path``; renamed over it when the block completes, removed if it fails or is
     interrupted (Ctrl-C; SIGTERM and SIGHUP too, which the console scripts raise as an exception: see
-    `estimator.cli.process`), from the moment it exists."""
+    `estimator.cli.process`), from the moment it exists. With a ``kind`` (CSV, PNG chart...), the write is said
+    on stderr (`said_written`), with the rows ``rows`` counts once written."""
     temporary = ""
     try:
         handle, temporary = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.",
@@ -54,6 +66,8 @@ def atomic_path(path: Path) -> Iterator[Path]:
         yield Path(temporary)
         os.chmod(temporary, _mode_for(path))
         os.replace(temporary, path)
+        if kind:
+            said_written(path, kind, rows())
     finally:
         if temporary:
             with contextlib.suppress(FileNotFoundError):
@@ -70,10 +84,13 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def write_text_atomically(path: Path, write: Callable[[TextIO], object]) -> None:
-    """``write(handle)`` into ``path`` as one atomic replacement."""
-    with atomic_path(path) as temporary, temporary.open("w", encoding="utf-8", newline="") as handle:
-        write(handle)
+def write_text_atomically(path: Path, write: Callable[[TextIO], object], kind: str = "") -> None:
+    """``write(handle)`` into ``path`` as one atomic replacement, said on stderr with ``kind`` (and the rows, where
+    ``write`` returns their count)."""
+    written: list[object] = []
+    with atomic_path(path, kind, lambda: next((n for n in written if isinstance(n, int)), None)) as temporary, \
+            temporary.open("w", encoding="utf-8", newline="") as handle:
+        written.append(write(handle))
 
 
 MAX_ROWS_FILE_BYTES = 1 << 30  # 1 GiB of measured rows (about 1 kB a row): read whole to append atomically
@@ -106,5 +123,5 @@ def append_lines(path: Path, lines: list[str], *, replace: bool = False) -> None
     """``lines`` after what ``path`` holds (nothing when ``replace``), as one atomic replacement: a killed run or a
     full disk leaves the earlier rows whole."""
     earlier = b"" if replace or not path.exists() else path.read_bytes()
-    with atomic_path(path) as temporary:
+    with atomic_path(path, "JSON lines", lambda: (earlier.count(b"\n") + len(lines))) as temporary:
         temporary.write_bytes(earlier + "".join(lines).encode("utf-8"))

@@ -101,3 +101,7 @@ def render_plan(report: PlanReport, console: Console) -> None:
                       f"in all three): {', '.join('#' + r for r in on)} (pareto in the JSON/CSV).", highlight=False)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/] {escape(word(warning, binary=False))}")
+    if report.fixes:  # no server holds the model: what would let one
+        from estimator.render.formats import render_fixes
+
+        render_fixes(console, report.fixes, binary=False)

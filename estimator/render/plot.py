@@ -27,7 +27,7 @@ def _pyplot(path: Path) -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise MissingDependency("--plot needs matplotlib: pip install 'estimator[plot]'") from None
+        raise MissingDependency("--plot needs matplotlib: pip install 'llm-estimator[plot]'") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -78,7 +78,7 @@ def _legend(fig: Any, axes: Sequence[Any], columns: int = 2, extra: Sequence[Any
 
 
 def _save(plt: Any, fig: Any, path: Path) -> None:
-    with atomic_path(path) as temporary:
+    with atomic_path(path, f"{path.suffix.lower().lstrip('.').upper()} chart") as temporary:
         fig.savefig(temporary, format=path.suffix.lower().lstrip("."))
     plt.close(fig)
 

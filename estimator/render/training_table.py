@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from estimator.render.fit import Column, print_table
-from estimator.render.formats import render_notes
+from estimator.render.formats import card_memory, render_fixes, render_notes
 from estimator.training.report import TrainingReport
 from estimator.units import format_bytes, format_flops, format_seconds
 
@@ -31,7 +31,7 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
     console.print(f"[bold]Model[/]  {escape(m.name)}: {m.params:,} params, {m.architecture}, {m.layers} layers")
     asked = f"  (from '{escape(g.requested_as)}')" if g.requested_as != g.name else ""
     console.print(f"[bold]GPU[/]    {escape(g.name)}" + asked
-                  + f": {b(g.memory_bytes)}, {format_flops(g.peak_flop_per_s)} {g.compute_dtype}; {layout}")
+                  + f": {card_memory(g)}, {format_flops(g.peak_flop_per_s)} {g.compute_dtype}; {layout}")
     console.print(f"[bold]Train[/]  micro-batch {w.batch} × {w.seq_len:,} tokens × accum {w.grad_accum}, "
                   f"{w.precision}, {w.optimizer}, recompute {w.recompute}, {w.attention}, {shard}{lora}, "
                   f"profile {w.profile}", highlight=False)
@@ -43,6 +43,7 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
                                             ("Saved tensors per layer", tensors, "  "),
                                             ("Assumptions", report.assumptions, "  - ")] if explain else [],
                  binary=binary)
+    render_fixes(console, report.fixes, binary=binary)
 
 
 # Each phase's terms (TrainingMemoryReport fields), in the order the table lists them.
@@ -76,7 +77,7 @@ def _memory_table(report: TrainingReport, console: Console, b: Callable[[int], s
     peak = [p.phase == mem.peak_phase for p in mem.phases]
     verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"
     tail = [("runtime overhead", b(mem.overhead_bytes)), ("[bold]total per GPU[/]", f"[bold]{b(mem.per_gpu_bytes)}[/]"),
-            ("capacity", b(mem.capacity_bytes)), ("headroom", f"{b(mem.headroom_bytes)}  {verdict}"),
+            ("usable capacity", b(mem.capacity_bytes)), ("headroom", f"{b(mem.headroom_bytes)}  {verdict}"),
             ("max micro-batch (this seq len)", f"{mem.max_batch:,}"),
             ("longest sequence (this batch)", f"{mem.max_seq_len:,} tok")]
     if mem.max_seq_len_by_memory != mem.max_seq_len:  # capped at the model's own limit

@@ -89,7 +89,7 @@ def write_xlsx(keys: Sequence[str], rows: Iterable[Mapping[str, Any]], path: Pat
         from openpyxl import Workbook
         from openpyxl.cell import WriteOnlyCell
     except ImportError:
-        raise MissingDependency("xlsx output needs openpyxl: pip install 'estimator[xlsx]'") from None
+        raise MissingDependency("xlsx output needs openpyxl: pip install 'llm-estimator[xlsx]'") from None
     book = Workbook(write_only=True)
     ws = book.create_sheet(sheet)
     units = [unit_of(k) for k in keys]
@@ -119,7 +119,7 @@ def write_xlsx(keys: Sequence[str], rows: Iterable[Mapping[str, Any]], path: Pat
         ws.append(cells)
     ws.auto_filter.ref = f"A1:{_column_letter(max(len(keys), 1) - 1)}{count}"
     _assumptions_sheet(book, entries)
-    with atomic_path(path) as temporary:
+    with atomic_path(path, "Excel workbook", lambda: count - 1) as temporary:
         book.save(temporary)
 
 

@@ -13,19 +13,26 @@ from estimator.request.choices import Logits, MlaCache, Mode, OutputFormat, Unit
 from estimator.request.errors import FieldInvalid, invalid
 from estimator.request.models import EstimateRequest, Hardware, Job, Output, Training
 from estimator.request.options import options_of
-from estimator.units import checked_count, parse_bytes, parse_count, shown
+from estimator.units import checked_count, parse_bytes, parse_count, parse_tokens, shown
 
 E = TypeVar("E", bound=Enum)
+ESTIMATE_FORMATS = (OutputFormat.table, OutputFormat.json, OutputFormat.csv)  # inference and training alike
+
+
+# The options that count tokens: their text follows vLLM's convention (`units.parse_tokens`: 2k = 2,000, 2K = 2,048).
+TOKEN_FIELDS = frozenset({"prompt_tokens", "output_tokens", "seq_len", "step_tokens"})
 
 
 def count(field: str, text: str | int, *, allow_zero: bool = False) -> int:
     """A count (``2048``, ``8k``, ``32Ki``) that must be positive (or, ``allow_zero``, non-negative): every count
     option of every command and endpoint comes through here, so one limit (`units.MAX_COUNT`) and one message
-    hold for all, whether the count came as text or as a number."""
+    hold for all, whether the count came as text or as a number. Token counts (`TOKEN_FIELDS`) read an uppercase
+    K, M or G as binary, as vLLM does."""
     from estimator.errors import WorkloadInvalid
 
+    parse = parse_tokens if field in TOKEN_FIELDS else parse_count
     try:
-        value = checked_count(text, text) if isinstance(text, int) else parse_count(text)
+        value = checked_count(text, text) if isinstance(text, int) else parse(text)
     except WorkloadInvalid as error:  # the field it came with, as every other refusal of a value names it
         raise invalid(field, str(error)) from None
     if value < 0 or (value == 0 and not allow_zero):
@@ -93,6 +100,32 @@ def check_format(chosen: OutputFormat, allowed: Sequence[OutputFormat], output: 
         raise FieldInvalid("output_format", "{output_format} xlsx needs {output} FILE.xlsx")
 
 
+# What an output file's extension says its format is (the formats the commands write; .txt and .text: the table).
+EXTENSION_FORMATS = {".json": OutputFormat.json, ".csv": OutputFormat.csv, ".xlsx": OutputFormat.xlsx,
+                     ".txt": OutputFormat.table, ".text": OutputFormat.table}
+
+
+def format_for(given: str | OutputFormat | None, output: str | Path | None, default: OutputFormat,
+               allowed: Sequence[OutputFormat]) -> OutputFormat:
+    """The format a command writes: ``--format`` when given, else what the ``-o`` file's extension says
+    (`EXTENSION_FORMATS`: ``-o plan.csv`` writes CSV), else ``default``; a ``--format`` that contradicts the
+    extension is refused in one line, as is a format the command does not write (`check_format`)."""
+    chosen = choice("output_format", OutputFormat, given)
+    said = None if output is None else EXTENSION_FORMATS.get(Path(output).suffix.lower())
+    if chosen is not None and said is not None and chosen is not said:
+        raise FieldInvalid("output_format", "{output_format} {name} contradicts {output} {path}, a {suffix} file: "
+                           "drop {output_format} or name the file {wanted}", name=chosen.value,
+                           path=shown(str(output)), suffix=Path(output or "").suffix,
+                           wanted="." + ("txt" if chosen is OutputFormat.table else chosen.value))
+    if chosen is None and said is not None and said not in allowed:
+        suffixes = ", ".join(s for s, f in EXTENSION_FORMATS.items() if f in allowed)
+        raise FieldInvalid("output", "{output} {path}: this command does not write {suffix} files; name it {suffixes}",
+                           path=shown(str(output)), suffix=Path(output or "").suffix, suffixes=suffixes)
+    resolved = chosen or said or default
+    check_format(resolved, allowed, None if output is None else Path(output))
+    return resolved
+
+
 def refuse(command: str, given: dict[str, bool]) -> None:
     """One line for the options of another command that ``command`` takes only to say where they apply:
     ``given`` maps each such field (explain, units) to whether it was set."""
@@ -137,7 +170,7 @@ def estimate_request_of(values: Mapping[str, Any]) -> EstimateRequest:
               logits=choice("logits", Logits, p["logits"]), profile=p["profile"],
               mla_cache=choice("mla_cache", MlaCache, p["mla_cache"]), group_size=p["group_size"],
               training=training_of(p) if mode is Mode.train else Training())
-    output = Output(format=choice("output_format", OutputFormat, p["output_format"]),
+    output = Output(format=format_for(p["output_format"], p["output"], OutputFormat.table, ESTIMATE_FORMATS),
                     units=choice("units", Units, p["units"]), explain=bool(p["explain"]),
                     output=_path(p["output"]), plot=_path(p["plot"]), force=bool(p["force"]))
     return EstimateRequest(job=job, hardware=hardware, output=output, specs_dir=_path(p["specs_dir"]),

@@ -30,14 +30,32 @@ def catalog_for(specs_dir: Path | None) -> Catalog:
 def estimate_request(request: EstimateRequest, catalog: Catalog | None = None,
                      model: ModelSpec | None = None) -> Report | TrainingReport:
     """The report of ``request``: read over ``catalog`` (default: the request's specs_dir, else the packaged one),
-    for ``model`` when given (a config.json already read), else the request's model name."""
+    for ``model`` when given (a config.json already read), else the request's model name. A job that does not fit
+    ends with the changes that would make it fit (`estimator.request.fixes`)."""
     chosen = catalog_for(request.specs_dir) if catalog is None else catalog
     spec = chosen.model(request.job.model) if model is None else model
+    return with_fixes(request, estimate_alone(request, chosen, spec), chosen, spec)
+
+
+def with_fixes(request: EstimateRequest, report: Report | TrainingReport, catalog: Catalog,
+               model: ModelSpec) -> Report | TrainingReport:
+    """``report``, and when its job does not fit, the changes that would make it fit (`estimator.request.fixes`),
+    each re-estimated by `estimate_alone`."""
+    if report.memory.fits:
+        return report
+    from estimator.request.fixes import fixes
+
+    found = fixes(request, report, lambda changed: estimate_alone(changed, catalog, model))
+    return report.model_copy(update={"fixes": found})
+
+
+def estimate_alone(request: EstimateRequest, catalog: Catalog, model: ModelSpec) -> Report | TrainingReport:
+    """The report of ``request`` without the changes that would make it fit (what each change re-runs)."""
     if request.job.mode is Mode.train:
         from estimator.request.training import training_report
 
-        return training_report(chosen, spec, request)
-    return inference_report(chosen, spec, request)
+        return training_report(catalog, model, request)
+    return inference_report(catalog, model, request)
 
 
 def estimate_for(catalog: Catalog | None = None, **values: Any) -> Report | TrainingReport:

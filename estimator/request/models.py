@@ -76,7 +76,7 @@ class Job(_Frozen):
     kv_dtype: str | None = None
     batch: int = 1
     prompt_tokens: int = 2048
-    output_tokens: int = 0
+    output_tokens: int = 256  # the commands' default (request.options.OUTPUT_HELP)
     logits: Logits = Logits.last
     profile: str = "optimized"
     mla_cache: MlaCache | None = None

@@ -50,6 +50,10 @@ def _opt(name: str, takes: Takes = "text", default: Any = None, help: str = "", 
 
 
 _TRAIN = "training"
+# One default for generated tokens in estimate, plan and sweep: 256, a typical reply. With none, an estimate is the
+# prompt alone: no reply's KV cache, no decode step in the time of a request; plan and sweep rank and grid replies.
+OUTPUT_HELP = ("Generated tokens per {what}, their KV cached too (256, a typical reply, in estimate, plan and sweep; "
+               "0: the prompt alone).")
 OPTIONS: dict[str, Option] = {o.name: o for o in (
     _opt("model", flags=("--model", "-m"), required=True, help="Catalog name (llama-3.1-8b), Hugging Face Hub "
          "id (org/name[@revision]), config.json path or folder, or a size such as 70b."),
@@ -60,9 +64,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _opt("kv_dtype", help="KV-cache format: fp32 fp16 bf16 fp8 int8. Default: the activation precision (bf16, or "
          "fp32 for fp32 models)."),
     _opt("batch", default="1", help="Concurrent sequences."),
-    _opt("prompt_tokens", default="2048", help="Prompt length per sequence (2048, 8k, 32Ki)."),
-    _opt("output_tokens", default="0", help="Generated tokens per sequence, their KV cached too (default 0: the "
-         "prompt alone; plan and sweep default to 256)."),
+    _opt("prompt_tokens", default="2048", help="Prompt length per sequence (2048; 8k = 8,000; 8K or 8Ki = 8,192, "
+         "as vLLM reads them)."),
+    _opt("output_tokens", default="256", help=OUTPUT_HELP.format(what="sequence")),
     _opt("gpus", default="1", topic="parallelism", help="Tensor-parallel degree: GPUs that split the model."),
     _opt("ep", topic="parallelism", help="MoE models: expert-parallel GPUs, each holding whole experts; a multiple "
          "of --gpus, whose groups each serve a share of the batch (data-parallel attention) and exchange tokens by "
@@ -83,7 +87,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
          "profile's default) or decompressed K/V (transformers; the hf profile's)."),
     _opt("group_size", "int", help="Quantization group size for grouped formats (gptq-int4, awq-int4, nf4, mxfp4, "
          "nvfp4)."),
-    _opt("output_format", ch.OutputFormat, ch.OutputFormat.table, "table, json or csv.", "output", ("--format", "-f")),
+    _opt("output_format", ch.OutputFormat, None, "table, json or csv (default: what the -o file's extension says, "
+         ".json .csv .txt; else table).", "output", ("--format", "-f")),
     _opt("units", ch.Units, ch.Units.gb, "Table units: gb (10⁹ B) or gib (2³⁰ B).", "output"),
     _opt("explain", "flag", False, "Print the arithmetic and assumptions.", "output"),
     _opt("specs_dir", "path", help="Add specs from this folder to the packaged catalog (same layout as specs/): a "
@@ -110,10 +115,11 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _opt("lora_rank", help="Train: LoRA rank (frozen base, adapters trained).", topic=_TRAIN),
     _opt("lora_targets", help="Train: 'all' or e.g. q,k,v,o,gate,up,down (all).", topic=_TRAIN),
     _opt("qlora", "flag", False, "Train: 4-bit NF4 base (needs --lora-rank).", _TRAIN),
-    _opt("output", "path", None, "Write to this file instead of stdout (required for xlsx).", "output",
+    _opt("output", "path", None, "Write to this file instead of stdout (required for xlsx); its extension sets the "
+         "format.", "output",
          ("--output", "-o"), checked=True),
     _opt("plot", "path", None, "Also draw charts to FILE.png or FILE.svg (needs matplotlib: pip install "
-         "'estimator[plot]').", "output", checked=True),
+         "'llm-estimator[plot]').", "output", checked=True),
     _opt("force", "flag", False, "Replace what exists: an -o or --plot file, calibrate's entry for this card, a "
          "--save file of validate.", "output", eager=True),
     _opt("calibration", "path", None, "Calibration file from `estimator calibrate` (default: the user config dir's, "
@@ -157,15 +163,13 @@ _SWEEP = ("model", "gpu", "dtype", "kv_dtype", "batch", "prompt_tokens", "output
           "progress", "specs_dir")
 COMMANDS: dict[str, tuple[str, ...]] = {"estimate": _ESTIMATE, "plan": _PLAN, "sweep": _SWEEP}
 
-_OUTPUT_DEFAULT = ("Generated tokens per {what} (default 256, a typical reply, as sweep; estimate defaults to 0, the "
-                   "prompt alone).")
 _NOT_HERE = "Not taken here: see estimate --explain."
 _PROFILES = "Efficiency profile: optimized or hf."
 # What plan or sweep says or defaults differently from estimate (field → the Option's fields it replaces).
 VARIANTS: dict[tuple[str, str], dict[str, Any]] = {
     ("plan", "model"): {"help": "Catalog name, config.json, or a size such as 70b."},
     ("plan", "prompt_tokens"): {"help": "Prompt length per request."},
-    ("plan", "output_tokens"): {"default": "256", "help": _OUTPUT_DEFAULT.format(what="request")},
+    ("plan", "output_tokens"): {"help": OUTPUT_HELP.format(what="request")},
     ("plan", "gpu"): {"takes": "texts", "help": "Cards to compare, repeatable or comma-separated (--gpu a100 --gpu "
                       "h100, --gpu a100,h100,l40s), each in every server of specs/systems that holds it (default: "
                       "every system)."},
@@ -176,7 +180,7 @@ VARIANTS: dict[tuple[str, str], dict[str, Any]] = {
                         "as estimate's."},
     ("plan", "kv_dtype"): {"help": "KV-cache format (default as estimate)."},
     ("plan", "profile"): {"help": _PROFILES},
-    ("plan", "output_format"): {"help": "table, json, csv or xlsx."},
+    ("plan", "output_format"): {"help": "table, json, csv or xlsx (default: the -o file's extension, else table)."},
     ("plan", "explain"): {"help": _NOT_HERE},
     ("plan", "units"): {"default": None, "help": "Not taken here: plan's table is in GB; --format json gives bytes."},
     ("sweep", "model"): {"help": "Models, comma-separated."},
@@ -186,11 +190,12 @@ VARIANTS: dict[tuple[str, str], dict[str, Any]] = {
     ("sweep", "kv_dtype"): {"help": "KV-cache format (default as estimate)."},
     ("sweep", "batch"): {"help": "Batches, comma-separated (1,8,64)."},
     ("sweep", "prompt_tokens"): {"help": "Prompt lengths (1k,8k,32k)."},
-    ("sweep", "output_tokens"): {"default": "256", "help": "Generated tokens per sequence, comma-separated (default "
-                                 "256, as plan; estimate defaults to 0, the prompt alone)."},
+    ("sweep", "output_tokens"): {"help": "Generated tokens per sequence, comma-separated (default 256, as estimate "
+                                 "and plan)."},
     ("sweep", "gpus"): {"help": "Tensor-parallel degrees, comma-separated."},
     ("sweep", "profile"): {"help": _PROFILES},
-    ("sweep", "output_format"): {"default": ch.OutputFormat.csv, "help": "csv, json or xlsx (table: csv)."},
+    ("sweep", "output_format"): {"help": "csv, json or xlsx (table: csv; default: the -o file's extension, else "
+                                 "csv)."},
     ("sweep", "explain"): {"help": _NOT_HERE},
     ("sweep", "units"): {"default": None, "help": "Not taken here: sweep writes bytes."},
 }

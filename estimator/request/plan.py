@@ -89,7 +89,16 @@ def _goal(p: Mapping[str, Any]) -> Goal:
 
 
 def plan_report(catalog: Catalog, model: ModelSpec, p: Mapping[str, Any]) -> PlanReport:
-    """The PlanReport for `plan`'s option values ``p`` (field → value as parsed): each converted here, once."""
+    """The PlanReport for `plan`'s option values ``p`` (field → value as parsed): each converted here, once. When
+    no server holds the model, it ends with the changes that let one (`estimator.request.plan_fixes`)."""
+    from estimator.request.plan_fixes import plan_fixes
+
+    report = _plan_alone(catalog, model, p)
+    found = plan_fixes(report, p, lambda changed: _plan_alone(catalog, model, changed))
+    return report.model_copy(update={"fixes": found}) if found else report
+
+
+def _plan_alone(catalog: Catalog, model: ModelSpec, p: Mapping[str, Any]) -> PlanReport:
     from estimator.planning.plan import Settings, plan
 
     refuse("plan", {"explain": bool(p.get("explain")), "units": p.get("units") is not None})

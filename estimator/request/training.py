@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from estimator.request.choices import Attention, Mode, Optimizer, Precision, Recompute
 from estimator.request.errors import FieldInvalid
+from estimator.request.options import OPTIONS
 
 if TYPE_CHECKING:
     from estimator.catalog.architecture import ModelSpec
@@ -22,7 +23,7 @@ QLORA_FORMAT = "nf4-dq"  # QLoRA paper: NF4 with double quantization (specs/quan
 INFERENCE_ONLY: dict[str, tuple[str | None, str]] = {
     "gpus": ("1", "use {tp}, {pp} and {dp} in {mode} train"),
     "prompt_tokens": ("2048", "use {seq_len} in {mode} train"),
-    "output_tokens": ("0", "use {seq_len} in {mode} train"),
+    "output_tokens": (OPTIONS["output_tokens"].default, "use {seq_len} in {mode} train"),
     "dtype": (None, "use {precision}, or {qlora} for a 4-bit NF4 base, in {mode} train"),
     "kv_dtype": (None, "{mode} train keeps no KV cache"),
     "logits": ("last", "{mode} train computes logits at every position"),

@@ -15,7 +15,7 @@ from estimator.request.estimate import catalog_for
 from estimator.request.options import OPTIONS
 
 SpecsDir = Annotated[Path | None, typer.Option(*OPTIONS["specs_dir"].flags, help=OPTIONS["specs_dir"].help)]
-INSTALL_HINT = "estimator serve needs FastAPI, fastapi-offline and uvicorn: pip install 'estimator[serve]'"
+INSTALL_HINT = "estimator serve needs FastAPI, fastapi-offline and uvicorn: pip install 'llm-estimator[serve]'"
 
 
 def _loopback(host: str) -> bool:

@@ -89,7 +89,7 @@ def test_explain_shows_arithmetic(cli: Cli) -> None:
 
 
 def test_catalog_listings(cli: Cli) -> None:
-    gpus = cli("gpus")
+    gpus = cli("gpus", "--all")
     assert gpus.exit_code == 0 and "GDDR6X" in gpus.stdout
     show = cli("gpus", "show", "rtx-4090")
     assert "384 bit / 8 × 21 Gbps = 1,008.0 GB/s" in show.stdout

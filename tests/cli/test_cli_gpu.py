@@ -165,19 +165,19 @@ def test_each_command_fails_in_one_line_without_a_gpu(cli: Cli, command: list[st
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert any(s in lines[0] for s in ("pip install 'estimator[gpu]'", "sees no CUDA GPU", "through NVML"))
+    assert any(s in lines[0] for s in ("pip install 'llm-estimator[gpu]'", "sees no CUDA GPU", "through NVML"))
 
 
 def test_missing_torch_names_the_extra(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     def missing() -> None:
-        raise MissingDependency("this command needs PyTorch and transformers: pip install 'estimator[gpu]'")
+        raise MissingDependency("this command needs PyTorch and transformers: pip install 'llm-estimator[gpu]'")
 
     monkeypatch.setattr(measure, "require_torch", missing)
     for command in (["calibrate"], ["validate", "--model", "llama-3.2-1b"]):
         result = cli(*command)
         assert result.exit_code == 3
         assert result.stderr == ("error: this command needs PyTorch and transformers: "
-                                 "pip install 'estimator[gpu]'\n")
+                                 "pip install 'llm-estimator[gpu]'\n")
 
 
 def test_validate_rejects_unknown_model_before_touching_the_gpu(cli: Cli) -> None:

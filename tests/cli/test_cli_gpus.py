@@ -43,7 +43,7 @@ def test_gpus_csv_has_one_row_per_card_and_every_precision(cli: Cli) -> None:
 
 
 def test_gpus_table_shows_usable_gib_beside_the_marketed_gb(cli: Cli) -> None:
-    done = cli("gpus", columns=200)
+    done = cli("gpus", "--all", columns=200)
     assert done.exit_code == 0, done.stderr
     h100 = next(line for line in done.stdout.splitlines() if "NVIDIA H100 SXM5 80GB" in line)
     assert "79.6 GiB" in h100 and "80 GB" in h100  # 81,559 MiB ÷ 1,024
@@ -110,3 +110,18 @@ def test_systems_show_of_a_system_whose_gpu_is_unknown_is_one_error_and_nothing_
     assert result.stderr.count("\n") == 1
     shown = cli("systems", "show", "hgx-h100")
     assert shown.exit_code == 0 and shown.stdout.splitlines()[1] == "  GPU: NVIDIA H100 SXM5 80GB × 8 per node"
+
+
+def test_gpus_fits_one_screen_and_names_every_card(cli: Cli) -> None:
+    """At 80 columns the default listing is one screen (30 lines at most) and still names every card by alias,
+    under the memory it is sold with; --all is the full table."""
+    done = cli("gpus", columns=80)
+    assert done.exit_code == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) <= 30 and max(len(line) for line in lines) <= 80, done.stdout
+    listed = set(done.stdout.split())
+    rows = json.loads(cli("gpus", "--format", "json").stdout)
+    assert all(row["aliases"][0] in listed for row in rows)
+    eighty = next(line for line in lines if line.startswith("80 GB"))
+    assert {"h100", "a100"} <= set(eighty.split())
+    assert "--all" in lines[-1]

@@ -35,8 +35,10 @@ def _examples(cli: Cli, path: list[str]) -> list[str]:
     result = cli(*path, "--help", columns=200)
     assert result.exit_code == 0, result.stderr
     lines = [line.strip() for line in result.stdout.splitlines() if line.strip()]
-    # Usage, the one-line summary, then the examples, before any option
-    head = lines[:lines.index("Options:")] if "Options:" in lines else lines
+    # Usage, the one-line summary, then the examples, before any option (estimate, plan and sweep list theirs by
+    # topic: "Workload options:" ...)
+    first = next((i for i, line in enumerate(lines) if line.endswith("ptions:")), len(lines))
+    head = lines[:first]
     assert "Examples:" in head, result.stdout
     return [line for line in head[head.index("Examples:") + 1:] if "estimator " in line]
 

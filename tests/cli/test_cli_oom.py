@@ -16,8 +16,9 @@ from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
 DATA = Path(__file__).resolve().parent.parent / "data" / "oom"
+# The failed job of tests/data/oom/logits.*: one forward pass over the prompts (scoring), no generated tokens.
 WORKLOAD = ("--model", "llama-3.2-1b", "--gpu", "h200", "--profile", "hf", "--batch", "256", "--prompt-tokens",
-            "2048", "--logits", "all")
+            "2048", "--output-tokens", "0", "--logits", "all")
 
 
 def test_table_names_tensor_and_change(cli: Cli) -> None:
@@ -92,10 +93,28 @@ def test_tensor_parallel_does_not_split_the_logits(cli: Cli) -> None:
     assert memory["activation_per_gpu_bytes"] == 524_288 * 2 * (2_048 + 128_256 + 32_064) == 170_255_187_968
     assert memory["fits"] is False
     result = cli("oom", "--from", str(DATA / "logits.message.txt"), "--format", "json", *WORKLOAD)
-    gpus = [s for s in json.loads(result.stdout)["suggestions"] if s["change"].startswith("--gpus")]
-    assert gpus and not any(s["fits"] for s in gpus)
-    table = cli("oom", "--from", str(DATA / "logits.message.txt"), *WORKLOAD, columns=200).stdout
-    assert "--gpus 8: adds 128.0 MiB" in table  # a change that grows the footprint says so, not "frees -128 MiB"
+    # more GPUs grow the logits stage by the shard: no fix, so not offered (a change that frees nothing is not)
+    assert not any(s["change"].startswith("--gpus") for s in json.loads(result.stdout)["suggestions"])
+    scoring = ("estimate", *WORKLOAD, "--format", "json")
+    eight = json.loads(cli(*scoring, "--gpus", "8").stdout)["memory"]
+    assert eight["per_gpu_bytes"] > json.loads(cli(*scoring).stdout)["memory"]["per_gpu_bytes"]
+
+
+def test_oom_never_offers_a_change_that_frees_nothing(cli: Cli) -> None:
+    """Every recorded failure (tests/data/oom), with the workload its record gives: each change listed frees
+    memory (a change that adds some, such as more GPUs under all-position logits, is no fix)."""
+    for case in ("logits", "batch", "eager-attention", "optimizer-step", "fragmentation"):
+        args = json.loads((DATA / f"{case}.json").read_text())["estimator_args"]
+        result = cli("oom", "--from", str(DATA / f"{case}.message.txt"), "--format", "json", *args)
+        assert result.exit_code == 0, (case, result.stderr)
+        assert all(s["frees_bytes"] > 0 for s in json.loads(result.stdout)["suggestions"]), case
+
+
+def test_the_error_text_alone_says_which_options_to_add(cli: Cli) -> None:
+    result = cli("oom", "--from", str(DATA / "logits.message.txt"), columns=200)
+    assert result.exit_code == 0, result.stderr
+    assert "for what to change, give the job after the input as estimate's options: --model NAME --gpu NAME" \
+        in result.stdout
 
 
 def test_snapshot_with_a_negative_reserved_size_is_one_line(cli: Cli, tmp_path: Path) -> None:

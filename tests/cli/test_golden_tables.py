@@ -78,15 +78,16 @@ def test_validate_table(cli: Cli, monkeypatch: pytest.MonkeyPatch, golden: Calla
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("command", ["gpus", "models"])
-def test_catalog_tables(cli: Cli, golden: Callable[[str, str], None], command: str, width: int,
+@pytest.mark.parametrize("command", [("gpus",), ("gpus", "--all"), ("models",)], ids=" ".join)
+def test_catalog_tables(cli: Cli, golden: Callable[[str, str], None], command: tuple[str, ...], width: int,
                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The lists over the test catalog alone (tests/data/catalog: it changes only with the tests). A specs folder
-    adds to the packaged one, so the packaged folder is pointed at the test catalog too."""
+    """The lists over the test catalog alone (tests/data/catalog: it changes only with the tests): gpus' one-screen
+    list of names by memory, and its full table (--all). A specs folder adds to the packaged one, so the packaged
+    folder is pointed at the test catalog too."""
     monkeypatch.setattr(registry, "default_specs_dir", lambda: TEST_CATALOG)
-    result = cli(command, "--specs-dir", str(TEST_CATALOG), columns=width)
+    result = cli(*command, "--specs-dir", str(TEST_CATALOG), columns=width)
     assert result.exit_code == 0, result.stderr
-    golden(f"{command}-{width}", result.stdout)
+    golden("-".join(c.lstrip("-") for c in command) + f"-{width}", result.stdout)
 
 
 NARROW = {  # every command that prints a table, over the shipped catalog (its longest names)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from estimator.oom.explain import fits_after, rank, reconcile
 from estimator.oom.parse import parse_message
-from estimator.oom.report import Card, Cost, Evidence, Prediction, Suggestion, TermLine
+from estimator.oom.report import Card, Evidence, Prediction, Suggestion, TermLine
+from estimator.report import Cost
 
 GIB = 2**30
 MESSAGE = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.00 GiB of which "

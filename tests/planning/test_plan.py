@@ -44,7 +44,7 @@ def test_deepseek_v3_lists_only_layouts_inside_real_servers(shipped_catalog: Cat
         assert o.concurrency == 64
         if system.intra_node_link == "pcie":
             assert o.tensor_parallel == 1  # no PCIe card at TP > 1, let alone 8
-        assert o.gpus_bought == o.servers * system.gpus_per_node  # a 671 B model: whole servers, no part of one
+        assert o.servers is not None and o.gpus_bought == o.servers * system.gpus_per_node  # whole servers only
     by = {o.system: o for o in ranked}
     # one HGX H200: EP 8 over the node (8 attention groups: the MLA latent cache is not split by TP, so
     # data-parallel attention reads 1/8 of it per GPU), 32 of the 256 experts per GPU

@@ -45,6 +45,16 @@ def test_estimate_is_the_cli_json_byte_for_byte(client: TestClient, cli: Cli, fi
     assert answer.text == printed.stdout
 
 
+def test_a_job_that_does_not_fit_answers_what_would(client: TestClient, cli: Cli) -> None:
+    """The API's estimate ends with the changes that would make it fit, as the CLI's JSON does."""
+    answer = client.get("/v1/estimate", params={"model": "llama-3.1-70b", "gpu": "h100"})
+    assert answer.status_code == 200
+    fixes = answer.json()["fixes"]
+    assert fixes and fixes[0]["fits"] is True and fixes[0]["per_gpu_bytes"] > 0
+    printed = json.loads(cli("estimate", "--model", "llama-3.1-70b", "--gpu", "h100", "--format", "json").stdout)
+    assert fixes == printed["fixes"]
+
+
 def test_train_is_estimate_mode_train(client: TestClient, cli: Cli) -> None:
     fields = {"model": "llama-3.1-8b", "gpu": "h100", "batch": "2", "lora_rank": "16", "qlora": "true"}
     printed = cli("estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--batch", "2", "--lora-rank", "16",

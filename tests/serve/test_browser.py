@@ -143,7 +143,12 @@ def _shown(page: Page, within: str) -> list[dict[str, str]]:
 
 
 def _expected_text(field: str, value: float) -> str:
-    """The CLI's formatting of a figure: bytes in GB, times in µs/ms/s, rates with one decimal."""
+    """The CLI's formatting of a figure: bytes in GB, times in µs/ms/s, rates with one decimal, the largest batch
+    a whole number and the longest context in tokens."""
+    if field.endswith("max_batch"):
+        return f"{int(value):,}"
+    if field.endswith(("max_context_tokens", "max_seq_len")):
+        return f"{int(value):,} tok"
     if field.endswith("_bytes"):
         return format_bytes(value, binary=False)
     if field.endswith("_s") and not field.endswith("_per_s"):
@@ -178,7 +183,7 @@ def test_the_figures_shown_are_the_api_s(server: str, page: Page) -> None:
     shown = _shown(page, "#result")
     fields = {s["field"] for s in shown}
     assert {"memory.per_gpu_bytes", "memory.capacity_bytes", "memory.weights_per_gpu_bytes", "time.prefill_s",
-            "time.decode_step_s", "time.tokens_per_s"} <= fields
+            "time.decode_step_s", "time.tokens_per_s", "memory.max_batch", "memory.max_context_tokens"} <= fields
     for s in shown:
         expected = _lookup(report, s["field"])
         if expected is None:
@@ -190,6 +195,20 @@ def test_the_figures_shown_are_the_api_s(server: str, page: Page) -> None:
     assert verdict == ("Fits" if report["memory"]["fits"] else "Does not fit")
     warnings = page.evaluate("[...document.querySelectorAll('#warnings li')].map(l => l.textContent)")
     assert warnings == ([w["text"] for w in report["warnings"]] or ["none"])  # the notes in words, as the API says
+
+
+def test_a_job_that_does_not_fit_shows_what_would(server: str, page: Page) -> None:
+    """The page's answer to a job that does not fit ends with the API's changes, each with its memory per GPU."""
+    job = {"model": "llama-3.1-70b", "gpu": "h100", "batch": "1", "prompt_tokens": "2048", "output_tokens": "256"}
+    page.open(server)
+    _fill(page, job)
+    report = _api(server, "estimate", job)
+    assert report["fixes"] and page.evaluate("document.getElementById('verdict').textContent") == "Does not fit"
+    shown = page.evaluate("[...document.querySelectorAll('#fixes li')].map(l => l.textContent)")
+    assert len(shown) == len(report["fixes"])
+    for text, fix in zip(shown, report["fixes"], strict=True):
+        assert text.startswith(f"{fix['change']}: {format_bytes(fix['per_gpu_bytes'], binary=False)} per GPU, "), text
+        assert ("fits;" in text) is fix["fits"]
 
 
 def test_the_share_link_reproduces_the_estimate(server: str, page: Page) -> None:
@@ -255,3 +274,30 @@ def test_screenshots_at_laptop_and_phone_widths(server: str, page: Page, tmp_pat
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"{name}: the page is {overflow} px wider than the screen"
         assert (folder / f"serve-{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        # what must be in view without scrolling sideways: on a laptop the plan's ranking column and times, on a
+        # phone the expected times; and on both the fit, the memory per GPU, the largest batch and context
+        wanted = ["#verdict", "#result [data-field='memory.per_gpu_bytes']", "#result [data-field='time.prefill_s']",
+                  "#result [data-field='time.decode_step_s']", "#result [data-field='memory.max_batch']",
+                  "#result [data-field='memory.max_context_tokens']"]
+        if name == "desktop":
+            wanted += [f"#plan-table th[data-key={key}]" for key in
+                       ("usd_per_million_tokens", "time_to_first_token_s", "time_per_output_token_s")]
+            wanted += [f"#plan-table tbody tr:first-child [data-field='plan.{key}']" for key in
+                       ("usd_per_million_tokens", "time_to_first_token_s", "time_per_output_token_s")]
+        for selector in wanted:
+            assert _in_view_sideways(page, selector), f"{name}: {selector} is not in view without scrolling sideways"
+
+
+def _in_view_sideways(page: Page, selector: str) -> bool:
+    """Whether the element's box lies within the window's width and within every box that clips it (a table's
+    scrolling container), scrolled to its start: seen without scrolling sideways."""
+    box: dict[str, float] | None = page.evaluate(
+        f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (!e) return null;"
+        "  const r = e.getBoundingClientRect(); let left = 0, right = window.innerWidth;"
+        "  for (let p = e.parentElement; p; p = p.parentElement) {"
+        "    const s = getComputedStyle(p);"
+        "    if (s.overflowX !== 'visible') { const c = p.getBoundingClientRect();"
+        "      left = Math.max(left, c.left); right = Math.min(right, c.right); if (p.scrollLeft) return null; } }"
+        "  return {left: r.left, right: r.right, width: r.width, clipLeft: left, clipRight: right}; })()")
+    assert box is not None, f"{selector}: not on the page"
+    return box["width"] > 0 and box["left"] >= box["clipLeft"] - 0.5 and box["right"] <= box["clipRight"] + 0.5

@@ -7,12 +7,16 @@ const $ = (id) => document.getElementById(id);
 const INFER_FIELDS = ["gpus", "prompt_tokens", "output_tokens", "dtype", "kv_dtype"];
 const TRAIN_FIELDS = ["seq_len", "precision", "optimizer", "recompute", "zero", "dp", "tp", "pp", "lora_rank"];
 const COMMON_FIELDS = ["model", "gpu", "system", "nodes", "batch", "profile"];
+// The answer first: the ranking column ($/h for the goal), how much of the option the goal uses, $/Mtok and the
+// times right after the server, so a laptop shows them
+// without scrolling sideways; the layout's details after.
 const PLAN_COLUMNS = [
-  ["rank", "#", "int"], ["system", "system", "text"], ["gpu", "GPU", "text"], ["cards", "GPUs", "int"],
-  ["layout", "TP×PP×rep", "text"], ["batch_per_replica", "batch", "int"], ["tokens_per_s", "tok/s", "rate"], ["goal_use_fraction", "use", "percent"],
-  ["time_to_first_token_s", "TTFT", "seconds"], ["time_per_output_token_s", "TPOT", "seconds"],
-  ["memory_per_gpu_bytes", "mem/GPU", "bytes"], ["usd_per_hour", "$/h", "usd"],
-  ["usd_per_million_tokens", "$/Mtok", "usd"],
+  ["rank", "#", "int"], ["system", "system", "text"], ["usd_per_hour", "$/h", "usd"],
+  ["goal_use_fraction", "use", "percent"],
+  ["usd_per_million_tokens", "$/Mtok", "usd"], ["time_to_first_token_s", "TTFT", "seconds"],
+  ["time_per_output_token_s", "TPOT", "seconds"], ["tokens_per_s", "tok/s", "rate"], ["cards", "GPUs", "int"],
+  ["layout", "TP×PP×rep", "text"], ["batch_per_replica", "batch", "int"], ["memory_per_gpu_bytes", "mem/GPU", "bytes"],
+  ["gpu", "GPU", "text"],
   ["reason", "note", "text"],
 ];
 let planRows = [];
@@ -44,6 +48,7 @@ function formatted(kind, value) {
   if (kind === "usd") return `$${value.toFixed(2)}`;
   if (kind === "percent") return `${(value * 100).toFixed(value >= 0.1 ? 0 : 1)}%`;
   if (kind === "int") return Number(value).toLocaleString("en-US");
+  if (kind === "tokens") return `${Number(value).toLocaleString("en-US")} tok`;
   return String(value);
 }
 function cell(tag, text, field, value) {
@@ -120,6 +125,7 @@ async function runEstimate() {
   try {
     const report = await call("/v1/estimate", fields());
     $("result").hidden = false;
+    document.body.classList.add("answered");  // a phone shows the answer above the form
     drawReport(report);
   } catch (error) {
     $("result").hidden = true;
@@ -182,16 +188,37 @@ function drawChart(report) {
   $("memory-chart").replaceChildren(chart, legend);
 }
 
+function limits(report) {  // the CLI's "max batch" and "max context" rows: the largest that fit
+  const m = report.memory;
+  if (report.workload.mode === "train") {
+    return [["max micro-batch (this seq len)", "memory.max_batch", m.max_batch, "int"],
+      ["longest sequence (this batch)", "memory.max_seq_len", m.max_seq_len, "tokens"]];
+  }
+  return [["max batch (this context)", "memory.max_batch", m.max_batch, "int"],
+    ["max prompt + output (this batch)", "memory.max_context_tokens", m.max_context_tokens, "tokens"]];
+}
 function drawMemoryTable(report) {
   const m = report.memory;
   const rows = [...segments(report),
     ["total per GPU", "memory.per_gpu_bytes", m.per_gpu_bytes],
-    ["capacity", "memory.capacity_bytes", m.capacity_bytes],
-    ["headroom", "memory.headroom_bytes", m.headroom_bytes]];
-  $("memory-table").tBodies[0].replaceChildren(...rows.map(([name, field, value]) => {
+    ["usable capacity", "memory.capacity_bytes", m.capacity_bytes],
+    ["headroom", "memory.headroom_bytes", m.headroom_bytes]].map((row) => [...row, "bytes"]);
+  $("memory-table").tBodies[0].replaceChildren(...[...rows, ...limits(report)].map(([name, field, value, kind]) => {
     const tr = document.createElement("tr");
-    tr.append(cell("th", name), cell("td", formatted("bytes", value), field, value));
+    tr.append(cell("th", name), cell("td", formatted(kind, value ?? null), field, value ?? null));
     return tr;
+  }));
+}
+function drawFixes(report) { drawFixList("fixes", report.fixes || []); }
+function drawFixList(id, fixes) {  // what would fit, best first, each with its memory per GPU
+  $(`${id}-box`).hidden = fixes.length === 0;
+  $(id).replaceChildren(...fixes.map((f) => {
+    const li = document.createElement("li");
+    li.append(cell("code", f.change), ": ",
+      f.per_gpu_bytes === null ? "—" : formatBytes(f.per_gpu_bytes),
+      ` per GPU, ${f.fits ? "fits" : "does not fit"}; cost ${f.cost}: ${f.cost_detail}` +
+      (f.time_factor === null ? "" : `, time ×${f.time_factor.toFixed(2)}`));
+    return li;
   }));
 }
 
@@ -214,13 +241,14 @@ function timeRows(report) {
 function drawTimeTable(report) {
   const head = document.createElement("tr");
   const title = report.time.hypothetical ? "time (hypothetical: does not fit)" : "time";
-  head.append(cell("th", title), cell("th", "bound (peak)"), cell("th", `expected (${report.workload.profile})`),
+  // the expected time first, beside the phase: on a phone it is the column in view
+  head.append(cell("th", title), cell("th", `expected (${report.workload.profile})`), cell("th", "bound (peak)"),
     cell("th", "limited by"));
   $("time-table").tHead.replaceChildren(head);
   $("time-table").tBodies[0].replaceChildren(...timeRows(report).map(([name, bound, expected, bf, ef, kind, why]) => {
     const tr = document.createElement("tr");
-    tr.append(cell("th", name), cell("td", bound === null ? "" : formatted(kind, bound), bf, bound),
-      cell("td", formatted(kind, expected), ef, expected), cell("td", why));
+    tr.append(cell("th", name), cell("td", formatted(kind, expected), ef, expected),
+      cell("td", bound === null ? "" : formatted(kind, bound), bf, bound), cell("td", why));
     return tr;
   }));
 }
@@ -234,6 +262,7 @@ function drawReport(report) {
   $("summary").textContent = `${report.model.name} (${params}) on ${w.gpus} × ${where}: ` +
     `${formatBytes(m.per_gpu_bytes)} per GPU of ${formatBytes(m.capacity_bytes)}` +
     (m.gpus_required && !m.fits ? `; needs ${m.gpus_required} GPUs` : "") + ".";
+  drawFixes(report);
   drawChart(report);
   drawMemoryTable(report);
   drawTimeTable(report);
@@ -263,6 +292,7 @@ async function runPlan() {
     planRows = report.options.map((o) => ({ ...o, layout: o.cards === null ? "" :
       `${o.tensor_parallel}×${o.pipeline_parallel}×${o.replicas}` }));
     drawPlan();
+    drawFixList("plan-fixes", report.fixes || []);  // no server holds the model: what would let one
     $("plan-table").hidden = false;
     $("plan-downloads").hidden = false;
     $("plan-csv").href = `/v1/plan?${planQuery({ format: "csv" })}`;
