@@ -258,3 +258,29 @@ def vllm_startup(arch: Architecture, gpu: GpuSpec, w: InferenceWorkload, setting
     values["fix"] = _fix(draft, requested - available, total, tp)
     values["command"] = _command(model_id, tp, draft, settings, policy)
     return VllmStartup(**values)
+
+
+@dataclass(frozen=True)
+class KvCapacity:
+    """What a given amount of KV memory holds on one rank: vLLM's blocks and tokens, the KV one ``max_model_len``
+    request needs, and the longest request that fits (estimate_max_model_len)."""
+
+    blocks: int
+    tokens: int
+    needed_bytes: int
+    largest_max_model_len: int
+
+
+def kv_capacity(arch: Architecture, w: InferenceWorkload, available: int, *, max_model_len: int,
+                block_size: int = 16, max_num_batched_tokens: int = 2048) -> KvCapacity:
+    """The KV side of vLLM's start-up alone, from ``available`` bytes (what a log's "Available KV cache memory"
+    says): the block arithmetic, without the memory budget before it."""
+    elements = -(-kv_elements_per_token(arch, 0, decompressed_mla=False) // kv_heads_divisor(arch, w.tensor_parallel))
+    page = math.ceil(Fraction(elements * block_size) * Fraction(str(w.kv_format.bits_per_weight)) / 8)
+    groups = _layer_groups(arch)
+    extra = vllm_policy().sliding_window_extra_blocks
+    blocks, kv_groups, _ = _blocks(groups, page, available)
+    needed = _needed(groups, page, max_model_len, block_size, max_num_batched_tokens, extra)
+    largest = _largest_len(groups, page, available, block_size, max_num_batched_tokens, extra, max_model_len) \
+        if available > 0 else 0
+    return KvCapacity(blocks, blocks // kv_groups * block_size, needed, largest)
