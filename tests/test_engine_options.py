@@ -72,3 +72,21 @@ def test_knobs_that_cannot_apply_are_refused_at_their_field(values: dict[str, An
     with pytest.raises(FieldInvalid) as caught:
         estimate_for(model="llama-3.1-8b", gpu="rtx-4090", **values)
     assert caught.value.field == field
+
+
+def test_an_engine_with_expert_parallel_or_another_profile_is_refused() -> None:
+    cases: tuple[tuple[dict[str, Any], str], ...] = (({"ep": "2", "gpus": "1"}, "ep"), ({"profile": "hf"}, "profile"))
+    for values, field in cases:
+        with pytest.raises(FieldInvalid) as caught:
+            estimate_for(model="llama-3.1-8b", gpu="rtx-4090", engine="vllm", **values)
+        assert caught.value.field == field
+
+
+def test_a_start_that_needs_the_whole_card_offers_utilization_then_more_gpus() -> None:
+    """Llama-3.1-8B on a 4090 at utilization 0.65: nothing is left after the weights (vLLM's "No available
+    memory"), so no length fits; one 128Ki request's 16 GiB beside 15 GiB of weights exceeds the 23.6 GiB card,
+    so no utilization does either: the fix left is more GPUs."""
+    engine = _engine(engine="vllm", max_model_len="128Ki", gpu_memory_utilization="0.65")
+    assert not engine.starts and engine.largest_max_model_len == 0
+    assert engine.reason.startswith("No available memory for the cache blocks")
+    assert engine.fix == "more GPUs: --tensor-parallel-size 2 splits the weights and the KV heads further"

@@ -178,16 +178,19 @@ def _command(model_id: str, tp: int, s: VllmStartup, settings: VllmSettings, pol
 
 
 def _fix(s: VllmStartup, non_kv: int, total: int, tp: int) -> str | None:
-    """The smallest change that makes a refused start start: a shorter max_model_len where one fits, else the
+    """The smallest changes that make a refused start start: a shorter max_model_len where one fits, or the
     gpu_memory_utilization that leaves room for one request (at most 1.0), else more GPUs."""
     if s.starts:
         return None
-    if s.largest_max_model_len > 0:
-        return f"--max-model-len {s.largest_max_model_len} (the longest that fits at these settings)"
     needed_util = math.ceil((non_kv + s.needed_kv_bytes) / total * 100) / 100
+    fixes = []
+    if s.largest_max_model_len > 0:
+        fixes.append(f"--max-model-len {s.largest_max_model_len} (the longest that fits at these settings)")
     if needed_util <= 1.0:
-        return f"--gpu-memory-utilization {needed_util:g}"
-    return f"more GPUs: --tensor-parallel-size {tp * 2} splits the weights and the KV heads further"
+        fixes.append(f"--gpu-memory-utilization {needed_util:g}")
+    if not fixes:
+        fixes.append(f"more GPUs: --tensor-parallel-size {tp * 2} splits the weights and the KV heads further")
+    return ", or ".join(fixes)
 
 
 def _knobs(gpu: GpuSpec, settings: VllmSettings, policy: VllmPolicy) -> tuple[float, int, int, int]:

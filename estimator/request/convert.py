@@ -188,6 +188,12 @@ def engine_of(p: Mapping[str, Any], mode: Mode) -> EngineKnobs | None:
         return None
     if mode is Mode.train:
         raise FieldInvalid("engine", "{engine} predicts a serving engine's start-up: it applies to {mode} infer")
+    if p.get("ep") is not None:
+        raise FieldInvalid("ep", "{ep} with {engine}: the engine's expert-parallel layout is not modelled yet; "
+                           "give {gpus} (its --tensor-parallel-size) alone")
+    if p.get("profile") not in (None, "optimized"):
+        raise FieldInvalid("profile", "{profile} is the runtime's own efficiency: with {engine} the engine is the "
+                           "runtime (profile optimized)")
     dtype = str(p.get("kv_cache_dtype") or "auto")
     if dtype not in KV_CACHE_DTYPES:
         raise FieldInvalid("kv_cache_dtype", "{kv_cache_dtype} {text} is not one of {names}", text=repr(dtype),
