@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from estimator.inference.engine_vllm import VllmStartup
 from estimator.notes import Note
 from estimator.report import EstimateReport, Frozen
 
@@ -131,4 +132,5 @@ class TimeReport(Frozen):
 
 class Report(EstimateReport[WorkloadInfo, MemoryReport, TimeReport, Note]):
     # the frame's fields holding inference's parts; no docstring, which the JSON schema would print as a description
-    pass
+    # --engine: the figures that engine prints at start-up and whether it starts (None: no engine asked)
+    engine: VllmStartup | None = None

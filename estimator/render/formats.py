@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from estimator.errors import FieldInvalid
 from estimator.inference.report import MemoryReport, Report, TimeReport
 from estimator.notes import Note, word
+from estimator.render.engine_table import render_engine
 from estimator.render.output import write_text_atomically
 from estimator.report import Fix, GpuInfo, flatten
 from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
@@ -235,6 +236,8 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
     print_table(console, [Column("phase", wrap=True), Column("bound (peak)", "right"),
                           Column(f"expected ({w.profile})", "right"), Column("limited by")], times,
                 title="Time (hypothetical: does not fit)" if t.hypothetical else "Time", title_justify="left")
+    render_engine(console, report.engine)
+
     render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
                                             ("Assumptions", report.assumptions, "  - ")] if explain else [],
                  binary=binary)

@@ -24,6 +24,12 @@ class Logits(str, Enum):
     last, all = "last", "all"
 
 
+class Engine(str, Enum):
+    """The serving engine whose start-up the estimate predicts (specs/engines/)."""
+
+    vllm = "vllm"
+
+
 class MlaCache(str, Enum):
     """MLA models: what the KV cache holds."""
 

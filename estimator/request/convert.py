@@ -9,9 +9,10 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-from estimator.request.choices import Logits, MlaCache, Mode, OutputFormat, Units
+from estimator.request.choices import Engine, Logits, MlaCache, Mode, OutputFormat, Units
+from estimator.request.engine import KNOBS, KV_CACHE_DTYPES, fraction
 from estimator.request.errors import FieldInvalid, invalid
-from estimator.request.models import EstimateRequest, Hardware, Job, Output, Training
+from estimator.request.models import EngineKnobs, EstimateRequest, Hardware, Job, Output, Training
 from estimator.request.options import options_of
 from estimator.units import checked_count, parse_bytes, parse_count, parse_tokens, shown
 
@@ -174,7 +175,7 @@ def estimate_request_of(values: Mapping[str, Any]) -> EstimateRequest:
                     units=choice("units", Units, p["units"]), explain=bool(p["explain"]),
                     output=_path(p["output"]), plot=_path(p["plot"]), force=bool(p["force"]))
     return EstimateRequest(job=job, hardware=hardware, output=output, specs_dir=_path(p["specs_dir"]),
-                           calibration=_path(p["calibration"]))
+                           calibration=_path(p["calibration"]), engine=engine_of(p, mode))
 
 
 def _path(value: str | Path | None) -> Path | None:
@@ -209,3 +210,34 @@ def training_of(p: Mapping[str, Any]) -> Training:
         virtual_stages=maybe_count("virtual_stages", p["virtual_stages"]),
         sequence_parallel=bool(p["sequence_parallel"]), lora_rank=maybe_count("lora_rank", p["lora_rank"]),
         lora_targets=None if targets is None else tuple(targets), qlora=bool(p["qlora"]))
+
+
+def engine_of(p: Mapping[str, Any], mode: Mode) -> EngineKnobs | None:
+    """The engine options of the estimate command's values, converted; None without ``--engine``."""
+    given = [k for k in KNOBS if p.get(k) not in (None, False)]
+    if p.get("engine") is None:
+        if given:
+            raise FieldInvalid(given[0], "{" + given[0] + "} is a vLLM knob: it needs {engine} vllm")
+        return None
+    if mode is Mode.train:
+        raise FieldInvalid("engine", "{engine} predicts a serving engine's start-up: it applies to {mode} infer")
+    if p.get("ep") is not None:
+        raise FieldInvalid("ep", "{ep} with {engine}: the engine's expert-parallel layout is not modelled yet; "
+                           "give {gpus} (its --tensor-parallel-size) alone")
+    if p.get("profile") not in (None, "optimized"):
+        raise FieldInvalid("profile", "{profile} is the runtime's own efficiency: with {engine} the engine is the "
+                           "runtime (profile optimized)")
+    dtype = str(p.get("kv_cache_dtype") or "auto")
+    if dtype not in KV_CACHE_DTYPES:
+        raise FieldInvalid("kv_cache_dtype", "{kv_cache_dtype} {text} is not one of {names}", text=repr(dtype),
+                           names=", ".join(KV_CACHE_DTYPES))
+    if dtype != "auto" and p.get("kv_dtype") is not None:
+        raise FieldInvalid("kv_cache_dtype", "give {kv_cache_dtype} or {kv_dtype}, not both: they set the same "
+                           "format")
+    return EngineKnobs(engine=choice("engine", Engine, p["engine"]),
+                       gpu_memory_utilization=fraction(p.get("gpu_memory_utilization")),
+                       max_model_len=maybe_count("max_model_len", p.get("max_model_len")),
+                       max_num_seqs=maybe_count("max_num_seqs", p.get("max_num_seqs")),
+                       max_num_batched_tokens=maybe_count("max_num_batched_tokens", p.get("max_num_batched_tokens")),
+                       block_size=maybe_count("block_size", p.get("block_size")), kv_cache_dtype=dtype,
+                       enforce_eager=bool(p.get("enforce_eager")))

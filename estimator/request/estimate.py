@@ -81,7 +81,21 @@ def inference_report(catalog: Catalog, model: ModelSpec, request: EstimateReques
     profile = calibrated_profile(catalog.profiles.get(job.profile), gpu, request.calibration)
     workload = workload_of(
         batch=job.batch, prompt_tokens=job.prompt_tokens, output_tokens=job.output_tokens,
-        weight_format=weights, kv_format=kv_format(catalog, weights, job.kv_dtype), tensor_parallel=hw.gpus,
+        weight_format=weights, kv_format=kv_format(catalog, weights, _kv_dtype(request)), tensor_parallel=hw.gpus,
         logits=job.logits.value, mla_cache=None if job.mla_cache is None else job.mla_cache.value, profile=profile)
-    return estimate(model, gpu, workload, requested_gpu=hw.gpu or "", system=resolved.system, nodes=resolved.nodes,
-                    system_assumed=resolved.assumed, gpu_alone=hw.system is None, ep=experts)
+    report = estimate(model, gpu, workload, requested_gpu=hw.gpu or "", system=resolved.system,
+                      nodes=resolved.nodes, system_assumed=resolved.assumed, gpu_alone=hw.system is None, ep=experts)
+    if request.engine is None:
+        return report
+    from estimator.request.engine import with_engine
+
+    return with_engine(report, request.engine, model, gpu, workload)
+
+
+def _kv_dtype(request: EstimateRequest) -> str | None:
+    """The KV format asked: --kv-dtype, or the engine's --kv-cache-dtype in the estimate's words."""
+    if request.engine is None or request.engine.kv_cache_dtype == "auto":
+        return request.job.kv_dtype
+    from estimator.request.engine import KV_CACHE_DTYPES
+
+    return KV_CACHE_DTYPES[request.engine.kv_cache_dtype]

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from estimator.request.choices import (
     Attention,
+    Engine,
     Fsdp,
     Logits,
     MlaCache,
@@ -84,6 +85,19 @@ class Job(_Frozen):
     training: Training = Training()
 
 
+class EngineKnobs(_Frozen):
+    """The serving engine to predict and its own knobs, converted (None: the engine's default)."""
+
+    engine: Engine
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None
+    kv_cache_dtype: str = "auto"
+    enforce_eager: bool = False
+
+
 class Output(_Frozen):
     """How the report is written: format, table units, the arithmetic (``explain``), a file and a chart."""
 
@@ -103,3 +117,4 @@ class EstimateRequest(_Frozen):
     output: Output = Output()
     specs_dir: Path | None = None
     calibration: Path | None = None
+    engine: EngineKnobs | None = None

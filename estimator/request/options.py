@@ -20,7 +20,7 @@ from estimator.request import choices as ch
 # What an option takes: a word ("text", converted at the door), a whole number ("int"), a file ("path"), nothing
 # ("flag": set or not; "switch": --name/--no-name), a repeatable word ("texts"), or one of an Enum's values.
 Takes = str | type[Enum]
-TOPICS = ("workload", "hardware", "parallelism", "training", "planning", "output", "catalog")
+TOPICS = ("workload", "hardware", "parallelism", "engine", "training", "planning", "output", "catalog")
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,19 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _opt("explain", "flag", False, "Print the arithmetic and assumptions.", "output"),
     _opt("specs_dir", "path", help="Add specs from this folder to the packaged catalog (same layout as specs/): a "
          "file there adds a card, model or system, or replaces the packaged file of the same name.", topic="catalog"),
+    _opt("engine", ch.Engine, None, "Predict this serving engine's start-up (vllm): its KV cache, maximum "
+         "concurrency, whether it starts, and its command line (docs/engines.md).", "engine"),
+    _opt("gpu_memory_utilization", help="vLLM: share of each GPU's memory it may use (0.9).", topic="engine"),
+    _opt("max_model_len", help="vLLM: longest request, prompt + output (32k, 131072; default the model's "
+         "max_position_embeddings).", topic="engine"),
+    _opt("max_num_seqs", help="vLLM: most requests batched at once (256; 1024 on cards of 70 GiB or more).",
+         topic="engine"),
+    _opt("max_num_batched_tokens", help="vLLM: tokens per engine step, the size of its profile run (2048; 8192 "
+         "on cards of 70 GiB or more).", topic="engine"),
+    _opt("block_size", help="vLLM: tokens per KV-cache block (16).", topic="engine"),
+    _opt("kv_cache_dtype", help="vLLM: KV-cache format, auto (the model's dtype), fp8, fp8_e4m3 or fp8_e5m2.",
+         topic="engine"),
+    _opt("enforce_eager", "flag", False, "vLLM: no CUDA graphs.", "engine"),
     _opt("mode", ch.Mode, ch.Mode.infer, "infer, or train (one optimizer step; --batch is the micro-batch).", _TRAIN),
     _opt("seq_len", help="Train: tokens per sequence (default 2048).", topic=_TRAIN),
     _opt("grad_accum", help="Train: micro-batches per optimizer step (1).", topic=_TRAIN),
@@ -150,7 +163,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
 
 _ESTIMATE = ("model", "gpu", "dtype", "kv_dtype", "batch", "prompt_tokens", "output_tokens", "gpus", "ep",
              "gpu_memory", "system", "nodes", "gpus_per_node", "network", "logits", "profile", "mla_cache",
-             "group_size", "output_format", "units", "explain", "specs_dir", "mode", "seq_len", "grad_accum",
+             "group_size", "output_format", "units", "explain", "specs_dir", "engine", "gpu_memory_utilization",
+             "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "kv_cache_dtype",
+             "enforce_eager", "mode", "seq_len", "grad_accum",
              "precision", "optimizer", "recompute", "attention", "zero", "fsdp", "dp", "tp", "pp", "cp",
              "virtual_stages", "sequence_parallel", "lora_rank", "lora_targets", "qlora", "output", "plot", "force",
              "calibration")
