@@ -237,7 +237,6 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
                           Column(f"expected ({w.profile})", "right"), Column("limited by")], times,
                 title="Time (hypothetical: does not fit)" if t.hypothetical else "Time", title_justify="left")
     render_engine(console, report.engine)
-
     render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
                                             ("Assumptions", report.assumptions, "  - ")] if explain else [],
                  binary=binary)

@@ -111,8 +111,8 @@ def test_nemotron_3_5_block_list_by_hand(cli: Callable[..., Any], tmp_path: Path
     # conv: 64 × 64 + 2 × 8 × 128 = 6,144 channels × 3; SSM 64 heads × 64 × 128; float32
     assert mamba.bytes_per_sequence == 23 * (3 * 6_144 + 64 * 64 * 128) * 4 == 49_930_240
     (tmp_path / "config.json").write_bytes((HELDOUT / f"{name}.json").read_bytes())
-    result = cli("estimate", "--model", str(tmp_path), "--gpu", "h200", "--prompt-tokens", "8192", "--dtype", "bf16",
-                 "--format", "json")
+    result = cli("estimate", "--model", str(tmp_path), "--gpu", "h200", "--prompt-tokens", "8192",
+                 "--output-tokens", "0", "--dtype", "bf16", "--format", "json")
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     # 6 attention layers × 2 KV heads × (128 + 128) × 2 B = 6,144 B per token (not 52 layers' 53,248)
@@ -134,8 +134,8 @@ def test_glm_5_2_indexer_only_where_its_layers_run_one(cli: Callable[..., Any], 
     assert kv_elements_per_token(arch, 0, decompressed_mla=False) == 512 + 64 + 128
     assert kv_elements_per_token(arch, 3, decompressed_mla=False) == 512 + 64
     (tmp_path / "config.json").write_bytes((HELDOUT / f"{name}.json").read_bytes())
-    result = cli("estimate", "--model", str(tmp_path), "--gpu", "h200", "--prompt-tokens", "8192", "--dtype", "fp8",
-                 "--kv-dtype", "bf16", "--format", "json", "--explain")
+    result = cli("estimate", "--model", str(tmp_path), "--gpu", "h200", "--prompt-tokens", "8192",
+                 "--output-tokens", "0", "--dtype", "fp8", "--kv-dtype", "bf16", "--format", "json", "--explain")
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     per_token = (78 * (512 + 64) + 21 * 128) * 2

@@ -27,8 +27,8 @@ def _arch(name: str) -> Architecture:
 
 def _estimate(cli: Callable[..., Any], tmp_path: Path, name: str, *args: str) -> dict[str, Any]:
     (tmp_path / "config.json").write_bytes((CONFIGS / f"{name}.json").read_bytes())
-    result = cli("estimate", "--model", str(tmp_path), "--gpu", "h200", "--prompt-tokens", "8192", "--format",
-                 "json", *args)
+    result = cli("estimate", "--model", str(tmp_path), "--gpu", "h200", "--prompt-tokens", "8192", "--output-tokens",
+                 "0", "--format", "json", *args)
     assert result.exit_code == 0, result.stderr
     report: dict[str, Any] = json.loads(result.stdout)
     return report

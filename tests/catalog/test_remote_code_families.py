@@ -31,7 +31,8 @@ def _config(name: str) -> dict[str, Any]:
 
 def _estimate(cli: Callable[..., Any], tmp_path: Path, config: dict[str, Any]) -> dict[str, Any]:
     (tmp_path / "config.json").write_text(json.dumps(config))
-    result = cli("estimate", "--model", str(tmp_path), "--gpu", "h200", "--prompt-tokens", "8192", "--format", "json")
+    result = cli("estimate", "--model", str(tmp_path), "--gpu", "h200", "--prompt-tokens", "8192",
+                 "--output-tokens", "0", "--format", "json")
     assert result.exit_code == 0, result.stderr
     report: dict[str, Any] = json.loads(result.stdout)
     return report

@@ -59,7 +59,7 @@ def test_pure_transformer_has_no_state() -> None:
 def test_report_shows_state_beside_kv_and_capacity_counts_it(cli: Callable[..., Any], tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text((CONFIGS / "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json").read_text())
     result = cli("estimate", "--model", str(tmp_path), "--gpu", "h100", "--batch", "8", "--prompt-tokens", "8192",
-                 "--format", "json")
+                 "--output-tokens", "0", "--format", "json")
     assert result.exit_code == 0, result.stderr
     memory = json.loads(result.stdout)["memory"]
     assert memory["state_bytes"] == 8 * 49_930_240
@@ -88,7 +88,7 @@ def test_falcon_h1_layers_hold_kv_and_mamba_state_both(cli: Callable[..., Any], 
     assert mamba.bytes_per_sequence == 36 * (5_376 + 196_608) * 2 == 14_542_848  # no state dtype: bf16
     (tmp_path / "config.json").write_text(json.dumps(config))
     result = cli("estimate", "--model", str(tmp_path), "--gpu", "h100", "--batch", "4", "--prompt-tokens", "4096",
-                 "--format", "json")
+                 "--output-tokens", "0", "--format", "json")
     assert result.exit_code == 0, result.stderr
     memory = json.loads(result.stdout)["memory"]
     # KV: 36 layers × 2 KV heads × (64 + 64) × 2 B = 18,432 B per token, beside the fixed state
