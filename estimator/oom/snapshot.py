@@ -98,7 +98,8 @@ def _once(items: Any, seen: set[int], what: str) -> list[Any] | tuple[Any, ...]:
     for item in (found, *(entry for entry in found if isinstance(entry, dict))):  # a list entry is met when walked
         if len(item) > 0:
             if id(item) in seen:
-                raise SnapshotRefused(f"refused: the snapshot names one {what} more than once, as no snapshot "
+                named = f"{what} list" if item is found else what
+                raise SnapshotRefused(f"refused: the snapshot names one {named} more than once, as no snapshot "
                                       "PyTorch writes does")
             seen.add(id(item))
     return found
