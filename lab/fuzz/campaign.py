@@ -49,8 +49,10 @@ def _work(job: tuple[int, int, int, int]) -> tuple[int, dict[str, int], list[str
                 slowest_cpu, costliest = outcome.cpu_seconds, " ".join(case.args)[:300]
             for problem in outcome.problems:
                 kinds[problem.split(":")[0]] += 1
+                example = f"case {index:,}: {' '.join(case.args)[:200]} → {problem[:300]}"
+                print(f"problem: {example}", flush=True)  # at once: a run stopped early still names what it found
                 if len(examples) < 20:
-                    examples.append(f"{' '.join(case.args)[:200]} → {problem[:200]}")
+                    examples.append(example)
             done = index - start + 1
             if done % every == 0 or done == count:
                 print(f"progress: cases {start:,}-{index:,} ({done:,} of {count:,}) in "
