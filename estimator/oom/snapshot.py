@@ -18,6 +18,7 @@ from estimator.errors import SpecInvalid, echoed
 from estimator.oom.bounds import at_most, checked_bytes
 from estimator.report import Frozen
 
+LINE_MAX = 2**31 - 1  # a frame's line number: an int in PyTorch's C++ traceback (a frame past it is no frame)
 MAX_SNAPSHOT_BYTES = 1 << 30  # a snapshot of a busy card with long history is tens of MB; refuse what is absurd
 
 
@@ -74,19 +75,27 @@ def _items(value: Any) -> list[Any] | tuple[Any, ...]:
 def _frames(entry: dict[str, Any]) -> tuple[Frame, ...]:
     out = []
     for f in _items(entry.get("frames")):
-        if isinstance(f, dict) and isinstance(f.get("line"), int):
+        if isinstance(f, dict) and isinstance(f.get("line"), int) and 0 <= f["line"] <= LINE_MAX:
             out.append(Frame(filename=str(f.get("filename", "")), line=f["line"], name=str(f.get("name", ""))))
     return tuple(out)
+
+
+def _shown(value: Any) -> str:
+    """``value`` as a message repeats it: its repr, cut to the echo limit, except an integer past any size (2**64),
+    which is named by its length (Python refuses to write one of over 4,300 digits as text)."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"(a {value.bit_length():,}-bit integer)"
+    return echoed(repr(value))
 
 
 def _bytes(holder: dict[str, Any], key: str, what: str) -> int:
     """``holder[key]`` (0 when absent) as a byte count: an int a device can report (`bounds`), else refused."""
     value = holder.get(key, 0)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise SnapshotRefused(f"the snapshot's {what} is {echoed(repr(value))}, not a byte count")
+        raise SnapshotRefused(f"the snapshot's {what} is {_shown(value)}, not a byte count")
     if isinstance(value, float) and math.isfinite(value) and not value.is_integer():
-        raise SnapshotRefused(f"the snapshot's {what} is {echoed(repr(value))}, not a whole number of bytes")
-    return checked_bytes(value, f"the snapshot's {what}", echoed(repr(value)), SnapshotRefused)
+        raise SnapshotRefused(f"the snapshot's {what} is {_shown(value)}, not a whole number of bytes")
+    return checked_bytes(value, f"the snapshot's {what}", _shown(value), SnapshotRefused)
 
 
 def _once(items: Any, seen: set[int], what: str) -> list[Any] | tuple[Any, ...]:
