@@ -52,9 +52,9 @@ EXIT_CODES = {0, 2, 3}  # success, bad input, what the machine lacks (estimator/
 
 # Each generator and its share of the cases: the commands users run most, most often; every subcommand some
 GENERATORS: tuple[tuple[Callable[[random.Random, list[tuple[str, bytes]]], list[str]], float], ...] = (
-    (commands._estimate, 0.35), (commands._train, 0.19), (commands._plan, 0.09), (commands._sweep, 0.06),
-    (commands._oom, 0.10), (commands._catalog, 0.06), (commands._needs_a_gpu, 0.02),
-    (commands._serve_refused, 0.01), (commands._with_specs, 0.01), (server.request, 0.11))
+    (commands.estimate, 0.35), (commands.train, 0.19), (commands.plan, 0.09), (commands.sweep, 0.06),
+    (commands.oom, 0.10), (commands.catalog, 0.06), (commands.needs_a_gpu, 0.02),
+    (commands.serve_refused, 0.01), (commands.with_specs, 0.01), (server.request, 0.11))
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,9 @@ def _written(case: Case, scratch: Path) -> bytes:
 
 
 def _cli(case: Case, scratch: Path, stdin: bytes) -> tuple[int, str, str]:
-    """Run the command line through `estimator`'s own entry point, in-process: exit status, stdout, stderr."""
-    from estimator.cli.main import main
+    """Run the command line through the `estimator` console script's entry point (the CLI with `serve`), in-process:
+    exit status, stdout, stderr."""
+    from estimator.__main__ import main
 
     out, err = io.StringIO(), io.StringIO()
     code = 0

@@ -12,7 +12,7 @@ import random
 from collections.abc import Sequence
 from functools import cache
 
-from tests.fuzz.hostile import hostile_configs, hostile_pickles, hostile_yaml, oom_text, spec_file
+from tests.fuzz.hostile import REFUSED_SPECS, hostile_configs, hostile_pickles, hostile_yaml, oom_text, spec_file
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b", "gemma-3-1b", "qwen2.5-7b",
           "phi-3-mini", "gpt2", "bert-base", "falcon-7b", "qwen3-30b-a3b", "deepseek-v2-lite", "70b", "7.5e9", "13B"]
@@ -80,7 +80,7 @@ def _output_target(rng: random.Random, files: list[tuple[str, bytes]]) -> list[s
     return target
 
 
-def _estimate(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
+def estimate(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
     args = ["estimate", "--model", _model_arg(rng, files), "--gpu", _pick(rng, GPUS, HOSTILE_GPUS)]
     if rng.random() < 0.6:
         args += ["--dtype", rng.choice(DTYPES)]
@@ -97,7 +97,7 @@ def _estimate(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
     return args
 
 
-def _train(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
+def train(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
     args = ["estimate", "--mode", "train", "--model", _model_arg(rng, files), "--gpu", _pick(rng, GPUS, HOSTILE_GPUS)]
     args += _options(rng, TRAIN_COUNTS, COUNTS, rng.randint(0, 3))
     args += _enums(rng, ["--precision", "--optimizer", "--recompute", "--attention", "--fsdp", "--zero", "--format",
@@ -111,7 +111,7 @@ def _train(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
     return args
 
 
-def _plan(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
+def plan(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
     args = ["plan", "--model", _model_arg(rng, files)]
     goal = rng.choice([["--concurrency", rng.choice(COUNTS)], ["--target-tokens-per-s", rng.choice(NUMBERS + COUNTS)],
                        [], ["--concurrency", "8", "--max-ttft-s", rng.choice(NUMBERS)]])
@@ -129,7 +129,7 @@ def _plan(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
     return args + _output_target(rng, files)
 
 
-def _sweep(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
+def sweep(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
     models = ",".join(rng.sample(MODELS[:12], k=rng.randint(1, 2)))
     args = ["sweep", "--model", models, "--gpu", ",".join(rng.sample(GPUS[:8], k=rng.randint(1, 2)))]
     for option in ("--batch", "--prompt-tokens", "--output-tokens", "--gpus"):
@@ -142,7 +142,7 @@ def _sweep(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
     return args + (target or ["-o", "{dir}/grid.csv"])
 
 
-def _oom(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
+def oom(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
     """`oom` over what a failed job wrote: texts made odd, captured or malicious snapshots, through --from or stdin,
     alone or with a workload."""
     args = ["oom"]
@@ -175,7 +175,7 @@ def _damaged(rng: random.Random, content: bytes) -> bytes:
     return content[:at] + bytes([rng.randrange(256)]) + content[at + 1:]
 
 
-def _catalog(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
+def catalog(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
     del files
     return rng.choice([["gpus"], ["models"], ["systems"], ["gpus", "show", _pick(rng, GPUS, HOSTILE_GPUS, 0.4)],
                        ["models", "show", _pick(rng, MODELS, HOSTILE_MODELS, 0.4)],
@@ -185,7 +185,7 @@ def _catalog(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
                        ["schema"], ["--help"], [rng.choice(COMMANDS), "--help"], ["no-such-command"], []])
 
 
-def _needs_a_gpu(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
+def needs_a_gpu(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
     """The commands that read or run a GPU; with none here, each is one line and exit 3 (a GPU machine would run
     them for real, which the campaign does not: it runs where the tests run)."""
     return rng.choice([["gpu"], ["gpu", "--format", "json"], ["monitor"], ["calibrate"],
@@ -194,18 +194,20 @@ def _needs_a_gpu(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str
                         rng.choice(COUNTS)]])
 
 
-def _serve_refused(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
+def serve_refused(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
     """`serve` options it must refuse before listening (a valid one would serve until stopped, so the campaign
     sends requests to the app in-process instead: tests/fuzz/server.py)."""
     choice = rng.randrange(4)
     if choice == 0:
         return ["serve", "--port", rng.choice(["-1", "65536", "x", "1e3", "", "99999999999999999999"])]
     if choice == 1:
-        return ["serve", "--host", rng.choice(["256.1.1.1", "[/bold]", "", "x" * 300]), "--port", "0"]
+        return ["serve", "--host", rng.choice(["256.1.1.1", "[/bold]", " ", "x" * 300]), "--port", "0"]
     if choice == 2:
         return ["serve", "--port", "0", "--specs-dir", rng.choice(["{dir}/missing", "/dev/null", "/etc/passwd"])]
-    sub, original = rng.choice(_shipped_specs())
-    files.append((f"specs/{sub}", spec_file(random.Random(rng.randrange(4)), original)))  # kinds 0-3 are refused
+    # a file `serve` reads at start (families and costs are read per request), of a kind no reader accepts: one it
+    # accepted would start serving
+    sub, original = rng.choice([(n, t) for n, t in _shipped_specs() if not n.startswith(("families/", "costs"))])
+    files.append((f"specs/{sub}", spec_file(rng, original, REFUSED_SPECS)))
     return ["serve", "--port", "0", "--specs-dir", "{dir}/specs"]
 
 
@@ -221,7 +223,7 @@ def _shipped_specs() -> tuple[tuple[str, str], ...]:
     return tuple((name, (root / name).read_text(encoding="utf-8")) for name in names if (root / name).is_file())
 
 
-def _with_specs(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
+def with_specs(rng: random.Random, files: list[tuple[str, bytes]]) -> list[str]:
     """Any command over a copy of the shipped specs with one spec file made hostile."""
     sub, original = rng.choice(_shipped_specs())
     files.append((f"specs/{sub}", spec_file(rng, original)))

@@ -103,10 +103,14 @@ def hostile_yaml() -> tuple[tuple[str, bytes], ...]:
     )
 
 
-def spec_file(rng: random.Random, original: str) -> bytes:
+REFUSED_SPECS = (0, 3, 6, 7)  # the kinds of `spec_file` no reader accepts: a bomb, a huge number, a loop, garbage
+
+
+def spec_file(rng: random.Random, original: str, kinds: tuple[int, ...] = tuple(range(9))) -> bytes:
     """A spec file of a specs folder made hostile: a bomb under an ignored key, a list, NaN, a huge number, a Python
-    tag, nesting, a self-referring anchor, garbage, or the file cut short (``original`` is the shipped text)."""
-    kind = rng.randrange(9)
+    tag, nesting, a self-referring anchor, garbage, or the file cut short (``original`` is the shipped text), one
+    of ``kinds`` (the index of each in that order)."""
+    kind = rng.choice(kinds)
     if kind == 0:
         if "\nconfig:\n" in original:  # inside a model's config, where the reader ignores unknown keys
             return original.replace("\nconfig:\n", "\nconfig:\n  ignored_by_the_reader:\n" + bomb("    "), 1).encode()

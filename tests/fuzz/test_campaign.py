@@ -55,7 +55,7 @@ def test_a_case_that_works_past_the_cpu_limit_is_a_hang(monkeypatch: pytest.Monk
             pass
 
     monkeypatch.setattr(campaign, "CASE_SECONDS", 0.2)
-    monkeypatch.setattr("estimator.cli.main.main", busy)
+    monkeypatch.setattr("estimator.__main__._cli_main", busy)
     outcome = run(next(iter(generate(SEED, 1))), tmp_path / "busy")
     assert outcome.problems[:1] == ["hang: more than 0.2 s of CPU time"]
     # the timer fired on CPU time, not wall time: process_time and ITIMER_PROF tick separately (a run read 0.196 s
