@@ -9,7 +9,8 @@ files are written into a scratch folder, which is also its working folder. A com
 - exit 0: something on stdout; JSON output parses with no NaN or infinity and no negative figure (a headroom may
   be negative: it says by how much a job does not fit);
 - exit 2 (bad input) or 3 (what the machine lacks: a GPU, an extra): nothing on stdout, and exactly one line on
-  stderr that starts with ``error:``; no other exit code;
+  stderr that starts with ``error:``, in the tool's words, not pydantic's (`server.PYDANTIC_WORDS`); no other
+  exit code;
 - never an exception escaping the CLI (a traceback), never more than `CASE_SECONDS` of CPU time (work that does
   not end) nor `WALL_SECONDS` of wall time (a wait that does not end);
 - a file from earlier work (``taken.*``) named as an output is never replaced without ``--force``;
@@ -41,6 +42,7 @@ from typing import Any
 
 from tests.fuzz import commands, server
 from tests.fuzz.hostile import PICKLE_MARKER
+from tests.fuzz.server import PYDANTIC_WORDS
 
 # A hang is unbounded work or an endless wait. Work is counted in the process's CPU time (user + system, the
 # ITIMER_PROF clock), which other jobs on a shared machine do not inflate: at a load average of 8 on 2 cores a
@@ -219,6 +221,8 @@ def problems(o: Outcome) -> list[str]:
         lines = [line for line in o.stderr.splitlines() if line.strip()]
         if len(lines) != 1 or not lines[0].startswith("error: "):
             found.append(f"error is not one 'error:' line: {o.stderr[:200]!r}")
+        if any(words in o.stderr for words in PYDANTIC_WORDS):
+            found.append(f"pydantic's words in the error: {o.stderr[:200]!r}")
     return found
 
 

@@ -18,6 +18,8 @@ from urllib.parse import urlencode
 
 from tests.fuzz.hostile import hostile_configs
 
+# pydantic's wording, which an error shows in the tool's own words instead (`… must be a number, got 'x'`)
+PYDANTIC_WORDS = ("Input should be", "Value error,", "NoneType", "validation error for", "errors.pydantic.dev")
 ANSWERED = {200, 404, 405, 413, 414, 422}  # every status the API answers; 404/405 are FastAPI's own
 COUNTS = ["1", "8", "2048", "8k", "32Ki", "0", "-1", "1.5", "1e23", "1e17", "nan", "inf", "", "9" * 5000, "x",
           "1,2", "100000000000"]
@@ -144,6 +146,8 @@ def _refusal_problems(status: int, text: str) -> list[str]:
             found.append(f"refusal entry is not loc/msg/type: {str(entry)[:200]}")
         elif "\n" in entry["msg"] or not entry["msg"].strip():
             found.append(f"refusal message is not one line: {entry['msg'][:200]!r}")
+        elif any(words in entry["msg"] for words in PYDANTIC_WORDS):
+            found.append(f"pydantic's words in the refusal: {entry['msg'][:200]!r}")
     return found
 
 

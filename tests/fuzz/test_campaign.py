@@ -100,3 +100,10 @@ def test_a_server_error_is_counted() -> None:
     assert [p.split(":")[0] for p in problems(crashed)] == ["HTTP 500"]
     unlocated = Outcome(case, 422, '{"detail": "bad"}', "application/json", 0.1)
     assert problems(unlocated) and "not a list" in problems(unlocated)[0]
+
+
+def test_pydantic_s_wording_in_an_error_is_counted() -> None:
+    case = Case(("monitor", "--count", "x"))
+    worded = Outcome(case, 2, "", "error: Invalid value for '--count': Input should be a valid integer\n", 0.1)
+    assert [p.split(":")[0] for p in problems(worded)] == ["pydantic's words in the error"]
+    assert problems(Outcome(case, 2, "", "error: --count must be a whole number, got 'x'\n", 0.1)) == []
