@@ -75,7 +75,7 @@ def guarded(call: Callable[[], Any]) -> None:
         if hasattr(error, "format_message") and hasattr(error, "exit_code"):
             flags = getattr(getattr(error, "param", None), "opts", None)
             if isinstance(error.__cause__, ValidationError) and flags:  # typer converted a typed option: said in
-                _fail(f"{max(flags, key=len)} {validation_message(error.__cause__)}", 2)  # the tool's words
+                _fail(_cut_echoes(f"{max(flags, key=len)} {validation_message(error.__cause__)}"), 2)  # its words
             worded = " ".join(str(error.format_message()).split()).replace("Value error, ", "")
             _fail(_cut_echoes(worded), int(error.exit_code) or 2)
         raise
