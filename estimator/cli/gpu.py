@@ -346,8 +346,12 @@ def _validation_gpu(catalog: Catalog, gpu: str | None) -> GpuSpec:
 def _model_and_config(catalog: Catalog, text: str) -> tuple[ModelSpec, dict[str, Any]]:
     """The model to build and its config.json: a catalog name's YAML ``config:``, or a local config.json (a path
     ending in .json, or a folder holding config.json) read as the estimate reads it."""
-    path = Path(text).expanduser()
-    if path.suffix == ".json" or path.is_dir():
+    try:
+        path = Path(text).expanduser()
+        local = path.suffix == ".json" or path.is_dir()
+    except (OSError, RuntimeError, ValueError):  # too long for a path, ~nosuchuser, a NUL byte: a name, as estimate
+        path, local = Path(), False  # reads it (catalog.registry._local_path)
+    if local:
         spec = catalog.model(text)  # validates the file: a bad one is one line
         file = path / "config.json" if path.is_dir() else path
         return spec, dict(read_json(file, MAX_CONFIG_BYTES, "config.json"))

@@ -25,8 +25,15 @@ def _cut_echoes(message: str) -> str:
     return _LONG_WORD.sub(lambda m: echoed(m.group(0)), message)
 
 
+def _one_line(message: str) -> str:
+    """``message`` with every character that is not printable (a line or page break, a NUL, a text-direction
+    override) written as its escape, so what a message repeats of a file or a command line can neither break
+    the line nor hide: a damaged pickle named a module ``io.op\\x0cn``, whose form feed split the error in two."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in message)
+
+
 def _fail(message: str, code: int) -> NoReturn:
-    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.write(f"error: {_one_line(message)}\n")
     raise SystemExit(code)
 
 
@@ -73,6 +80,9 @@ def guarded(call: Callable[[], Any]) -> None:
         # Usage errors (missing or unknown option, bad choice) are click exceptions; typer vendors click, so they
         # are recognised by their interface rather than their class.
         if hasattr(error, "format_message") and hasattr(error, "exit_code"):
+            flags = getattr(getattr(error, "param", None), "opts", None)
+            if isinstance(error.__cause__, ValidationError) and flags:  # typer converted a typed option: said in
+                _fail(_cut_echoes(f"{max(flags, key=len)} {validation_message(error.__cause__)}"), 2)  # its words
             worded = " ".join(str(error.format_message()).split()).replace("Value error, ", "")
             _fail(_cut_echoes(worded), int(error.exit_code) or 2)
         raise

@@ -24,11 +24,12 @@ ESTIMATE_FORMATS = (OutputFormat.table, OutputFormat.json, OutputFormat.csv)  # 
 TOKEN_FIELDS = frozenset({"prompt_tokens", "output_tokens", "seq_len", "step_tokens"})
 
 
-def count(field: str, text: str | int, *, allow_zero: bool = False) -> int:
+def count(field: str, text: str | int, *, allow_zero: bool = False, at_most: int | None = None) -> int:
     """A count (``2048``, ``8k``, ``32Ki``) that must be positive (or, ``allow_zero``, non-negative): every count
     option of every command and endpoint comes through here, so one limit (`units.MAX_COUNT`) and one message
     hold for all, whether the count came as text or as a number. Token counts (`TOKEN_FIELDS`) read an uppercase
-    K, M or G as binary, as vLLM does."""
+    K, M or G as binary, as vLLM does; ``at_most`` is the option's own ceiling (`options.CEILINGS`), refused in the
+    words a workload's bound is (``--max-nodes must be at most …``)."""
     from estimator.errors import WorkloadInvalid
 
     parse = parse_tokens if field in TOKEN_FIELDS else parse_count
@@ -39,6 +40,9 @@ def count(field: str, text: str | int, *, allow_zero: bool = False) -> int:
     if value < 0 or (value == 0 and not allow_zero):
         raise FieldInvalid(field, "{" + field + "} must be {sign}, got {text}", text=shown(str(text)),
                            sign="non-negative" if allow_zero else "positive")
+    if at_most is not None and value > at_most:
+        raise FieldInvalid(field, "{" + field + "} must be at most {limit}, got {got}", limit=f"{at_most:,}",
+                           got=f"{value:,}")
     return value
 
 

@@ -15,6 +15,7 @@ from enum import Enum
 from functools import cache
 from typing import Any
 
+from estimator.report import MAX_BATCH, MAX_TOKENS
 from estimator.request import choices as ch
 
 # What an option takes: a word ("text", converted at the door), a whole number ("int"), a file ("path"), nothing
@@ -54,6 +55,14 @@ _TRAIN = "training"
 # prompt alone: no reply's KV cache, no decode step in the time of a request; plan and sweep rank and grid replies.
 OUTPUT_HELP = ("Generated tokens per {what}, their KV cached too (256, a typical reply, in estimate, plan and sweep; "
                "0: the prompt alone).")
+
+# The ceilings of `plan`'s search settings, beyond the limit every count has (`units.MAX_COUNT`, 10^18), so that a
+# typo such as `--max-nodes 1e17` is refused at its field instead of being searched.
+# - step_tokens: one engine step holds the decoding sequences plus prefill chunks; a budget past the longest prompt
+#   (`report.MAX_TOKENS`, 100,000,000 tokens) plus the largest batch (`report.MAX_BATCH`, 1,000,000) is never used.
+# - max_nodes: a replica spans at most 4,096 GPUs (the ceiling of a layout's tensor-parallel degree, as `--gpus`),
+#   and every server holds at least one GPU, so no replica spans more than 4,096 servers.
+CEILINGS: dict[str, int] = {"step_tokens": MAX_TOKENS + MAX_BATCH, "max_nodes": 4096}
 OPTIONS: dict[str, Option] = {o.name: o for o in (
     _opt("model", flags=("--model", "-m"), required=True, help="Catalog name (llama-3.1-8b), Hugging Face Hub "
          "id (org/name[@revision]), config.json path or folder, or a size such as 70b."),

@@ -12,6 +12,7 @@ from estimator.request.choices import Logits, SortBy
 from estimator.request.convert import choice, count, refuse, split_list
 from estimator.request.errors import FieldInvalid, located
 from estimator.request.formats import inference_workload
+from estimator.request.options import CEILINGS
 
 if TYPE_CHECKING:
     from estimator.catalog.architecture import ModelSpec
@@ -104,7 +105,8 @@ def _plan_alone(catalog: Catalog, model: ModelSpec, p: Mapping[str, Any]) -> Pla
     refuse("plan", {"explain": bool(p.get("explain")), "units": p.get("units") is not None})
     pairs, unplaced = candidates(catalog, plan_cards(p.get("gpu"), p["gpus"]), p["systems"])
     settings = Settings(headroom=fraction("headroom", p["headroom"]), step_tokens=count("step_tokens",
-                        p["step_tokens"]), max_nodes=count("max_nodes", p["max_nodes"]),
+                        p["step_tokens"], at_most=CEILINGS["step_tokens"]),
+                        max_nodes=count("max_nodes", p["max_nodes"], at_most=CEILINGS["max_nodes"]),
                         allow_tp_across=bool(p["allow_tp_across_domains"]))
     goal = _goal(p)
     logits = choice("logits", Logits, p.get("logits") or Logits.last)

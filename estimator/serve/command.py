@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from estimator.errors import MissingDependency, WorkloadInvalid
+from estimator.errors import MissingDependency, WorkloadInvalid, echoed
 from estimator.request.estimate import catalog_for
 from estimator.request.options import OPTIONS
 
@@ -27,13 +27,14 @@ def _loopback(host: str) -> bool:
 
 def bound_socket(host: str, port: int) -> socket.socket:
     """A listening socket on ``host``:``port`` (0: a free port), so the URL printed is the one served."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
     except (OSError, OverflowError) as error:
-        raise WorkloadInvalid(f"cannot listen on {host}:{port}: {getattr(error, 'strerror', None) or error}") from None
+        sock.close()  # not left to the garbage collector: a refused address leaks no socket
+        raise WorkloadInvalid(f"cannot listen on {echoed(host)}:{port}: {getattr(error, 'strerror', None) or error}") \
+            from None
     sock.listen(128)
     return sock
 
@@ -60,6 +61,9 @@ def serve_command(
         raise MissingDependency(INSTALL_HINT) from None
     if not 0 <= port <= 65535:
         raise WorkloadInvalid(f"--port must be 0-65535, got {port}")
+    if not host.strip():  # the socket layer reads an empty address as every interface: said, never assumed
+        raise WorkloadInvalid("--host is empty: give the address to listen on (127.0.0.1: this machine only; "
+                              "0.0.0.0: every interface)")
     app = create_app(catalog_for(specs_dir))
     sock = bound_socket(host, port)
     shown = f"[{host}]" if ":" in host else host

@@ -136,3 +136,19 @@ def test_captured_outputs_are_within_bounds(name: str) -> None:
 def test_echoed_input_is_cut_at_the_limit() -> None:
     assert echoed("x" * ECHO_MAX) == "x" * ECHO_MAX
     assert echoed("x" * (ECHO_MAX + 1)) == "x" * (ECHO_MAX - 1) + "…"
+
+
+@pytest.mark.parametrize("key", ["device_free", "size"])
+def test_a_snapshot_size_of_thousands_of_digits_is_one_line_not_a_traceback(key: str) -> None:
+    """A crafted snapshot's size of 10**10000 bytes: Python refuses to write an integer of over 4,300 digits as
+    text, so echoing it raised ValueError out of `oom` (a traceback); it is now named by its length."""
+    with pytest.raises(SnapshotRefused) as error:
+        snapshot_facts(_snapshot(oom={key: 10**10_000}))
+    _refused(error, "(a 33,220-bit integer)", "over 2**64 - 1 bytes")
+
+
+def test_a_snapshot_frame_with_a_line_past_any_file_is_left_out() -> None:
+    frames = [{"filename": "train.py", "line": 10**10_000, "name": "step"}, {"filename": "a.py", "line": 7,
+                                                                            "name": "f"}]
+    facts = snapshot_facts(_snapshot(oom={"frames": frames}))
+    assert [(f.filename, f.line) for f in facts.oom_frames] == [("a.py", 7)]
