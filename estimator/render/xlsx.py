@@ -82,9 +82,10 @@ def _column_letter(index: int) -> str:
 
 
 def write_xlsx(keys: Sequence[str], rows: Iterable[Mapping[str, Any]], path: Path, *, sheet: str,
-               notes: Sequence[str] = ()) -> None:
+               notes: Sequence[str] = (), said: bool = True) -> None:
     """``rows`` as sheet ``sheet`` (module docstring), ``notes`` (a report's assumptions) and every distinct
-    ``assumptions`` cell on the "assumptions" sheet; refuses more rows than Excel holds."""
+    ``assumptions`` cell on the "assumptions" sheet; refuses more rows than Excel holds. ``said``: the write is
+    said on stderr (a command's file; not the server's scratch file of a response)."""
     try:
         from openpyxl import Workbook
         from openpyxl.cell import WriteOnlyCell
@@ -119,7 +120,7 @@ def write_xlsx(keys: Sequence[str], rows: Iterable[Mapping[str, Any]], path: Pat
         ws.append(cells)
     ws.auto_filter.ref = f"A1:{_column_letter(max(len(keys), 1) - 1)}{count}"
     _assumptions_sheet(book, entries)
-    with atomic_path(path, "Excel workbook", lambda: count - 1) as temporary:
+    with atomic_path(path, "Excel workbook" if said else "", lambda: count - 1) as temporary:
         book.save(temporary)
 
 

@@ -48,5 +48,5 @@ def document_bytes(output_format: str, document: BaseModel | Iterable[Mapping[st
         return text.getvalue().encode()
     with tempfile.TemporaryDirectory(prefix="estimator-serve-") as folder:
         path = Path(folder) / "report.xlsx"
-        write_xlsx(keys, rows, path, sheet=sheet, notes=notes)
+        write_xlsx(keys, rows, path, sheet=sheet, notes=notes, said=False)  # a response: no line on the server's stderr
         return path.read_bytes()

@@ -105,6 +105,15 @@ def test_plan_xlsx_is_the_cli_s_workbook(client: TestClient, cli: Cli, tmp_path:
     assert set(served) >= {"plan", "assumptions"}
 
 
+def test_an_xlsx_response_writes_no_line_on_the_server_s_stderr(client: TestClient,
+                                                                 capfd: pytest.CaptureFixture[str]) -> None:
+    """The workbook of a response is a scratch file: the server does not say it wrote it, as a command does."""
+    pytest.importorskip("openpyxl")
+    capfd.readouterr()
+    assert client.get("/v1/plan", params={**PLAN, "format": "xlsx"}).status_code == 200
+    assert capfd.readouterr().err == ""
+
+
 def test_plan_xlsx_holds_the_csv_rows(client: TestClient) -> None:
     openpyxl = pytest.importorskip("openpyxl")
     answer = client.get("/v1/plan", params={**PLAN, "format": "xlsx"})
