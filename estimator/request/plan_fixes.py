@@ -39,7 +39,7 @@ def plan_fixes(report: PlanReport, p: Mapping[str, Any], replan: Callable[[Mappi
                ) -> tuple[Fix, ...]:
     """When no server can hold the model: each change that lets one, with the memory per GPU of the best layout
     it finds, cheapest first; empty when some server already can."""
-    if any(option.feasible for option in report.options):
+    if not held_by_none(report):
         return ()
     changes = sorted(plan_changes(report, p), key=lambda change: COSTS.index(change[2]))
     found = [fix for label, fields, cost, detail in changes
@@ -60,6 +60,16 @@ def plan_fixes(report: PlanReport, p: Mapping[str, Any], replan: Callable[[Mappi
         if fix is not None:
             return (fix,)
     return ()
+
+
+def held_by_none(report: PlanReport) -> bool:
+    """No server the plan compared holds the model: none is feasible, and each that was placed failed on memory
+    (one sequence does not fit any layout), not on a goal past what a plan holds or a latency limit, which a lighter
+    model or a shorter context would not answer (and re-planning such a goal ten times is minutes of search)."""
+    placed = [option for option in report.options if option.system is not None]
+    return bool(placed) and not any(option.feasible for option in report.options) and all(
+        option.reason is not None and ("does not fit" in option.reason or option.reason == "no layout fits")
+        for option in placed)
 
 
 def _tried(replan: Callable[[Mapping[str, Any]], PlanReport], fields: Mapping[str, Any], label: str, cost: Cost,

@@ -101,3 +101,10 @@ def test_a_plan_no_server_holds_lists_what_would_let_one(cli: Cli) -> None:
 
 def test_a_plan_a_server_holds_lists_no_fix(cli: Cli) -> None:
     assert _json(cli, "plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "8")["fixes"] == []
+
+
+def test_a_goal_past_what_a_plan_holds_lists_no_fix(cli: Cli) -> None:
+    """A server holds the model; the goal is past any plan (more replicas than a plan holds): a lighter model or a
+    shorter context is no answer, and plan does not re-run its search for each change."""
+    report = _json(cli, "plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--target-tokens-per-s", "1e11")
+    assert not any(option["feasible"] for option in report["options"]) and report["fixes"] == []
