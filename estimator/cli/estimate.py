@@ -148,6 +148,11 @@ def typer_main() -> None:
 def _main(args: list[str]) -> None:
     from estimator.cli.run import guarded
 
+    if args == ["--version"]:  # as `estimator --version`
+        from estimator.cli.version import package_version
+
+        sys.stdout.write(f"estimator {package_version()}\n")
+        return
     parsed = None if completing() else parse("estimate", args)
     if parsed is None:
         typer_main()

@@ -7,7 +7,6 @@ Two entry points share one implementation: ``estimate ...`` is ``estimator estim
 from __future__ import annotations
 
 import functools
-import re
 import sys
 from typing import Annotated, Any
 
@@ -44,23 +43,9 @@ estimator COMMAND --help: its options. estimator --help: every command.
 """
 
 
-def package_version() -> str:
-    """The installed distribution's version (its metadata), or the source's (pyproject.toml) when run from a
-    checkout."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("llm-estimator")
-    except PackageNotFoundError:  # a checkout: its pyproject.toml says the version
-        from pathlib import Path
-
-        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
-        found = re.search(r'^version = "([^"]+)"', pyproject.read_text(encoding="utf-8"), re.MULTILINE) \
-            if pyproject.is_file() else None
-        return found.group(1) if found else "unknown"
-
-
 def _print_version(value: bool) -> None:
+    from estimator.cli.version import package_version
+
     if value:
         sys.stdout.write(f"estimator {package_version()}\n")
         raise typer.Exit

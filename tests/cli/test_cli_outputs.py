@@ -83,6 +83,11 @@ def test_a_chart_is_said(cli: Cli, tmp_path: Path) -> None:
     assert (str(chart), "SVG chart", None) in _wrote(done.stderr)
 
 
+def test_the_estimate_script_prints_the_version_too(cli: Cli) -> None:
+    done = cli("--version", entry="estimate")
+    assert done.exit_code == 0 and done.stdout == cli("--version").stdout and done.stderr == ""
+
+
 def test_version_prints_the_package_version(cli: Cli) -> None:
     from estimator import __version__
 
