@@ -171,6 +171,12 @@ def shown(text: str | int) -> str:
     return quoted if len(quoted) <= SHOWN_CHARS else quoted[:SHOWN_CHARS - 2] + "…" + quoted[-1]
 
 
+def capacity_label(capacity_bytes: int, *, binary: bool) -> str:
+    """The memory table's capacity row: in decimal GB a card's usable memory reads larger than the size it is sold
+    with (an 80 GB H100's 79.6 GiB are 85.5 GB), so the row names the binary figure the driver reports beside it."""
+    return "usable capacity" if binary else f"usable capacity ({capacity_bytes / 2**30:,.1f} GiB)"
+
+
 def format_bytes(n: int | float, *, binary: bool) -> str:
     """Format a byte count with one decimal: GB (10⁹) when ``binary`` is false, GiB (2³⁰) when true."""
     units = ["B", "KiB", "MiB", "GiB", "TiB"] if binary else ["B", "kB", "MB", "GB", "TB"]

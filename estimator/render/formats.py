@@ -28,7 +28,7 @@ from estimator.notes import Note, word
 from estimator.render.engine_table import render_engine
 from estimator.render.output import write_text_atomically
 from estimator.report import Fix, GpuInfo, flatten
-from estimator.units import format_bytes, format_flops, format_rate_bytes, format_seconds
+from estimator.units import capacity_label, format_bytes, format_flops, format_rate_bytes, format_seconds
 
 Row = Mapping[str, Any]
 
@@ -225,7 +225,7 @@ def render_table(report: Report, console: Console, *, binary: bool = False, expl
               _bytes(mem.activation_per_gpu_bytes, binary)],
              ["runtime overhead", _bytes(mem.overhead_bytes, binary), _bytes(mem.overhead_per_gpu_bytes, binary)],
              ["[bold]total[/]", _bytes(mem.total_bytes, binary), f"[bold]{_bytes(mem.per_gpu_bytes, binary)}[/]"],
-             ["usable capacity", "", _bytes(mem.capacity_bytes, binary)],
+             [capacity_label(mem.capacity_bytes, binary=binary), "", _bytes(mem.capacity_bytes, binary)],
              ["headroom", "", f"{_bytes(mem.headroom_bytes, binary)}  {verdict}"],
              ["GPUs required", "", "no group fits" if mem.gpus_required is None else str(mem.gpus_required)]]
     _capacity_rows(rows, mem)

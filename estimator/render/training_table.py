@@ -10,7 +10,7 @@ from rich.markup import escape
 from estimator.render.fit import Column, print_table
 from estimator.render.formats import card_memory, render_fixes, render_notes
 from estimator.training.report import TrainingReport
-from estimator.units import format_bytes, format_flops, format_seconds
+from estimator.units import capacity_label, format_bytes, format_flops, format_seconds
 
 
 def render_training_table(report: TrainingReport, console: Console, *, binary: bool = False,
@@ -36,7 +36,7 @@ def render_training_table(report: TrainingReport, console: Console, *, binary: b
                   f"{w.precision}, {w.optimizer}, recompute {w.recompute}, {w.attention}, {shard}{lora}, "
                   f"profile {w.profile}", highlight=False)
 
-    _memory_table(report, console, b, unit)
+    _memory_table(report, console, b, unit, binary)
     _step_table(report, console)
     tensors = [f"{part.name}: {part.bytes_per_token:,.0f} B/token = {b(part.bytes)}" for part in mem.layer_tensors]
     render_notes(console, report.warnings, [("Arithmetic", report.explain, "  "),
@@ -59,7 +59,8 @@ _LABELS = {
 }
 
 
-def _memory_table(report: TrainingReport, console: Console, b: Callable[[int], str], unit: str) -> None:
+def _memory_table(report: TrainingReport, console: Console, b: Callable[[int], str], unit: str,
+                  binary: bool) -> None:
     """One column per phase of the step: the terms it holds, summed to its tensors; the largest sets the peak.
     Model states (weights, gradients, master weights, optimizer states) are named in the caption."""
     mem = report.memory
@@ -77,7 +78,8 @@ def _memory_table(report: TrainingReport, console: Console, b: Callable[[int], s
     peak = [p.phase == mem.peak_phase for p in mem.phases]
     verdict = "[green]fits[/]" if mem.fits else "[red]does not fit[/]"
     tail = [("runtime overhead", b(mem.overhead_bytes)), ("[bold]total per GPU[/]", f"[bold]{b(mem.per_gpu_bytes)}[/]"),
-            ("usable capacity", b(mem.capacity_bytes)), ("headroom", f"{b(mem.headroom_bytes)}  {verdict}"),
+            (capacity_label(mem.capacity_bytes, binary=binary), b(mem.capacity_bytes)),
+            ("headroom", f"{b(mem.headroom_bytes)}  {verdict}"),
             ("max micro-batch (this seq len)", f"{mem.max_batch:,}"),
             ("longest sequence (this batch)", f"{mem.max_seq_len:,} tok")]
     if mem.max_seq_len_by_memory != mem.max_seq_len:  # capped at the model's own limit
