@@ -153,17 +153,29 @@ def _header(path: Path) -> dict[str, Any]:
 
 def _tensor(path: Path, name: str, entry: Any, data_bytes: int) -> StoredTensor:
     try:
-        dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+        dtype, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
+    except (TypeError, KeyError):
+        raise SpecInvalid(f"{path}: tensor {name!r} has a malformed header entry") from None
+    return stored_tensor(path, name, dtype, shape, offsets, data_bytes)
+
+
+def stored_tensor(where: object, name: str, dtype: Any, shape: Any, offsets: Any,
+                  data_bytes: int | None = None) -> StoredTensor:
+    """One header entry checked: whole offsets in order (within ``data_bytes``, the file's data, when known) that
+    span the bytes its shape and dtype say; ``where`` names the file in the one-line refusal."""
+    try:
+        begin, end = offsets
         elements = 1
         for dim in shape:
             elements *= int(dim)
-        ok = isinstance(begin, int) and isinstance(end, int) and 0 <= begin <= end <= data_bytes
-    except (TypeError, KeyError, ValueError):
+        ok = isinstance(begin, int) and isinstance(end, int) and 0 <= begin <= end \
+            and (data_bytes is None or end <= data_bytes)
+    except (TypeError, ValueError):
         ok = False
     if not ok:
-        raise SpecInvalid(f"{path}: tensor {name!r} has a malformed header entry")
+        raise SpecInvalid(f"{where}: tensor {name!r} has a malformed header entry")
     if dtype in DTYPE_BYTES and elements * DTYPE_BYTES[dtype] != end - begin:
-        raise SpecInvalid(f"{path}: tensor {name!r} spans {end - begin} bytes, not {elements} × {dtype}")
+        raise SpecInvalid(f"{where}: tensor {name!r} spans {end - begin} bytes, not {elements} × {dtype}")
     return StoredTensor(name, str(dtype), elements, end - begin)
 
 

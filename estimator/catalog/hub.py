@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from estimator.catalog.checkpoint_files import COMPUTE_DTYPE, DTYPE_BYTES, StoredTensor, StoredWeights, summarize
+from estimator.catalog.checkpoint_files import COMPUTE_DTYPE, StoredTensor, StoredWeights, stored_tensor, summarize
 from estimator.catalog.files import MAX_CONFIG_BYTES, MAX_INDEX_BYTES, read_json
 from estimator.catalog.hub_names import HubRef
 from estimator.catalog.hub_words import HubUnavailable, NoConfig, NotCached, unavailable
@@ -245,18 +245,10 @@ def _stored(files: Mapping[str, Mapping[str, Any]]) -> StoredWeights:
 
 def _tensor(file: str, name: str, entry: Any) -> StoredTensor:
     try:
-        dtype, shape, (begin, end) = entry
-        elements = 1
-        for dim in shape:
-            elements *= int(dim)
-        ok = isinstance(begin, int) and isinstance(end, int) and 0 <= begin <= end
+        dtype, shape, offsets = entry
     except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise SpecInvalid(f"{file}: tensor {name!r} has a malformed header entry")
-    if dtype in DTYPE_BYTES and elements * DTYPE_BYTES[dtype] != end - begin:
-        raise SpecInvalid(f"{file}: tensor {name!r} spans {end - begin} bytes, not {elements} × {dtype}")
-    return StoredTensor(name, str(dtype), elements, end - begin)
+        raise SpecInvalid(f"{file}: tensor {name!r} has a malformed header entry") from None
+    return stored_tensor(file, name, dtype, shape, offsets)
 
 
 def _cache_file(repo: str, commit: str) -> Path | None:
