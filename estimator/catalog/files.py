@@ -43,6 +43,16 @@ def read_limited(path: Path, limit: int, what: str) -> bytes:
     return raw
 
 
+def unreadable(error: BaseException) -> str:
+    """A value the parser could not make, in the tool's words: Python's own for an integer of too many digits
+    ("Exceeds the limit (4300 digits) … use sys.set_int_max_str_digits()") tells the user to change the interpreter."""
+    if isinstance(error, RecursionError):
+        return f"nested more than {MAX_DEPTH} levels deep; refused"
+    if "digits" in str(error):
+        return "a number of more than 4,300 digits; no size or count is that long"
+    return f"unreadable value: {str(error).splitlines()[0][:120]}"
+
+
 def default_specs_dir() -> Path:
     """The specs folder shipped with the package (inside the wheel), or the repository's when run from source."""
     package = Path(__file__).resolve().parent.parent  # estimator/
@@ -140,7 +150,7 @@ def parse_json(raw: bytes, where: object) -> Any:
     except RecursionError:
         raise SpecInvalid(f"{where}: nested more than {MAX_DEPTH} levels deep; refused") from None
     except ValueError as error:  # an integer of more digits than Python converts (4,300)
-        raise SpecInvalid(f"{where}: unreadable value: {str(error).splitlines()[0][:120]}") from None
+        raise SpecInvalid(f"{where}: {unreadable(error)}") from None
     return check_shape(data, where, aliased=False)
 
 
@@ -182,5 +192,5 @@ def read_yaml(path: Path, what: str = "") -> Any:
     except yaml.YAMLError as error:
         raise SpecInvalid(f"{path}: malformed YAML: {str(error).splitlines()[0]}") from None
     except (ValueError, RecursionError) as error:  # an integer of more than 4,300 digits; nesting beyond the stack
-        raise SpecInvalid(f"{path}: unreadable value: {str(error).splitlines()[0][:120]}") from None
+        raise SpecInvalid(f"{path}: {unreadable(error)}") from None
     return check_shape(data, path)

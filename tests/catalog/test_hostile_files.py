@@ -232,3 +232,19 @@ def test_a_nan_in_a_config_json_is_refused_at_its_key_even_where_the_reader_igno
     assert result.stderr.endswith("rms_norm_eps is NaN (not a number); every number must be finite\n")
     assert read_yaml(default_specs_dir() / "models" / "nemotron-h-56b.yaml")["config"]["time_step_limit"][1] == \
         float("inf")  # an infinity is read: a published config holds one, and the schema that uses a value rules
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("prices.yaml", "amortization_years: " + "9" * 5000 + "\n"),
+    ("config.json", '{"model_type": "llama", "hidden_size": ' + "9" * 5000 + "}"),
+])
+def test_a_number_of_thousands_of_digits_is_refused_in_the_tool_s_words(tmp_path: Path, name: str, text: str) -> None:
+    """Python's own words for it ("Exceeds the limit (4300 digits) … use sys.set_int_max_str_digits()") would tell
+    the user to change the interpreter."""
+    from estimator.catalog.files import read_json, read_yaml
+
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SpecInvalid) as refused:
+        read_yaml(path, "prices file") if name.endswith(".yaml") else read_json(path, 1 << 20, "config.json")
+    assert str(refused.value) == f"{path}: a number of more than 4,300 digits; no size or count is that long"
