@@ -9,9 +9,12 @@ line and nothing in the file runs. The snapshot's layout (``segments`` with ``bl
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import pickle
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 from estimator.errors import SpecInvalid, echoed
@@ -41,11 +44,28 @@ def load_plain(data: bytes) -> Any:
     if len(data) > MAX_SNAPSHOT_BYTES:
         raise SnapshotRefused(f"refused: the snapshot is {len(data):,} bytes, over {MAX_SNAPSHOT_BYTES:,}")
     try:
-        return _PlainUnpickler(io.BytesIO(data)).load()
+        with _quiet_interpreter():
+            return _PlainUnpickler(io.BytesIO(data)).load()
     except SnapshotRefused:
         raise
+    except MemoryError:  # a length field that asks for more than the machine has
+        raise SnapshotRefused("not a readable snapshot pickle: it asks for more memory than there is") from None
     except Exception as error:  # truncated or corrupt: pickle raises many kinds
         raise SnapshotRefused(f"not a readable snapshot pickle: {type(error).__name__}: {error}") from None
+
+
+@contextlib.contextmanager
+def _quiet_interpreter() -> Iterator[None]:
+    """While a damaged pickle loads, what the interpreter itself would print to stderr is dropped: a MemoryError
+    inside the C unpickler can leave a buffer it frees printing "SystemError: deallocated bytearray object has
+    exported buffers" through sys.excepthook — a second line beside the one error the user gets."""
+    hooks = sys.excepthook, sys.unraisablehook
+    sys.excepthook = lambda *_: None
+    sys.unraisablehook = lambda _: None
+    try:
+        yield
+    finally:
+        sys.excepthook, sys.unraisablehook = hooks
 
 
 class Frame(Frozen):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +78,30 @@ def test_a_snapshot_that_names_one_object_many_times_is_refused_at_once(shared: 
     with pytest.raises(SnapshotRefused, match=f"names one {shared}( entry)?( list)? more than once"):
         snapshot_facts(pickle.dumps({"segments": segments, "device_traces": traces}))
     assert time.process_time() - started < 0.5  # the refusal measured 0.5 ms; the walk it replaces took 12 s
+
+
+def test_a_snapshot_that_runs_out_of_memory_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                        capfd: pytest.CaptureFixture[str]) -> None:
+    """A length field past the machine's memory: MemoryError, and what the interpreter prints on the way (a freed
+    buffer's "SystemError: deallocated bytearray object has exported buffers", through sys.excepthook, seen by the
+    fuzz campaign) stays off stderr: the user gets the one refusal."""
+    from estimator.oom import snapshot
+
+    def load(self: object) -> object:
+        sys.excepthook(SystemError, SystemError("deallocated bytearray object has exported buffers"), None)
+        raise MemoryError
+
+    monkeypatch.setattr(snapshot._PlainUnpickler, "load", load)
+    hooks = sys.excepthook, sys.unraisablehook
+    with pytest.raises(snapshot.SnapshotRefused) as refused:
+        snapshot.load_plain(b"\x80\x05.")
+    assert str(refused.value) == "not a readable snapshot pickle: it asks for more memory than there is"
+    assert capfd.readouterr().err == ""
+    assert (sys.excepthook, sys.unraisablehook) == hooks  # restored, not left silenced
+
+
+def test_a_length_past_the_machine_s_memory_is_one_line() -> None:
+    from estimator.oom.snapshot import SnapshotRefused, load_plain
+
+    with pytest.raises(SnapshotRefused, match="asks for more memory than there is"):
+        load_plain(b"\x80\x05\x96" + (1 << 40).to_bytes(8, "little") + b"x.")  # BYTEARRAY8 of a terabyte
