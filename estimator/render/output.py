@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -60,9 +61,18 @@ def atomic_path(path: Path, kind: str = "", rows: Callable[[], int | None] = lam
     on stderr (`said_written`), with the rows ``rows`` counts once written."""
     temporary = ""
     try:
-        handle, temporary = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.",
-                                             suffix=path.suffix or ".tmp")
-        os.close(handle)
+        # the name is held before the file exists: a signal raised between creating it and naming it (inside
+        # tempfile.mkstemp) would leave a file no one removes
+        folder = path.parent if str(path.parent) else Path(".")
+        for _ in range(100):
+            temporary = str(folder / f".{path.name}.{secrets.token_hex(6)}{path.suffix or '.tmp'}")
+            try:
+                os.close(os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise WorkloadInvalid(f"cannot write {path}: no free temporary name beside it")
         yield Path(temporary)
         os.chmod(temporary, _mode_for(path))
         os.replace(temporary, path)
