@@ -14,7 +14,6 @@ print(h.count_params({'model_type': 'kimi_linear', 'linear_attn_config': {...}})
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from estimator.errors import SpecInvalid
 from estimator.model.inventory import param_count
 from estimator.model.memory import kv_cache_bytes
 from estimator.model.state import state_layers
+from tests.catalog.test_families import _tool
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
 HAS_HF = importlib.util.find_spec("transformers") is not None and importlib.util.find_spec("torch") is not None
@@ -56,15 +56,6 @@ SMALL: dict[str, dict[str, Any]] = {
                      "linear_head_dim": 16, "linear_num_heads": 8, "mlp_layer_types": ["sparse", "dense", "sparse"],
                      "layer_types": ["linear_attention", "full_attention", "linear_attention"]},
 }
-
-
-def _tool() -> Any:
-    sys.path.insert(0, str(TOOLS))
-    try:
-        import hf_param_count  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(TOOLS))
-    return hf_param_count
 
 
 def test_the_48b_shape_places_latent_attention_where_the_checkpoint_lists_it() -> None:
