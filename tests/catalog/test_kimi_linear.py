@@ -14,7 +14,6 @@ print(h.count_params({'model_type': 'kimi_linear', 'linear_attn_config': {...}})
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +26,6 @@ from estimator.model.memory import kv_cache_bytes
 from estimator.model.state import state_layers
 from tests.catalog.test_families import _tool
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
 HAS_HF = importlib.util.find_spec("transformers") is not None and importlib.util.find_spec("torch") is not None
 LINEAR_48B = {"full_attn_layers": [4, 8, 12, 16, 20, 24, 27],
               "kda_layers": [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19, 21, 22, 23, 25, 26],
